@@ -1,0 +1,2 @@
+//! Placeholder until the runtime lands.
+fn main() {}

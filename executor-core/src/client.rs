@@ -1,0 +1,351 @@
+//! Submitting and querying tasks: [`Client`], the [`Submit`] trait the
+//! generated helpers call, and the typed [`TaskBuilder`].
+
+use std::{fmt, future::Future, sync::Arc, time::{Duration, SystemTime}};
+
+use serde::Serialize;
+
+use crate::{
+    CancelOutcome, Debounce, Due, Error, ListQuery, Namespace, NewTask, Page, Registry, Result,
+    RetryPolicy, StateCounts, Storage, SubmitMode, Submitted, TaskId, TaskOptions, TaskRecord,
+    Timestamp, listener::Listeners, metrics as m,
+};
+
+/// Default payload limit: 1 MiB of JSON.
+pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+
+/// Anything tasks can be submitted through: a [`Client`] or an
+/// [`crate::Executor`]. The helpers `#[reliable_task]` generates take `&impl Submit`.
+pub trait Submit: Send + Sync {
+    /// Validates and stores a task.
+    ///
+    /// # Errors
+    /// Validation errors, [`Error::DuplicateId`], store failures.
+    fn submit_new(&self, task: NewTask) -> impl Future<Output = Result<Submitted>> + Send;
+}
+
+/// A handle for producers: submit, status, list, cancel, requeue, counts.
+/// Runs no handlers, so a web process can enqueue while workers run elsewhere.
+/// Cheap to clone.
+pub struct Client<S> {
+    inner: Arc<ClientInner<S>>,
+}
+
+struct ClientInner<S> {
+    storage: Arc<S>,
+    namespace: Namespace,
+    registry: Option<Arc<Registry>>,
+    max_payload: usize,
+    listeners: Listeners,
+}
+
+impl<S> Clone for Client<S> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<S> fmt::Debug for Client<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("namespace", &self.inner.namespace)
+            .field("checks_names", &self.inner.registry.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage> Client<S> {
+    /// A client on `namespace` that checks task names against every
+    /// `#[reliable_task]` linked into this binary.
+    ///
+    /// # Errors
+    /// [`Error::DuplicateHandler`] if two handlers share a name.
+    pub fn new(storage: S, namespace: Namespace) -> Result<Self> {
+        let registry = Arc::new(Registry::collect([])?);
+        Ok(Self::from_parts(Arc::new(storage), namespace, Some(registry), DEFAULT_MAX_PAYLOAD, Listeners::default()))
+    }
+
+    /// A client that submits any task name, for producers that do not link
+    /// the handlers (they run in another service).
+    pub fn without_name_check(storage: S, namespace: Namespace) -> Self {
+        Self::from_parts(Arc::new(storage), namespace, None, DEFAULT_MAX_PAYLOAD, Listeners::default())
+    }
+
+    /// Sets the largest payload accepted at submit, in bytes of JSON.
+    pub fn with_max_payload(self, bytes: usize) -> Self {
+        let inner = &self.inner;
+        Self::from_parts(Arc::clone(&inner.storage), inner.namespace.clone(), inner.registry.clone(), bytes, inner.listeners.clone())
+    }
+
+    pub(crate) fn from_parts(
+        storage: Arc<S>,
+        namespace: Namespace,
+        registry: Option<Arc<Registry>>,
+        max_payload: usize,
+        listeners: Listeners,
+    ) -> Self {
+        Self { inner: Arc::new(ClientInner { storage, namespace, registry, max_payload, listeners }) }
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &Namespace {
+        &self.inner.namespace
+    }
+
+    /// The store.
+    pub fn storage(&self) -> &S {
+        &self.inner.storage
+    }
+
+    /// Submits by name with a JSON payload, using the handler's defaults
+    /// (the HTTP admin API's path).
+    ///
+    /// # Errors
+    /// [`Error::UnknownTask`] when no handler has this name (unless this
+    /// client skips the check), and whatever [`Submit::submit_new`] returns.
+    pub async fn submit_json(&self, name: &str, payload: serde_json::Value) -> Result<TaskId> {
+        let defaults = match &self.inner.registry {
+            Some(r) => r.get(name).map(|h| h.default_options().clone()).ok_or_else(|| Error::UnknownTask(name.to_owned()))?,
+            None => TaskOptions::new(),
+        };
+        let task = TaskBuilder::new(name.to_owned(), payload, defaults).into_new_task()?;
+        Ok(self.submit_new(task).await?.id)
+    }
+
+    /// The task's record, or `None` if it does not exist (or was trimmed).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn status(&self, id: &TaskId) -> Result<Option<TaskRecord>> {
+        self.inner.storage.get(&self.inner.namespace, id).await
+    }
+
+    /// Cancels a waiting task, or asks a running one to stop.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::IllegalTransition`] for a finished task.
+    pub async fn cancel(&self, id: &TaskId) -> Result<CancelOutcome> {
+        let outcome = self.inner.storage.cancel(&self.inner.namespace, id).await?;
+        if outcome == CancelOutcome::Cancelled {
+            self.inner.listeners.cancelled(id);
+        }
+        Ok(outcome)
+    }
+
+    /// Moves a dead-lettered task back to `PENDING`, due now.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::IllegalTransition`] unless dead-lettered.
+    pub async fn requeue(&self, id: &TaskId) -> Result<()> {
+        self.inner.storage.requeue(&self.inner.namespace, id).await
+    }
+
+    /// One page of tasks in a state.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a page size outside 1..=1000 or a foreign cursor.
+    pub async fn list(&self, query: ListQuery) -> Result<Page> {
+        if query.limit == 0 || query.limit > 1_000 {
+            return Err(Error::invalid("page size", format!("{} is outside 1..=1000", query.limit)));
+        }
+        self.inner.storage.list(&self.inner.namespace, query).await
+    }
+
+    /// Tasks by state.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn counts(&self) -> Result<StateCounts> {
+        self.inner.storage.counts(&self.inner.namespace).await
+    }
+
+    pub(crate) fn storage_arc(&self) -> &Arc<S> {
+        &self.inner.storage
+    }
+
+    pub(crate) fn listeners(&self) -> &Listeners {
+        &self.inner.listeners
+    }
+
+    fn check(&self, task: &NewTask) -> Result<()> {
+        if let Some(registry) = &self.inner.registry {
+            if registry.get(&task.name).is_none() {
+                return Err(Error::UnknownTask(task.name.clone()));
+            }
+        }
+        if task.payload.len() > self.inner.max_payload {
+            return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: self.inner.max_payload });
+        }
+        if task.max_attempts == 0 {
+            return Err(Error::invalid("max_attempts", "must be at least 1"));
+        }
+        if let Some(retry) = &task.retry {
+            if !retry.is_storable() {
+                return Err(Error::invalid("retry policy", "a custom retry function is code: set it as the handler's default, not per submit"));
+            }
+            retry.validate()?;
+        }
+        if let SubmitMode::Debounce(d) = &task.mode {
+            crate::id::validate_key("debounce key", &d.key, crate::id::MAX_ID_LEN)?;
+            if d.max_wait.is_some_and(|w| w < d.window) {
+                return Err(Error::invalid("debounce", "max_wait is shorter than the window"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<S: Storage> Submit for Client<S> {
+    async fn submit_new(&self, task: NewTask) -> Result<Submitted> {
+        self.check(&task)?;
+        let name = task.name.clone();
+        let submitted = self.inner.storage.submit(&self.inner.namespace, task).await?;
+        m::submitted(&name, submitted.outcome);
+        self.inner.listeners.submitted(&submitted.id, &name, submitted.outcome);
+        Ok(submitted)
+    }
+}
+
+/// A submit with per-task overrides of the handler's defaults. The typed
+/// `with(..)` helper of each `#[reliable_task]` returns one.
+///
+/// ```
+/// use std::time::Duration;
+/// use executor_core::{TaskBuilder, TaskOptions, Due};
+///
+/// let task = TaskBuilder::new("process_order", 7u64, TaskOptions::new())
+///     .id("order_7_pay")
+///     .delay(Duration::from_secs(30))
+///     .retry_limit(5)
+///     .into_new_task()?;
+/// assert_eq!(task.max_attempts, 6);
+/// assert_eq!(task.due, Due::After(Duration::from_secs(30)));
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "a task builder does nothing until `.submit(&client)`"]
+pub struct TaskBuilder<P> {
+    name: String,
+    payload: P,
+    options: TaskOptions,
+    id: Option<String>,
+    due: Due,
+    mode: SubmitMode,
+    retry_overridden: bool,
+}
+
+impl<P: Serialize> TaskBuilder<P> {
+    /// A submit of `name` with `payload` and the handler's `defaults`.
+    pub fn new(name: impl Into<String>, payload: P, defaults: TaskOptions) -> Self {
+        Self {
+            name: name.into(),
+            payload,
+            options: defaults,
+            id: None,
+            due: Due::Now,
+            mode: SubmitMode::Plain,
+            retry_overridden: false,
+        }
+    }
+
+    /// Uses this id (a business key) instead of a generated UUID v7.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Due after `delay`.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.due = Due::After(delay);
+        self
+    }
+
+    /// Due at `at`.
+    pub fn run_at(mut self, at: SystemTime) -> Self {
+        self.due = Due::At(Timestamp::from_system(at));
+        self
+    }
+
+    /// Overrides the retry limit.
+    pub fn retry_limit(mut self, n: u32) -> Self {
+        self.options.retry_limit = n;
+        self
+    }
+
+    /// Overrides the retry policy (not a custom function: that is code).
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.options.retry = policy;
+        self.retry_overridden = true;
+        self
+    }
+
+    /// Overrides `max_duration`.
+    pub fn max_duration(mut self, d: Duration) -> Self {
+        self.options.max_duration = Some(d);
+        self
+    }
+
+    /// Overrides the per-attempt timeout.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.options.timeout = Some(d);
+        self
+    }
+
+    /// A duplicate id returns the existing task instead of an error.
+    pub fn idempotent(mut self) -> Self {
+        self.mode = SubmitMode::Idempotent;
+        self
+    }
+
+    /// Debounce under `key`: repeats before the task runs push it to
+    /// `now + window` and replace its payload.
+    pub fn debounce(mut self, key: impl Into<String>, window: Duration) -> Self {
+        self.mode = SubmitMode::Debounce(Debounce { key: key.into(), window, max_wait: None });
+        self
+    }
+
+    /// Caps how long debouncing may postpone the task (from the first submit).
+    pub fn max_wait(mut self, max_wait: Duration) -> Self {
+        if let SubmitMode::Debounce(d) = &mut self.mode {
+            d.max_wait = Some(max_wait);
+        }
+        self
+    }
+
+    /// The task as a store receives it.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad id or option; [`Error::Encode`] when the
+    /// payload does not serialize.
+    pub fn into_new_task(self) -> Result<NewTask> {
+        self.options.validate()?;
+        let payload = serde_json::to_vec(&self.payload).map_err(Error::Encode)?;
+        let id = match self.id {
+            Some(id) => TaskId::new(id)?,
+            None => TaskId::generate(),
+        };
+        Ok(NewTask {
+            id,
+            name: self.name,
+            payload,
+            due: self.due,
+            max_attempts: self.options.max_attempts(),
+            max_duration: self.options.max_duration,
+            timeout: self.options.timeout,
+            // The handler's default policy applies unless overridden, so a
+            // custom default keeps working.
+            retry: self.retry_overridden.then_some(self.options.retry),
+            mode: self.mode,
+        })
+    }
+
+    /// Submits and returns the task's id (the existing one for an idempotent
+    /// or debounced repeat).
+    ///
+    /// # Errors
+    /// As [`TaskBuilder::into_new_task`] and [`Submit::submit_new`].
+    pub async fn submit<C: Submit>(self, client: &C) -> Result<TaskId> {
+        let task = self.into_new_task()?;
+        Ok(client.submit_new(task).await?.id)
+    }
+}

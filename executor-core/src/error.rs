@@ -1,0 +1,131 @@
+//! The one error type of `executor-core`.
+
+use std::time::Duration;
+
+use crate::{TaskId, TaskState};
+
+/// A `Result` whose error defaults to [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Boxed source error of a storage backend.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong when submitting, querying or running tasks.
+///
+/// Storage crates convert their driver errors into [`Error::Storage`] and say
+/// whether retrying the same call may succeed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A plain submit used an id that is already taken.
+    #[error("task id `{0}` already exists; submit idempotently to get the existing task back")]
+    DuplicateId(TaskId),
+
+    /// No task has this id (never submitted, or trimmed by retention).
+    #[error("task `{0}` not found")]
+    NotFound(TaskId),
+
+    /// The lease used to finish or renew a task is no longer the current one:
+    /// the task was reaped, cancelled or claimed again by another worker.
+    #[error("stale lease for task `{id}`: fence {fence} is no longer current")]
+    StaleFence {
+        /// The task.
+        id: TaskId,
+        /// The fence the caller held.
+        fence: u64,
+    },
+
+    /// The task is not in a state that allows the requested change.
+    #[error("task `{id}` is {state}: cannot {action}")]
+    IllegalTransition {
+        /// The task.
+        id: TaskId,
+        /// Its current state.
+        state: TaskState,
+        /// What was asked (`cancel`, `requeue`, ...).
+        action: &'static str,
+    },
+
+    /// An option or identifier failed validation before reaching the store.
+    #[error("invalid {what}: {reason}")]
+    Invalid {
+        /// What was invalid (`task id`, `namespace`, `retry policy`, ...).
+        what: &'static str,
+        /// Why, and how to fix it.
+        reason: String,
+    },
+
+    /// The payload is larger than the store accepts.
+    #[error("payload of {size} bytes exceeds the limit of {limit} bytes")]
+    PayloadTooLarge {
+        /// Encoded size.
+        size: usize,
+        /// Configured limit.
+        limit: usize,
+    },
+
+    /// The payload could not be encoded to JSON.
+    #[error("payload does not encode: {0}")]
+    Encode(#[source] serde_json::Error),
+
+    /// No handler is registered under this task name.
+    #[error("no handler is registered for task name `{0}`")]
+    UnknownTask(String),
+
+    /// Two handlers were registered under one name.
+    #[error("task name `{name}` is registered twice: by {first} and by {second}")]
+    DuplicateHandler {
+        /// The shared name.
+        name: String,
+        /// Where the first registration came from.
+        first: String,
+        /// Where the second registration came from.
+        second: String,
+    },
+
+    /// The store failed or could not be reached.
+    #[error("storage error{}: {source}", if *.retryable { " (retryable)" } else { "" })]
+    Storage {
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+        /// Whether the same call may succeed when retried.
+        retryable: bool,
+    },
+
+    /// The store answered with data it should never hold (for example a record
+    /// edited by hand).
+    #[error("corrupt record for task `{id}`: {reason}")]
+    Corrupt {
+        /// The task.
+        id: TaskId,
+        /// What did not parse.
+        reason: String,
+    },
+
+    /// The executor is shutting down and no longer accepts this call.
+    #[error("the executor is shutting down")]
+    ShuttingDown,
+
+    /// An operation did not finish in time.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+}
+
+impl Error {
+    /// Wraps a backend error.
+    pub fn storage(source: impl Into<BoxError>, retryable: bool) -> Self {
+        Self::Storage { source: source.into(), retryable }
+    }
+
+    /// An [`Error::Invalid`] with a reason.
+    pub fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
+        Self::Invalid { what, reason: reason.into() }
+    }
+
+    /// Whether retrying the same call may succeed (store unreachable, lock
+    /// conflicts). Validation errors are never retryable.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Storage { retryable: true, .. } | Self::Timeout(_))
+    }
+}

@@ -1,0 +1,1 @@
+//! The runtime: claim loop, workers, heartbeats, housekeeping, shutdown (in progress).

@@ -1,0 +1,244 @@
+//! Identifiers: task ids, namespaces and worker ids.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Longest task id accepted, in bytes. Stores with shorter columns refuse
+/// longer ids at submit with [`Error::Invalid`].
+pub const MAX_ID_LEN: usize = 191;
+
+/// The id of a task: given by the user (a business key such as
+/// `order_12345_pay`) or generated as a UUID v7, which sorts by creation time.
+///
+/// Ids are 1 to [`MAX_ID_LEN`] bytes of printable ASCII or UTF-8 without
+/// control characters or whitespace, so every store can use them in keys.
+///
+/// ```
+/// use executor_core::TaskId;
+/// let id = TaskId::new("order_12345_pay")?;
+/// assert_eq!(id.as_str(), "order_12345_pay");
+/// assert!(TaskId::new("has space").is_err());
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// Validates a user-given id.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the id is empty, longer than [`MAX_ID_LEN`]
+    /// bytes, or contains whitespace or control characters.
+    pub fn new(id: impl Into<String>) -> Result<Self> {
+        let id = id.into();
+        validate_key("task id", &id, MAX_ID_LEN)?;
+        Ok(Self(id))
+    }
+
+    /// A fresh UUID v7 id.
+    pub fn generate() -> Self {
+        Self(uuid::Uuid::now_v7().to_string())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The id as an owned string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Debug for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for TaskId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<&str> for TaskId {
+    type Error = Error;
+    fn try_from(value: &str) -> Result<Self> {
+        Self::new(value)
+    }
+}
+
+impl TryFrom<String> for TaskId {
+    type Error = Error;
+    fn try_from(value: String) -> Result<Self> {
+        Self::new(value)
+    }
+}
+
+/// Longest namespace accepted, in bytes.
+pub const MAX_NAMESPACE_LEN: usize = 64;
+
+/// Isolates the tasks of one application from others sharing the same store
+/// (the seed's key prefix per application). Letters, digits, `-`, `_`, `.`
+/// and `:` only, 1 to 64 bytes.
+///
+/// ```
+/// use executor_core::Namespace;
+/// assert!(Namespace::new("my-app").is_ok());
+/// assert!(Namespace::new("my app").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Namespace(String);
+
+impl Namespace {
+    /// Validates a namespace.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for an empty or too long name or a character other
+    /// than ASCII letters, digits, `-`, `_`, `.` or `:`.
+    pub fn new(ns: impl Into<String>) -> Result<Self> {
+        let ns = ns.into();
+        if ns.is_empty() || ns.len() > MAX_NAMESPACE_LEN {
+            return Err(Error::invalid(
+                "namespace",
+                format!("`{ns}` must be 1 to {MAX_NAMESPACE_LEN} bytes long"),
+            ));
+        }
+        if let Some(c) = ns
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+        {
+            return Err(Error::invalid(
+                "namespace",
+                format!("`{ns}` contains {c:?}; use letters, digits, `-`, `_`, `.` or `:`"),
+            ));
+        }
+        Ok(Self(ns))
+    }
+
+    /// The namespace as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for Namespace {
+    fn default() -> Self {
+        Self("default".to_owned())
+    }
+}
+
+impl fmt::Debug for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Namespace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Identifies one executor process (or one claimer inside it) as the owner
+/// of leases and of leadership. Generated per executor: `hostname-pid-uuid`.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WorkerId(String);
+
+impl WorkerId {
+    /// A fresh, unique worker id.
+    pub fn generate() -> Self {
+        let short = uuid::Uuid::new_v4().simple().to_string();
+        Self(format!("w-{}-{}", std::process::id(), &short[..12]))
+    }
+
+    /// Validates a chosen worker id (same rules as a task id).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] as for [`TaskId::new`].
+    pub fn new(id: impl Into<String>) -> Result<Self> {
+        let id = id.into();
+        validate_key("worker id", &id, MAX_ID_LEN)?;
+        Ok(Self(id))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for WorkerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub(crate) fn validate_key(what: &'static str, key: &str, max: usize) -> Result<()> {
+    if key.is_empty() {
+        return Err(Error::invalid(what, "must not be empty"));
+    }
+    if key.len() > max {
+        return Err(Error::invalid(
+            what,
+            format!("{} bytes is longer than the limit of {max}", key.len()),
+        ));
+    }
+    if let Some(c) = key.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::invalid(
+            what,
+            format!("`{}` contains {c:?}; whitespace and control characters are not allowed", key.escape_debug()),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_are_valid_and_unique() {
+        let a = TaskId::generate();
+        let b = TaskId::generate();
+        assert_ne!(a, b);
+        assert!(TaskId::new(a.as_str()).is_ok());
+    }
+
+    #[test]
+    fn bad_ids_are_refused_with_a_reason() {
+        assert!(TaskId::new("").is_err());
+        assert!(TaskId::new("a\nb").is_err());
+        assert!(TaskId::new("x".repeat(MAX_ID_LEN + 1)).is_err());
+        assert!(TaskId::new("x".repeat(MAX_ID_LEN)).is_ok());
+        let err = TaskId::new("a b").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("whitespace"), "{err}");
+    }
+
+    #[test]
+    fn namespaces_are_key_safe() {
+        assert!(Namespace::new("app-1.prod:eu").is_ok());
+        assert!(Namespace::new("a{b}").is_err());
+        assert!(Namespace::new("").is_err());
+    }
+}

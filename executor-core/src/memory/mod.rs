@@ -1,0 +1,1 @@
+//! `MemoryStorage`: the embedded, non-durable default (in progress).

@@ -1,0 +1,128 @@
+//! Metric names and the calls that record them, through the `metrics` facade.
+//! Install any recorder (e.g. `metrics-exporter-prometheus`) to export them.
+
+use std::time::Duration;
+
+use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+
+use crate::{StateCounts, SubmitOutcome, TaskState};
+
+/// Prefix of every metric name.
+pub const PREFIX: &str = "reliable_executor_";
+
+/// Counter: submits, by `task` and `outcome` (created, existing, debounced).
+pub const SUBMITTED: &str = "reliable_executor_submitted_total";
+/// Counter: attempts started, by `task`.
+pub const STARTED: &str = "reliable_executor_started_total";
+/// Counter: tasks completed, by `task`.
+pub const COMPLETED: &str = "reliable_executor_completed_total";
+/// Counter: attempts failed, by `task`.
+pub const FAILED: &str = "reliable_executor_failed_total";
+/// Counter: retries scheduled, by `task`.
+pub const RETRIED: &str = "reliable_executor_retried_total";
+/// Counter: tasks past `max_duration`, by `task`.
+pub const TIMED_OUT: &str = "reliable_executor_timed_out_total";
+/// Counter: tasks sent to the dead letter, by `task` and `state`.
+pub const DEAD_LETTERED: &str = "reliable_executor_dead_lettered_total";
+/// Counter: expired leases recovered by the leader, by `outcome`.
+pub const RECOVERED: &str = "reliable_executor_recovered_total";
+/// Counter: finishes refused because the lease was stale.
+pub const STALE_FENCE: &str = "reliable_executor_stale_fence_total";
+/// Counter: finished tasks deleted by retention.
+pub const TRIMMED: &str = "reliable_executor_trimmed_total";
+/// Histogram (seconds): attempt run time, by `task`.
+pub const EXECUTION_SECONDS: &str = "reliable_executor_execution_seconds";
+/// Histogram (seconds): due time to start, by `task`.
+pub const QUEUE_WAIT_SECONDS: &str = "reliable_executor_queue_wait_seconds";
+/// Gauge: attempts running in this process.
+pub const IN_FLIGHT: &str = "reliable_executor_in_flight";
+/// Gauge: free worker slots in this process.
+pub const FREE_SLOTS: &str = "reliable_executor_free_slots";
+/// Gauge: tasks by `state` in the namespace (sampled by the leader).
+pub const TASKS: &str = "reliable_executor_tasks";
+/// Gauge: 1 while this process leads housekeeping.
+pub const LEADER: &str = "reliable_executor_leader";
+
+/// Registers help text and units for every metric. The executor calls it
+/// at build time; call it yourself before scraping from a producer-only process.
+pub fn describe() {
+    describe_counter!(SUBMITTED, "Tasks submitted, by task name and outcome (created, existing, debounced).");
+    describe_counter!(STARTED, "Attempts started, by task name.");
+    describe_counter!(COMPLETED, "Tasks completed, by task name.");
+    describe_counter!(FAILED, "Attempts that failed (error, panic or attempt timeout), by task name.");
+    describe_counter!(RETRIED, "Retries scheduled after a failed attempt, by task name.");
+    describe_counter!(TIMED_OUT, "Tasks that ran past max_duration, by task name.");
+    describe_counter!(DEAD_LETTERED, "Tasks moved to the dead letter (FAILED, TIMEOUT, ERROR), by task name and state.");
+    describe_counter!(RECOVERED, "Expired leases recovered by the leader, by outcome (retried, failed, timed_out).");
+    describe_counter!(STALE_FENCE, "Finishes refused because the worker had lost its lease.");
+    describe_counter!(TRIMMED, "Finished tasks deleted by the retention policy.");
+    describe_histogram!(EXECUTION_SECONDS, Unit::Seconds, "Run time of one attempt, by task name.");
+    describe_histogram!(QUEUE_WAIT_SECONDS, Unit::Seconds, "Time from due to start, by task name.");
+    describe_gauge!(IN_FLIGHT, "Attempts running in this process.");
+    describe_gauge!(FREE_SLOTS, "Free worker slots in this process.");
+    describe_gauge!(TASKS, "Tasks in the namespace by state, sampled by the leader.");
+    describe_gauge!(LEADER, "1 while this process leads housekeeping, else 0.");
+}
+
+pub(crate) fn submitted(task: &str, outcome: SubmitOutcome) {
+    let outcome = match outcome {
+        SubmitOutcome::Created => "created",
+        SubmitOutcome::Existing => "existing",
+        SubmitOutcome::Debounced => "debounced",
+    };
+    counter!(SUBMITTED, "task" => task.to_owned(), "outcome" => outcome).increment(1);
+}
+
+pub(crate) fn started(task: &str, queue_wait: Duration) {
+    counter!(STARTED, "task" => task.to_owned()).increment(1);
+    histogram!(QUEUE_WAIT_SECONDS, "task" => task.to_owned()).record(queue_wait.as_secs_f64());
+}
+
+pub(crate) fn finished(task: &str, state: TaskState, failed_attempt: bool, run: Duration) {
+    histogram!(EXECUTION_SECONDS, "task" => task.to_owned()).record(run.as_secs_f64());
+    if failed_attempt {
+        counter!(FAILED, "task" => task.to_owned()).increment(1);
+    }
+    match state {
+        TaskState::Completed => counter!(COMPLETED, "task" => task.to_owned()).increment(1),
+        TaskState::Pending => counter!(RETRIED, "task" => task.to_owned()).increment(1),
+        TaskState::Failed | TaskState::Timeout | TaskState::Error => {
+            if state == TaskState::Timeout {
+                counter!(TIMED_OUT, "task" => task.to_owned()).increment(1);
+            }
+            counter!(DEAD_LETTERED, "task" => task.to_owned(), "state" => state.as_str()).increment(1);
+        }
+        _ => {}
+    }
+}
+
+pub(crate) fn stale_fence() {
+    counter!(STALE_FENCE).increment(1);
+}
+
+pub(crate) fn recovered(outcome: &'static str, n: usize) {
+    if n > 0 {
+        counter!(RECOVERED, "outcome" => outcome).increment(n as u64);
+    }
+}
+
+pub(crate) fn trimmed(n: u64) {
+    if n > 0 {
+        counter!(TRIMMED).increment(n);
+    }
+}
+
+pub(crate) fn slots(in_flight: usize, free: usize) {
+    gauge!(IN_FLIGHT).set(in_flight as f64);
+    gauge!(FREE_SLOTS).set(free as f64);
+}
+
+pub(crate) fn leader(is_leader: bool) {
+    gauge!(LEADER).set(if is_leader { 1.0 } else { 0.0 });
+}
+
+pub(crate) fn task_counts(counts: &StateCounts) {
+    for state in TaskState::ALL {
+        gauge!(TASKS, "state" => state.as_str()).set(counts.get(state) as f64);
+    }
+}

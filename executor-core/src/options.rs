@@ -1,0 +1,99 @@
+//! Per-handler defaults, set in the attribute and overridable per submit.
+
+use std::time::Duration;
+
+use crate::{Error, Result, RetryPolicy};
+
+/// Default retry limit: three retries after the first attempt.
+pub const DEFAULT_RETRY_LIMIT: u32 = 3;
+
+/// Most retries a task may ask for.
+pub const MAX_RETRY_LIMIT: u32 = 10_000;
+
+/// A handler's defaults: what `#[reliable_task(...)]` keys set.
+///
+/// ```
+/// use std::time::Duration;
+/// use executor_core::{RetryPolicy, TaskOptions};
+///
+/// let opts = TaskOptions::new()
+///     .retry_limit(5)
+///     .retry(RetryPolicy::fixed(Duration::from_secs(2)))
+///     .max_duration(Duration::from_secs(60));
+/// assert_eq!(opts.max_attempts(), 6);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskOptions {
+    /// Retries after the first attempt.
+    pub retry_limit: u32,
+    /// Delay before each retry.
+    pub retry: RetryPolicy,
+    /// Deadline counted from creation; past it the task ends `TIMEOUT`.
+    pub max_duration: Option<Duration>,
+    /// Limit of one attempt; an attempt past it is retried.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TaskOptions {
+    /// Three retries one second apart, no deadline, no per-attempt timeout.
+    pub fn new() -> Self {
+        Self {
+            retry_limit: DEFAULT_RETRY_LIMIT,
+            retry: RetryPolicy::default(),
+            max_duration: None,
+            timeout: None,
+        }
+    }
+
+    /// Sets the retry limit.
+    pub fn retry_limit(mut self, n: u32) -> Self {
+        self.retry_limit = n;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// Sets `max_duration`.
+    pub fn max_duration(mut self, d: Duration) -> Self {
+        self.max_duration = Some(d);
+        self
+    }
+
+    /// Sets the per-attempt timeout.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+
+    /// `retry_limit + 1`.
+    pub fn max_attempts(&self) -> u32 {
+        self.retry_limit.saturating_add(1)
+    }
+
+    /// Checks every option.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the option and the accepted range.
+    pub fn validate(&self) -> Result<()> {
+        if self.retry_limit > MAX_RETRY_LIMIT {
+            return Err(Error::invalid("retry_limit", format!("{} is above the limit of {MAX_RETRY_LIMIT}", self.retry_limit)));
+        }
+        if self.max_duration == Some(Duration::ZERO) {
+            return Err(Error::invalid("max_duration", "must be longer than zero"));
+        }
+        if self.timeout == Some(Duration::ZERO) {
+            return Err(Error::invalid("timeout", "must be longer than zero"));
+        }
+        self.retry.validate()
+    }
+}

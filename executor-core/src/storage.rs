@@ -1,0 +1,314 @@
+//! The `Storage` trait: the contract every backend keeps.
+//!
+//! Every method that changes a task is one atomic step in the store (one Lua
+//! script, one SQL statement or transaction, one critical section). The
+//! conformance suite in [`crate::testing`] (feature `testing`) checks each
+//! method against the state diagram and the invariants.
+
+use std::{collections::BTreeMap, future::Future, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    Finish, Lease, Namespace, NewTask, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
+};
+
+/// A store of tasks: Redis, MySQL, memory, or a combination.
+///
+/// Methods return `impl Future + Send` so backends write plain `async fn`.
+/// All times are the store's clock.
+pub trait Storage: Send + Sync + 'static {
+    /// Stores a new task, or applies an idempotent or debounced submit.
+    ///
+    /// # Errors
+    /// [`crate::Error::DuplicateId`] for a plain submit of a taken id;
+    /// [`crate::Error::PayloadTooLarge`] or [`crate::Error::Invalid`] for
+    /// input the store cannot hold.
+    fn submit(&self, ns: &Namespace, task: NewTask) -> impl Future<Output = Result<Submitted>> + Send;
+
+    /// Submits many tasks in as few round trips as the store allows. Each
+    /// task succeeds or fails on its own.
+    ///
+    /// # Errors
+    /// The outer error only when the store could not be reached at all.
+    fn submit_many(
+        &self,
+        ns: &Namespace,
+        tasks: Vec<NewTask>,
+    ) -> impl Future<Output = Result<Vec<Result<Submitted>>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(tasks.len());
+            for task in tasks {
+                out.push(self.submit(ns, task).await);
+            }
+            Ok(out)
+        }
+    }
+
+    /// Claims up to `limit` due tasks (`CREATED`/`PENDING` with `due_at <= now`,
+    /// earliest due first) for `worker`: each becomes `RUNNING` with its fence
+    /// and attempts incremented, `started_at = now` and
+    /// `lease_until = now + lease`. One atomic step per batch, so concurrent
+    /// claimers never get the same task (invariant 2) and nothing is claimed
+    /// early (invariant 4).
+    ///
+    /// # Errors
+    /// Store failures only.
+    fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
+
+    /// Extends every lease in `leases` to `now + lease` and reports the ones
+    /// that are lost (fence moved on, task no longer `RUNNING`) and the ones
+    /// whose cancel was requested. One round trip for all of them.
+    ///
+    /// # Errors
+    /// Store failures only.
+    fn heartbeat(
+        &self,
+        ns: &Namespace,
+        leases: &[Lease],
+        lease: Duration,
+    ) -> impl Future<Output = Result<Heartbeat>> + Send;
+
+    /// Ends an attempt. Refused with [`crate::Error::StaleFence`] unless the
+    /// task is `RUNNING` with this lease's fence (invariant 2). Returns the
+    /// new state.
+    ///
+    /// # Errors
+    /// `StaleFence`; store failures.
+    fn finish(
+        &self,
+        ns: &Namespace,
+        lease: &Lease,
+        finish: Finish,
+    ) -> impl Future<Output = Result<TaskState>> + Send;
+
+    /// Ends many attempts in as few round trips as the store allows.
+    ///
+    /// # Errors
+    /// The outer error only when the store could not be reached at all.
+    fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> impl Future<Output = Result<Vec<Result<TaskState>>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(items.len());
+            for (lease, finish) in items {
+                out.push(self.finish(ns, &lease, finish).await);
+            }
+            Ok(out)
+        }
+    }
+
+    /// Cancels a waiting task at once, or asks a running one to stop (the
+    /// worker learns it at its next heartbeat).
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`]; [`crate::Error::IllegalTransition`] for a
+    /// finished task.
+    fn cancel(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<CancelOutcome>> + Send;
+
+    /// Reads one task.
+    ///
+    /// # Errors
+    /// Store failures; [`crate::Error::Corrupt`] for a record that does not parse.
+    fn get(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<Option<TaskRecord>>> + Send;
+
+    /// One page of the tasks in `state`. Following `next` until it is `None`
+    /// visits every task that stayed in the state exactly once.
+    ///
+    /// # Errors
+    /// Store failures; [`crate::Error::Invalid`] for a cursor the store did not make.
+    fn list(&self, ns: &Namespace, query: ListQuery) -> impl Future<Output = Result<Page>> + Send;
+
+    /// The number of tasks in each state.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn counts(&self, ns: &Namespace) -> impl Future<Output = Result<StateCounts>> + Send;
+
+    /// Moves a dead-lettered task (`FAILED`, `TIMEOUT`, `ERROR`) back to
+    /// `PENDING`, due now, with its attempts reset.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`]; [`crate::Error::IllegalTransition`] for any
+    /// other state.
+    fn requeue(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send;
+
+    /// Recovers up to `limit` tasks whose lease expired (their worker died):
+    /// `TIMEOUT` when past the deadline, `FAILED` when no attempts are left,
+    /// else `PENDING` due now. The fence grows so the old worker's late
+    /// writes are refused.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn reap(&self, ns: &Namespace, limit: usize) -> impl Future<Output = Result<Reaped>> + Send;
+
+    /// Deletes up to `limit` finished tasks older than the retention policy
+    /// allows; returns how many went.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn trim(
+        &self,
+        ns: &Namespace,
+        retention: &Retention,
+        limit: usize,
+    ) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Becomes leader of the namespace's housekeeping for `ttl`, or renews
+    /// leadership already held by `worker`. `None` while another worker leads.
+    /// Every new term gets a larger fencing token.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Option<Leadership>>> + Send;
+
+    /// Gives leadership up, if `term` still holds it.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> impl Future<Output = Result<()>> + Send;
+
+    /// The current leader, if any.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn leader(&self, ns: &Namespace) -> impl Future<Output = Result<Option<Leadership>>> + Send;
+
+    /// Resolves when work may have become due in `ns`, or after `max_wait`,
+    /// whichever is first: the wake-up that lets an idle executor start a due
+    /// task within milliseconds without busy polling (invariant 4). Spurious
+    /// wake-ups are allowed.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// What a heartbeat found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// Leases that are no longer current: stop the attempt, its write will be refused.
+    pub lost: Vec<TaskId>,
+    /// Tasks whose cancel was requested: fire their cancellation token.
+    pub cancel_requested: Vec<TaskId>,
+}
+
+/// What a cancel did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelOutcome {
+    /// The task was waiting and is now `CANCELLED`.
+    Cancelled,
+    /// The task is running; its worker will be asked to stop.
+    Requested,
+}
+
+/// A page request for [`Storage::list`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListQuery {
+    /// The state to list.
+    pub state: TaskState,
+    /// The `next` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1 to 1,000.
+    pub limit: usize,
+}
+
+impl ListQuery {
+    /// First page of `state`, `limit` tasks.
+    pub fn new(state: TaskState, limit: usize) -> Self {
+        Self { state, cursor: None, limit }
+    }
+}
+
+/// One page of tasks.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Page {
+    /// The tasks.
+    pub tasks: Vec<TaskRecord>,
+    /// Cursor of the next page; `None` on the last.
+    pub next: Option<String>,
+}
+
+/// Counts of tasks by state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateCounts(pub BTreeMap<TaskState, u64>);
+
+impl StateCounts {
+    /// Tasks in `state`.
+    pub fn get(&self, state: TaskState) -> u64 {
+        self.0.get(&state).copied().unwrap_or(0)
+    }
+
+    /// All tasks.
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+}
+
+/// What a reap recovered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reaped {
+    /// Back to `PENDING`, due now.
+    pub retried: Vec<TaskId>,
+    /// No attempts left: `FAILED`.
+    pub failed: Vec<TaskId>,
+    /// Past the deadline: `TIMEOUT`.
+    pub timed_out: Vec<TaskId>,
+}
+
+impl Reaped {
+    /// Every task recovered.
+    pub fn len(&self) -> usize {
+        self.retried.len() + self.failed.len() + self.timed_out.len()
+    }
+
+    /// Nothing was recovered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// How long finished tasks are kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Retention {
+    /// `COMPLETED` and `CANCELLED` tasks, counted from `finished_at`.
+    pub completed: Duration,
+    /// Dead-lettered tasks; `None` keeps them until requeued or deleted by hand.
+    pub dead_letter: Option<Duration>,
+}
+
+impl Default for Retention {
+    /// Completed for a day, dead letter for a week.
+    fn default() -> Self {
+        Self {
+            completed: Duration::from_secs(86_400),
+            dead_letter: Some(Duration::from_secs(7 * 86_400)),
+        }
+    }
+}
+
+/// A term of leadership over a namespace's housekeeping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Leadership {
+    /// The leader.
+    pub worker: WorkerId,
+    /// Fencing token of this term; grows with every new term.
+    pub token: u64,
+    /// When the term ends unless renewed.
+    pub until: Timestamp,
+}

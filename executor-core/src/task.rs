@@ -1,0 +1,257 @@
+//! What a task is: the record a status query shows, and what a submit sends.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{RetryPolicy, TaskId, TaskState, Timestamp, WorkerId};
+
+/// Everything the store knows about one task; what `status` returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The id.
+    pub id: TaskId,
+    /// The handler name.
+    pub name: String,
+    /// Current state.
+    pub state: TaskState,
+    /// The JSON-encoded payload.
+    #[serde(with = "payload_json")]
+    pub payload: Vec<u8>,
+    /// Attempts started so far (including a running one).
+    pub attempts: u32,
+    /// Attempts allowed in all: `retry_limit + 1`.
+    pub max_attempts: u32,
+    /// Grows with every claim and reap; a lease is valid only with the
+    /// current fence (invariant 2).
+    pub fence: u64,
+    /// When it was submitted (store clock).
+    pub created_at: Timestamp,
+    /// When it may next start.
+    pub due_at: Timestamp,
+    /// When the current or last attempt started.
+    pub started_at: Option<Timestamp>,
+    /// When it reached a terminal state.
+    pub finished_at: Option<Timestamp>,
+    /// `created_at + max_duration`: past it the task ends `TIMEOUT`.
+    pub deadline: Option<Timestamp>,
+    /// Per-attempt timeout, if any.
+    #[serde(with = "opt_duration_ms")]
+    pub timeout: Option<Duration>,
+    /// Retry policy chosen at submit; `None` uses the handler's default.
+    pub retry: Option<RetryPolicy>,
+    /// The reason of the last failure.
+    pub last_error: Option<String>,
+    /// The worker holding the lease while `RUNNING`.
+    pub worker: Option<WorkerId>,
+    /// When the lease expires while `RUNNING`.
+    pub lease_until: Option<Timestamp>,
+    /// A cancel was asked while it ran; the worker is told at its next heartbeat.
+    pub cancel_requested: bool,
+    /// The debounce key it was submitted under, if any.
+    pub debounce_key: Option<String>,
+}
+
+impl TaskRecord {
+    /// The lease a worker holds on this task while it is `RUNNING`.
+    pub fn lease(&self) -> Option<Lease> {
+        match (self.state, &self.worker) {
+            (TaskState::Running, Some(worker)) => {
+                Some(Lease { id: self.id.clone(), fence: self.fence, worker: worker.clone() })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a failed attempt leaves attempts to retry.
+    pub fn attempts_left(&self) -> bool {
+        self.attempts < self.max_attempts
+    }
+}
+
+/// Proof of ownership of one attempt: finishing or renewing with a fence
+/// that is no longer current is refused (invariant 2).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Lease {
+    /// The task.
+    pub id: TaskId,
+    /// The fence given by the claim.
+    pub fence: u64,
+    /// The worker that claimed it.
+    pub worker: WorkerId,
+}
+
+/// When a submitted task becomes due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Due {
+    /// At once.
+    #[default]
+    Now,
+    /// After a delay from the store's now.
+    After(Duration),
+    /// At a point in time.
+    At(Timestamp),
+}
+
+/// How a submit treats an id or key that already exists.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum SubmitMode {
+    /// A new task; a duplicate id is refused with [`crate::Error::DuplicateId`].
+    #[default]
+    Plain,
+    /// A duplicate id returns the existing task instead of an error.
+    Idempotent,
+    /// Submits with the same key before the task runs move its due time to
+    /// `now + window` and replace its payload, so it runs once after the
+    /// last submit (or at `first submit + max_wait`, whichever comes first).
+    Debounce(Debounce),
+}
+
+/// Settings of a debounced submit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Debounce {
+    /// Submits sharing a key coalesce while the task waits.
+    pub key: String,
+    /// Quiet time after the last submit before the task runs.
+    pub window: Duration,
+    /// Longest a steady stream of submits may postpone the task, counted from
+    /// the first submit.
+    pub max_wait: Option<Duration>,
+}
+
+/// A task as the runtime hands it to a store's `submit`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewTask {
+    /// The id (for a debounced submit, the id the task gets if none waits
+    /// under its key).
+    pub id: TaskId,
+    /// The handler name.
+    pub name: String,
+    /// JSON-encoded payload.
+    pub payload: Vec<u8>,
+    /// When it becomes due (ignored by debounce, which uses its window).
+    pub due: Due,
+    /// `retry_limit + 1`, at least 1.
+    pub max_attempts: u32,
+    /// Deadline from creation.
+    pub max_duration: Option<Duration>,
+    /// Per-attempt timeout.
+    pub timeout: Option<Duration>,
+    /// Retry policy override (storable policies only).
+    pub retry: Option<RetryPolicy>,
+    /// Plain, idempotent or debounced.
+    pub mode: SubmitMode,
+}
+
+/// What a submit did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubmitOutcome {
+    /// A new task was stored.
+    Created,
+    /// An idempotent submit found the id taken; nothing changed.
+    Existing,
+    /// A debounced submit moved a waiting task's due time and payload.
+    Debounced,
+}
+
+/// The answer to a submit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    /// The task's id (the existing one for `Existing` and `Debounced`).
+    pub id: TaskId,
+    /// What happened.
+    pub outcome: SubmitOutcome,
+}
+
+/// How a worker ends an attempt, written with its lease's fence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// `RUNNING → COMPLETED`.
+    Completed,
+    /// `RUNNING → PENDING`, due after `delay`.
+    Retry {
+        /// Backoff before the next attempt.
+        delay: Duration,
+        /// Why the attempt failed.
+        error: String,
+    },
+    /// `RUNNING → FAILED` (dead letter).
+    Failed {
+        /// Why.
+        error: String,
+    },
+    /// `RUNNING → TIMEOUT` (dead letter).
+    TimedOut {
+        /// Why.
+        error: String,
+    },
+    /// `RUNNING → ERROR` (dead letter): no handler or undecodable payload.
+    Errored {
+        /// Why.
+        error: String,
+    },
+    /// `RUNNING → CANCELLED`: a requested cancel was delivered.
+    Cancelled,
+    /// `RUNNING → PENDING`, due now, attempt not counted: given back at shutdown.
+    Released,
+}
+
+impl Finish {
+    /// The state this finish leads to.
+    pub fn target(&self) -> TaskState {
+        match self {
+            Self::Completed => TaskState::Completed,
+            Self::Retry { .. } | Self::Released => TaskState::Pending,
+            Self::Failed { .. } => TaskState::Failed,
+            Self::TimedOut { .. } => TaskState::Timeout,
+            Self::Errored { .. } => TaskState::Error,
+            Self::Cancelled => TaskState::Cancelled,
+        }
+    }
+
+    /// The error text recorded, if any.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Self::Retry { error, .. }
+            | Self::Failed { error }
+            | Self::TimedOut { error }
+            | Self::Errored { error } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+mod payload_json {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    // Show the payload as JSON when it is JSON, as a string otherwise.
+    pub(super) fn serialize<S: Serializer>(p: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        match serde_json::from_slice::<serde_json::Value>(p) {
+            Ok(v) => serde::Serialize::serialize(&v, s),
+            Err(_) => s.serialize_str(&String::from_utf8_lossy(p)),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        serde_json::to_vec(&v).map_err(serde::de::Error::custom)
+    }
+}
+
+mod opt_duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&crate::time::millis(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+    }
+}

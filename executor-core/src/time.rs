@@ -1,0 +1,81 @@
+//! Timestamps as milliseconds since the Unix epoch, on the store's clock.
+
+use std::{
+    fmt,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use serde::{Deserialize, Serialize};
+
+/// A point in time in milliseconds since the Unix epoch.
+///
+/// Due times, leases and deadlines are stamped by the store's clock (Redis
+/// `TIME`, MySQL `NOW(3)`), never by a worker's, so a worker whose clock is off
+/// still respects them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct Timestamp(u64);
+
+impl Timestamp {
+    /// From milliseconds since the epoch.
+    pub const fn from_millis(ms: u64) -> Self {
+        Self(ms)
+    }
+
+    /// Milliseconds since the epoch.
+    pub const fn as_millis(self) -> u64 {
+        self.0
+    }
+
+    /// This machine's wall clock. Stores use their own clock instead.
+    pub fn now_system() -> Self {
+        let ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        Self(u64::try_from(ms).unwrap_or(u64::MAX))
+    }
+
+    /// From a [`SystemTime`]; times before the epoch become the epoch.
+    pub fn from_system(t: SystemTime) -> Self {
+        let ms = t.duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        Self(u64::try_from(ms).unwrap_or(u64::MAX))
+    }
+
+    /// As a [`SystemTime`].
+    pub fn to_system(self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.0)
+    }
+
+    /// `self + d`, saturating.
+    pub fn saturating_add(self, d: Duration) -> Self {
+        Self(self.0.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+    }
+
+    /// `self - d`, saturating at the epoch.
+    pub fn saturating_sub(self, d: Duration) -> Self {
+        Self(self.0.saturating_sub(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+    }
+
+    /// The time from `earlier` to `self`, zero if `earlier` is later.
+    pub fn since(self, earlier: Timestamp) -> Duration {
+        Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}ms", self.0)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Duration in whole milliseconds, saturating (stores keep milliseconds).
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

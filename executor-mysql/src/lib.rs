@@ -1,0 +1,1 @@
+//! MySQL/MariaDB storage for executor-core (in progress).

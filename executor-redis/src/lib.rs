@@ -1,0 +1,1 @@
+//! Redis storage for executor-core (in progress).
