@@ -1,14 +1,19 @@
 //! Submitting and querying tasks: [`Client`], the [`Submit`] trait the
 //! generated helpers call, and the typed [`TaskBuilder`].
 
-use std::{fmt, future::Future, sync::Arc, time::{Duration, SystemTime}};
+use std::{
+    fmt,
+    future::Future,
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
 
 use serde::Serialize;
 
 use crate::{
-    CancelOutcome, Debounce, Due, Error, ListQuery, Namespace, NewTask, Page, Registry, Result,
-    RetryPolicy, StateCounts, Storage, SubmitMode, Submitted, TaskId, TaskOptions, TaskRecord,
-    Timestamp, listener::Listeners, metrics as m,
+    CancelOutcome, Debounce, Due, Error, ListQuery, Namespace, NewTask, Page, Registry, Result, RetryPolicy,
+    StateCounts, Storage, SubmitMode, Submitted, TaskId, TaskOptions, TaskRecord, Timestamp,
+    listener::Listeners, metrics as m,
 };
 
 /// Default payload limit: 1 MiB of JSON.
@@ -62,7 +67,13 @@ impl<S: Storage> Client<S> {
     /// [`Error::DuplicateHandler`] if two handlers share a name.
     pub fn new(storage: S, namespace: Namespace) -> Result<Self> {
         let registry = Arc::new(Registry::collect([])?);
-        Ok(Self::from_parts(Arc::new(storage), namespace, Some(registry), DEFAULT_MAX_PAYLOAD, Listeners::default()))
+        Ok(Self::from_parts(
+            Arc::new(storage),
+            namespace,
+            Some(registry),
+            DEFAULT_MAX_PAYLOAD,
+            Listeners::default(),
+        ))
     }
 
     /// A client that submits any task name, for producers that do not link
@@ -74,7 +85,13 @@ impl<S: Storage> Client<S> {
     /// Sets the largest payload accepted at submit, in bytes of JSON.
     pub fn with_max_payload(self, bytes: usize) -> Self {
         let inner = &self.inner;
-        Self::from_parts(Arc::clone(&inner.storage), inner.namespace.clone(), inner.registry.clone(), bytes, inner.listeners.clone())
+        Self::from_parts(
+            Arc::clone(&inner.storage),
+            inner.namespace.clone(),
+            inner.registry.clone(),
+            bytes,
+            inner.listeners.clone(),
+        )
     }
 
     pub(crate) fn from_parts(
@@ -105,7 +122,10 @@ impl<S: Storage> Client<S> {
     /// client skips the check), and whatever [`Submit::submit_new`] returns.
     pub async fn submit_json(&self, name: &str, payload: serde_json::Value) -> Result<TaskId> {
         let defaults = match &self.inner.registry {
-            Some(r) => r.get(name).map(|h| h.default_options().clone()).ok_or_else(|| Error::UnknownTask(name.to_owned()))?,
+            Some(r) => r
+                .get(name)
+                .map(|h| h.default_options().clone())
+                .ok_or_else(|| Error::UnknownTask(name.to_owned()))?,
             None => TaskOptions::new(),
         };
         let task = TaskBuilder::new(name.to_owned(), payload, defaults).into_new_task()?;
@@ -181,7 +201,10 @@ impl<S: Storage> Client<S> {
         }
         if let Some(retry) = &task.retry {
             if !retry.is_storable() {
-                return Err(Error::invalid("retry policy", "a custom retry function is code: set it as the handler's default, not per submit"));
+                return Err(Error::invalid(
+                    "retry policy",
+                    "a custom retry function is code: set it as the handler's default, not per submit",
+                ));
             }
             retry.validate()?;
         }

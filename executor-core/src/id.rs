@@ -117,9 +117,8 @@ impl Namespace {
                 format!("`{ns}` must be 1 to {MAX_NAMESPACE_LEN} bytes long"),
             ));
         }
-        if let Some(c) = ns
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+        if let Some(c) =
+            ns.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
         {
             return Err(Error::invalid(
                 "namespace",
@@ -199,15 +198,15 @@ pub(crate) fn validate_key(what: &'static str, key: &str, max: usize) -> Result<
         return Err(Error::invalid(what, "must not be empty"));
     }
     if key.len() > max {
-        return Err(Error::invalid(
-            what,
-            format!("{} bytes is longer than the limit of {max}", key.len()),
-        ));
+        return Err(Error::invalid(what, format!("{} bytes is longer than the limit of {max}", key.len())));
     }
     if let Some(c) = key.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err(Error::invalid(
             what,
-            format!("`{}` contains {c:?}; whitespace and control characters are not allowed", key.escape_debug()),
+            format!(
+                "`{}` contains {c:?}; whitespace and control characters are not allowed",
+                key.escape_debug()
+            ),
         ));
     }
     Ok(())

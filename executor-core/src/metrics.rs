@@ -52,8 +52,14 @@ pub fn describe() {
     describe_counter!(FAILED, "Attempts that failed (error, panic or attempt timeout), by task name.");
     describe_counter!(RETRIED, "Retries scheduled after a failed attempt, by task name.");
     describe_counter!(TIMED_OUT, "Tasks that ran past max_duration, by task name.");
-    describe_counter!(DEAD_LETTERED, "Tasks moved to the dead letter (FAILED, TIMEOUT, ERROR), by task name and state.");
-    describe_counter!(RECOVERED, "Expired leases recovered by the leader, by outcome (retried, failed, timed_out).");
+    describe_counter!(
+        DEAD_LETTERED,
+        "Tasks moved to the dead letter (FAILED, TIMEOUT, ERROR), by task name and state."
+    );
+    describe_counter!(
+        RECOVERED,
+        "Expired leases recovered by the leader, by outcome (retried, failed, timed_out)."
+    );
     describe_counter!(STALE_FENCE, "Finishes refused because the worker had lost its lease.");
     describe_counter!(TRIMMED, "Finished tasks deleted by the retention policy.");
     describe_histogram!(EXECUTION_SECONDS, Unit::Seconds, "Run time of one attempt, by task name.");

@@ -86,7 +86,10 @@ impl TaskOptions {
     /// [`Error::Invalid`] naming the option and the accepted range.
     pub fn validate(&self) -> Result<()> {
         if self.retry_limit > MAX_RETRY_LIMIT {
-            return Err(Error::invalid("retry_limit", format!("{} is above the limit of {MAX_RETRY_LIMIT}", self.retry_limit)));
+            return Err(Error::invalid(
+                "retry_limit",
+                format!("{} is above the limit of {MAX_RETRY_LIMIT}", self.retry_limit),
+            ));
         }
         if self.max_duration == Some(Duration::ZERO) {
             return Err(Error::invalid("max_duration", "must be longer than zero"));

@@ -1,9 +1,7 @@
 //! The handler registry: every `#[reliable_task]` in the binary, collected
 //! by `inventory`, plus handlers registered on the builder by hand.
 
-use std::{
-    collections::HashMap, fmt, future::Future, pin::Pin, sync::Arc,
-};
+use std::{collections::HashMap, fmt, future::Future, pin::Pin, sync::Arc};
 
 use serde::de::DeserializeOwned;
 
@@ -28,7 +26,12 @@ pub struct TaskRegistration {
 
 impl TaskRegistration {
     /// Used by the generated code.
-    pub const fn new(name: &'static str, location: &'static str, options: fn() -> TaskOptions, invoke: InvokeFn) -> Self {
+    pub const fn new(
+        name: &'static str,
+        location: &'static str,
+        options: fn() -> TaskOptions,
+        invoke: InvokeFn,
+    ) -> Self {
         Self { name, location, options, invoke }
     }
 
@@ -68,7 +71,10 @@ pub struct Handler {
 
 impl fmt::Debug for Handler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Handler").field("name", &self.name).field("location", &self.location).finish_non_exhaustive()
+        f.debug_struct("Handler")
+            .field("name", &self.name)
+            .field("location", &self.location)
+            .finish_non_exhaustive()
     }
 }
 
@@ -121,7 +127,11 @@ impl Handler {
         &self.options
     }
 
-    pub(crate) fn start(&self, ctx: TaskContext, payload: &[u8]) -> Result<BoxFuture<Result<(), TaskError>>, String> {
+    pub(crate) fn start(
+        &self,
+        ctx: TaskContext,
+        payload: &[u8],
+    ) -> Result<BoxFuture<Result<(), TaskError>>, String> {
         (self.invoke)(ctx, payload)
     }
 }
@@ -209,7 +219,9 @@ mod tests {
 
     #[test]
     fn bad_payload_is_a_decode_error_not_a_panic() {
-        let h = Handler::new("typed", |n: u64, _ctx: TaskContext| async move { let _ = n; });
+        let h = Handler::new("typed", |n: u64, _ctx: TaskContext| async move {
+            let _ = n;
+        });
         let ctx = TaskContext::for_test(crate::TaskId::generate(), "typed");
         let err = h.start(ctx, b"{not json").err().unwrap_or_default();
         assert!(err.starts_with("payload does not decode"), "{err}");

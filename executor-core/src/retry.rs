@@ -77,10 +77,9 @@ impl fmt::Debug for RetryPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Fixed { interval } => write!(f, "Fixed({interval:?})"),
-            Self::Exponential { base, factor, cap, jitter } => write!(
-                f,
-                "Exponential(base={base:?}, factor={factor}, cap={cap:?}, jitter={jitter})"
-            ),
+            Self::Exponential { base, factor, cap, jitter } => {
+                write!(f, "Exponential(base={base:?}, factor={factor}, cap={cap:?}, jitter={jitter})")
+            }
             Self::Levels { levels } => write!(f, "Levels({levels:?})"),
             Self::Custom(c) => c.fmt(f),
         }
@@ -165,13 +164,22 @@ impl RetryPolicy {
             Self::Fixed { .. } | Self::Custom(_) => Ok(()),
             Self::Exponential { base, factor, cap, jitter } => {
                 if !factor.is_finite() || *factor < 1.0 {
-                    return Err(Error::invalid("retry policy", format!("exponential factor {factor} must be a finite number >= 1")));
+                    return Err(Error::invalid(
+                        "retry policy",
+                        format!("exponential factor {factor} must be a finite number >= 1"),
+                    ));
                 }
                 if cap < base {
-                    return Err(Error::invalid("retry policy", format!("cap {cap:?} is shorter than base {base:?}")));
+                    return Err(Error::invalid(
+                        "retry policy",
+                        format!("cap {cap:?} is shorter than base {base:?}"),
+                    ));
                 }
                 if !(0.0..=1.0).contains(jitter) {
-                    return Err(Error::invalid("retry policy", format!("jitter {jitter} must be between 0 and 1")));
+                    return Err(Error::invalid(
+                        "retry policy",
+                        format!("jitter {jitter} must be between 0 and 1"),
+                    ));
                 }
                 Ok(())
             }
@@ -348,7 +356,8 @@ mod tests {
     fn storable_policies_round_trip_through_json() -> Result<()> {
         let policies = [
             RetryPolicy::fixed(Duration::from_millis(2_500)),
-            RetryPolicy::exponential(Duration::from_secs(1), 2.0, Duration::from_secs(60))?.with_jitter(0.25)?,
+            RetryPolicy::exponential(Duration::from_secs(1), 2.0, Duration::from_secs(60))?
+                .with_jitter(0.25)?,
             RetryPolicy::levels([Duration::from_secs(10), Duration::from_secs(60)])?,
         ];
         for p in policies {

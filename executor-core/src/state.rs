@@ -102,18 +102,12 @@ impl TaskState {
 
     /// The state `t` leads to from `self`, if it is legal.
     pub fn can(self, t: Transition) -> Option<TaskState> {
-        Self::TRANSITIONS
-            .iter()
-            .find(|(from, tr, _)| *from == self && *tr == t)
-            .map(|(_, _, to)| *to)
+        Self::TRANSITIONS.iter().find(|(from, tr, _)| *from == self && *tr == t).map(|(_, _, to)| *to)
     }
 
     /// No transition leaves this state except a requeue or retention.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            Self::Completed | Self::Failed | Self::Timeout | Self::Error | Self::Cancelled
-        )
+        matches!(self, Self::Completed | Self::Failed | Self::Timeout | Self::Error | Self::Cancelled)
     }
 
     /// `FAILED`, `TIMEOUT` or `ERROR`: needs a human.

@@ -10,8 +10,7 @@ use std::{collections::BTreeMap, future::Future, time::Duration};
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Finish, Lease, Namespace, NewTask, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
-    WorkerId,
+    Finish, Lease, Namespace, NewTask, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
 };
 
 /// A store of tasks: Redis, MySQL, memory, or a combination.
@@ -180,7 +179,11 @@ pub trait Storage: Send + Sync + 'static {
     ///
     /// # Errors
     /// Store failures.
-    fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> impl Future<Output = Result<()>> + Send;
+    fn release_leadership(
+        &self,
+        ns: &Namespace,
+        term: &Leadership,
+    ) -> impl Future<Output = Result<()>> + Send;
 
     /// The current leader, if any.
     ///
@@ -295,10 +298,7 @@ pub struct Retention {
 impl Default for Retention {
     /// Completed for a day, dead letter for a week.
     fn default() -> Self {
-        Self {
-            completed: Duration::from_secs(86_400),
-            dead_letter: Some(Duration::from_secs(7 * 86_400)),
-        }
+        Self { completed: Duration::from_secs(86_400), dead_letter: Some(Duration::from_secs(7 * 86_400)) }
     }
 }
 

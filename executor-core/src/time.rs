@@ -29,10 +29,7 @@ impl Timestamp {
 
     /// This machine's wall clock. Stores use their own clock instead.
     pub fn now_system() -> Self {
-        let ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0);
+        let ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
         Self(u64::try_from(ms).unwrap_or(u64::MAX))
     }
 
