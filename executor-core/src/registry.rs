@@ -123,7 +123,8 @@ impl Handler {
         }
     }
 
-    pub(crate) fn default_options(&self) -> &TaskOptions {
+    /// The handler's defaults.
+    pub fn default_options(&self) -> &TaskOptions {
         &self.options
     }
 
