@@ -179,6 +179,27 @@ impl<S: Storage> Client<S> {
         self.inner.storage.counts(&self.inner.namespace).await
     }
 
+    /// Waits until the task reaches a terminal state and returns its record.
+    /// Polls the store with a growing interval (5 ms to 250 ms).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`], [`Error::Timeout`] after `timeout`, store failures.
+    pub async fn wait_for(&self, id: &TaskId, timeout: Duration) -> Result<TaskRecord> {
+        let started = tokio::time::Instant::now();
+        let mut pause = Duration::from_millis(5);
+        loop {
+            let record = self.status(id).await?.ok_or_else(|| Error::NotFound(id.clone()))?;
+            if record.state.is_terminal() {
+                return Ok(record);
+            }
+            if started.elapsed() >= timeout {
+                return Err(Error::Timeout(timeout));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(250));
+        }
+    }
+
     pub(crate) fn storage_arc(&self) -> &Arc<S> {
         &self.inner.storage
     }

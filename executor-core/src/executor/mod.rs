@@ -1,1 +1,200 @@
-//! The runtime: claim loop, workers, heartbeats, housekeeping, shutdown (in progress).
+//! The runtime: claim loop, worker slots, heartbeats, housekeeping on the
+//! elected leader, graceful shutdown.
+
+mod attempt;
+mod builder;
+mod config;
+mod heartbeat;
+mod housekeeping;
+mod run;
+
+use std::{fmt, future::Future, sync::Arc};
+
+pub use builder::ExecutorBuilder;
+pub use run::{RunningExecutor, ShutdownReport};
+
+use crate::{
+    CancelOutcome, Client, ListQuery, Namespace, NewTask, Page, Registry, Result, StateCounts, Storage,
+    Submit, Submitted, TaskId, TaskRecord, WorkerId,
+};
+use config::Config;
+
+/// A [`Client`] plus workers: claims due tasks and runs their handlers.
+/// Cheap to clone; clones share one runtime.
+///
+/// ```
+/// use executor_core::{Executor, Handler, MemoryStorage, TaskContext, TaskState, Submit, TaskBuilder, TaskOptions};
+///
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// let executor = Executor::builder(MemoryStorage::new())
+///     .handler(Handler::new("greet", |name: String, _ctx: TaskContext| async move {
+///         println!("hello, {name}");
+///     }))
+///     .build()
+///     .await?;
+/// let running = executor.start();
+/// let id = TaskBuilder::new("greet", "world", TaskOptions::new()).submit(&executor).await?;
+/// let record = executor.wait_for(&id, std::time::Duration::from_secs(5)).await?;
+/// assert_eq!(record.state, TaskState::Completed);
+/// running.shutdown().await?;
+/// # Ok::<(), executor_core::Error>(()) })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Executor<S> {
+    inner: Arc<Inner<S>>,
+}
+
+struct Inner<S> {
+    client: Client<S>,
+    registry: Arc<Registry>,
+    worker: WorkerId,
+    config: Config,
+}
+
+impl<S> Clone for Executor<S> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<S> fmt::Debug for Executor<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor")
+            .field("worker", &self.inner.worker)
+            .field("handlers", &self.inner.registry.names())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage> Executor<S> {
+    /// Starts building an executor on `storage`.
+    pub fn builder(storage: S) -> ExecutorBuilder<S> {
+        ExecutorBuilder::new(storage)
+    }
+
+    pub(crate) fn from_parts(
+        client: Client<S>,
+        registry: Arc<Registry>,
+        worker: WorkerId,
+        config: Config,
+    ) -> Self {
+        Self { inner: Arc::new(Inner { client, registry, worker, config }) }
+    }
+
+    /// The client side: submit, status, list, cancel, requeue, counts.
+    pub fn client(&self) -> &Client<S> {
+        &self.inner.client
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &Namespace {
+        self.inner.client.namespace()
+    }
+
+    /// This process's worker id (owner of its leases).
+    pub fn worker_id(&self) -> &WorkerId {
+        &self.inner.worker
+    }
+
+    /// The handlers this executor runs.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Starts claiming and running tasks in the background.
+    /// Call [`RunningExecutor::shutdown`] to stop gracefully.
+    pub fn start(&self) -> RunningExecutor {
+        run::start(self.clone())
+    }
+
+    /// Runs until `signal` resolves, then shuts down gracefully: stops
+    /// claiming, waits for running attempts up to the grace period, cancels
+    /// the rest and gives their leases back. Nothing is lost, nothing is left
+    /// `RUNNING`.
+    ///
+    /// # Errors
+    /// Only if the runtime's background task itself failed.
+    pub async fn run_until(&self, signal: impl Future<Output = ()>) -> Result<ShutdownReport> {
+        let running = self.start();
+        signal.await;
+        running.shutdown().await
+    }
+
+    /// See [`Client::status`].
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn status(&self, id: &TaskId) -> Result<Option<TaskRecord>> {
+        self.inner.client.status(id).await
+    }
+
+    /// See [`Client::cancel`].
+    ///
+    /// # Errors
+    /// As [`Client::cancel`].
+    pub async fn cancel(&self, id: &TaskId) -> Result<CancelOutcome> {
+        self.inner.client.cancel(id).await
+    }
+
+    /// See [`Client::requeue`].
+    ///
+    /// # Errors
+    /// As [`Client::requeue`].
+    pub async fn requeue(&self, id: &TaskId) -> Result<()> {
+        self.inner.client.requeue(id).await
+    }
+
+    /// See [`Client::list`].
+    ///
+    /// # Errors
+    /// As [`Client::list`].
+    pub async fn list(&self, query: ListQuery) -> Result<Page> {
+        self.inner.client.list(query).await
+    }
+
+    /// See [`Client::counts`].
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn counts(&self) -> Result<StateCounts> {
+        self.inner.client.counts().await
+    }
+
+    /// Waits until the task reaches a terminal state and returns its record.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`], [`crate::Error::Timeout`] after `timeout`, store failures.
+    pub async fn wait_for(&self, id: &TaskId, timeout: std::time::Duration) -> Result<TaskRecord> {
+        self.inner.client.wait_for(id, timeout).await
+    }
+}
+
+impl<S: Storage> Submit for Executor<S> {
+    async fn submit_new(&self, task: NewTask) -> Result<Submitted> {
+        self.inner.client.submit_new(task).await
+    }
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM: pass it to [`Executor::run_until`].
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! { () = ctrl_c => {}, () = term => {} }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await;
+}

@@ -1,0 +1,213 @@
+//! [`ExecutorBuilder`]: every setting of the runtime, validated at `build`.
+
+use std::{fmt, sync::Arc, time::Duration};
+
+use super::{Executor, config::Config};
+use crate::{
+    Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, Registry, Result, Retention, Storage,
+    WorkerId, listener::Listeners,
+};
+
+/// Builds an [`Executor`]. Start with [`Executor::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use executor_core::{Executor, MemoryStorage};
+///
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// let executor = Executor::builder(MemoryStorage::new())
+///     .namespace("my-app")
+///     .concurrency(64)
+///     .lease(Duration::from_secs(30))
+///     .build()
+///     .await?;
+/// assert_eq!(executor.namespace().as_str(), "my-app");
+/// # Ok::<(), executor_core::Error>(()) })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "call `.build().await` to get the executor"]
+pub struct ExecutorBuilder<S> {
+    storage: S,
+    namespace: String,
+    worker: Option<String>,
+    config: Config,
+    handlers: Vec<Handler>,
+    expected: Vec<String>,
+    listeners: Vec<Arc<dyn Listener>>,
+    max_payload: usize,
+}
+
+impl<S> fmt::Debug for ExecutorBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecutorBuilder")
+            .field("namespace", &self.namespace)
+            .field("config", &self.config)
+            .field("handlers", &self.handlers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage> ExecutorBuilder<S> {
+    pub(crate) fn new(storage: S) -> Self {
+        Self {
+            storage,
+            namespace: Namespace::default().as_str().to_owned(),
+            worker: None,
+            config: Config::default(),
+            handlers: Vec::new(),
+            expected: Vec::new(),
+            listeners: Vec::new(),
+            max_payload: DEFAULT_MAX_PAYLOAD,
+        }
+    }
+
+    /// The namespace shared by every process of one application (default `default`).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// A stable worker id for this process (default: generated per executor).
+    pub fn worker_id(mut self, id: impl Into<String>) -> Self {
+        self.worker = Some(id.into());
+        self
+    }
+
+    /// Attempts run at once in this process (default 16). Claiming stops
+    /// while every slot is busy.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.config.concurrency = n;
+        self
+    }
+
+    /// Most tasks claimed in one store call (default 64); never more than free slots.
+    pub fn claim_batch(mut self, n: usize) -> Self {
+        self.config.claim_batch = n;
+        self
+    }
+
+    /// How long a claim owns a task without a heartbeat (default 30 s). A
+    /// crashed worker's tasks are recovered this long after its last heartbeat.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.config.lease = lease;
+        self
+    }
+
+    /// How often leases are renewed (default 10 s; at most half the lease).
+    pub fn heartbeat_interval(mut self, every: Duration) -> Self {
+        self.config.heartbeat = every;
+        self
+    }
+
+    /// Longest wait between claims while idle (default 5 s); the store's
+    /// wake-up usually ends the wait much sooner.
+    pub fn max_idle_wait(mut self, wait: Duration) -> Self {
+        self.config.max_idle_wait = wait;
+        self
+    }
+
+    /// How long shutdown waits for running attempts before cancelling them
+    /// and giving their leases back (default 30 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.config.shutdown_grace = grace;
+        self
+    }
+
+    /// How long a handler may keep running after its cancel was requested
+    /// before it is aborted (default 5 s).
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.config.cancel_grace = grace;
+        self
+    }
+
+    /// How often the leader reaps expired leases (default 1 s).
+    pub fn housekeeping_interval(mut self, every: Duration) -> Self {
+        self.config.housekeeping = every;
+        self
+    }
+
+    /// How long finished tasks are kept (default: completed a day, dead letter a week).
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.config.retention = retention;
+        self
+    }
+
+    /// How often the leader trims by retention (default 60 s).
+    pub fn trim_interval(mut self, every: Duration) -> Self {
+        self.config.trim_every = every;
+        self
+    }
+
+    /// Largest payload accepted at submit, in bytes of JSON (default 1 MiB).
+    pub fn max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    /// Registers a handler from a closure, beside every `#[reliable_task]`.
+    pub fn handler(mut self, handler: Handler) -> Self {
+        self.handlers.push(handler);
+        self
+    }
+
+    /// Fails `build` unless a handler with each of these names is
+    /// registered: catches a handler crate the linker dropped.
+    pub fn expect_handlers<I, N>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = N>,
+        N: Into<String>,
+    {
+        self.expected.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds a listener.
+    pub fn listener(mut self, listener: impl Listener) -> Self {
+        self.listeners.push(Arc::new(listener));
+        self
+    }
+
+    /// Validates the settings and collects the handlers.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad namespace or setting;
+    /// [`Error::DuplicateHandler`] when two handlers share a name;
+    /// [`Error::UnknownTask`] when an expected handler is missing.
+    pub async fn build(self) -> Result<Executor<S>> {
+        let namespace = Namespace::new(self.namespace)?;
+        let worker = match self.worker {
+            Some(id) => WorkerId::new(id)?,
+            None => WorkerId::generate(),
+        };
+        self.config.validate()?;
+        let registry = Registry::collect(self.handlers)?;
+        if let Some(missing) = self.expected.iter().find(|n| registry.get(n).is_none()) {
+            return Err(Error::invalid(
+                "handlers",
+                format!(
+                    "`{missing}` was expected but is not registered (registered: {:?}); if it lives in \
+                     another crate, reference that crate from the binary, e.g. `use my_handlers as _;`",
+                    registry.names()
+                ),
+            ));
+        }
+        if registry.is_empty() {
+            tracing::warn!(
+                namespace = %namespace,
+                "executor built with no handlers: every claimed task will end in ERROR. If your \
+                 #[reliable_task] functions live in another crate, reference it (`use my_handlers as _;`)"
+            );
+        }
+        crate::metrics::describe();
+        let registry = Arc::new(registry);
+        let listeners = Listeners::new(self.listeners);
+        let client = Client::from_parts(
+            Arc::new(self.storage),
+            namespace,
+            Some(Arc::clone(&registry)),
+            self.max_payload,
+            listeners,
+        );
+        Ok(Executor::from_parts(client, registry, worker, self.config))
+    }
+}

@@ -1,0 +1,66 @@
+//! One heartbeat call per tick renews every in-flight lease; a lost lease or
+//! a cancel request reaches the handler through its cancellation token.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::run::{Shared, StopReason};
+use crate::{Lease, Storage, TaskId};
+
+pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
+    let config = shared.config().clone();
+    let mut tick = tokio::time::interval(config.heartbeat);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let leases: Vec<Lease> = shared.in_flight().values().map(|f| f.lease.clone()).collect();
+        if leases.is_empty() {
+            continue;
+        }
+        let sent_at = Instant::now();
+        let storage = shared.executor.client().storage_arc();
+        match storage.heartbeat(shared.executor.namespace(), &leases, config.lease).await {
+            Ok(report) => {
+                let lost: std::collections::HashSet<&TaskId> = report.lost.iter().collect();
+                {
+                    let mut map = shared.in_flight();
+                    for lease in &leases {
+                        if let Some(f) = map.get_mut(&lease.id) {
+                            if !lost.contains(&lease.id) && f.lease.fence == lease.fence {
+                                f.lease_expires = sent_at + config.lease;
+                            }
+                        }
+                    }
+                }
+                for id in &report.lost {
+                    tracing::warn!(task.id = %id, "lease lost; stopping the attempt");
+                    shared.stop_attempt(id, StopReason::LeaseLost);
+                }
+                for id in &report.cancel_requested {
+                    tracing::info!(task.id = %id, "cancel requested; asking the handler to stop");
+                    shared.stop_attempt(id, StopReason::CancelRequested);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, leases = leases.len(), "heartbeat failed"),
+        }
+        // A lease that could not be renewed in time may be reaped and run
+        // elsewhere: stop its attempt before that can happen (invariant 2).
+        let now = Instant::now();
+        let expiring: Vec<TaskId> = shared
+            .in_flight()
+            .iter()
+            .filter(|(_, f)| f.reason.is_none() && f.lease_expires <= now + config.heartbeat)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &expiring {
+            tracing::error!(task.id = %id, "lease could not be renewed in time; stopping the attempt");
+            shared.stop_attempt(id, StopReason::LeaseLost);
+        }
+    }
+}

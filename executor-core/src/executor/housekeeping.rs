@@ -1,0 +1,76 @@
+//! Housekeeping on the elected leader only: reap expired leases, trim by
+//! retention, sample counts by state. Another process takes over within one
+//! lease when the leader dies.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::run::Shared;
+use crate::{Leadership, Storage, metrics as m};
+
+pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
+    let config = shared.config().clone();
+    let storage = Arc::clone(shared.executor.client().storage_arc());
+    let ns = shared.executor.namespace().clone();
+    let worker = shared.executor.worker_id().clone();
+    let mut tick = tokio::time::interval(config.housekeeping);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut term: Option<Leadership> = None;
+    let mut last_trim: Option<Instant> = None;
+    let mut last_counts: Option<Instant> = None;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        term = match storage.acquire_leadership(&ns, &worker, config.lease).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(error = %e, "leadership renewal failed");
+                None
+            }
+        };
+        m::leader(term.is_some());
+        if term.is_none() {
+            continue;
+        }
+        match storage.reap(&ns, config.reap_batch).await {
+            Ok(reaped) if !reaped.is_empty() => {
+                tracing::warn!(
+                    retried = reaped.retried.len(),
+                    failed = reaped.failed.len(),
+                    timed_out = reaped.timed_out.len(),
+                    "recovered tasks whose worker stopped renewing its lease"
+                );
+                m::recovered("retried", reaped.retried.len());
+                m::recovered("failed", reaped.failed.len());
+                m::recovered("timed_out", reaped.timed_out.len());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "reap failed"),
+        }
+        let now = Instant::now();
+        if last_trim.is_none_or(|t| now.duration_since(t) >= config.trim_every) {
+            last_trim = Some(now);
+            match storage.trim(&ns, &config.retention, config.trim_batch).await {
+                Ok(n) => m::trimmed(n),
+                Err(e) => tracing::warn!(error = %e, "retention trim failed"),
+            }
+        }
+        if last_counts.is_none_or(|t| now.duration_since(t) >= config.counts_every) {
+            last_counts = Some(now);
+            match storage.counts(&ns).await {
+                Ok(c) => m::task_counts(&c),
+                Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
+            }
+        }
+    }
+    if let Some(t) = term {
+        if let Err(e) = storage.release_leadership(&ns, &t).await {
+            tracing::warn!(error = %e, "releasing leadership failed; it expires after one lease");
+        }
+        m::leader(false);
+    }
+}

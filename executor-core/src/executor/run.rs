@@ -1,0 +1,248 @@
+//! The claim loop and the shutdown sequence.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
+};
+
+use tokio::{
+    sync::{OwnedSemaphorePermit, Semaphore},
+    task::JoinHandle,
+    time::Instant,
+};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+use super::{Executor, attempt, heartbeat, housekeeping};
+use crate::{Error, Lease, Result, Storage, TaskId};
+
+/// Why the runtime stopped an attempt early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// A user asked to cancel the task.
+    CancelRequested,
+    /// The lease is gone (or could not be renewed in time): another worker
+    /// may run the task now, so this attempt must stop (invariant 2).
+    LeaseLost,
+    /// Shutdown's grace period ran out.
+    Shutdown,
+}
+
+/// One running attempt, as the heartbeat and shutdown see it.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    pub(crate) lease: Lease,
+    /// Fired to ask the handler to stop (its `TaskContext` token).
+    pub(crate) cancel: CancellationToken,
+    /// Fired to abort the handler's future.
+    pub(crate) kill: CancellationToken,
+    pub(crate) reason: Option<StopReason>,
+    /// When the lease runs out by this process's clock, as of the last renewal.
+    pub(crate) lease_expires: Instant,
+}
+
+/// State shared by the claim loop, the attempts, the heartbeat and housekeeping.
+pub(crate) struct Shared<S> {
+    pub(crate) executor: Executor<S>,
+    pub(crate) slots: Arc<Semaphore>,
+    pub(crate) in_flight: Mutex<HashMap<TaskId, InFlight>>,
+    pub(crate) attempts: TaskTracker,
+}
+
+impl<S: Storage> Shared<S> {
+    pub(crate) fn in_flight(&self) -> MutexGuard<'_, HashMap<TaskId, InFlight>> {
+        // A panic elsewhere while holding the lock must not stop the runtime.
+        self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn config(&self) -> &super::Config {
+        &self.executor.inner.config
+    }
+
+    pub(crate) fn update_slot_gauges(&self) {
+        let free = self.slots.available_permits();
+        crate::metrics::slots(self.config().concurrency.saturating_sub(free), free);
+    }
+
+    /// Stops one attempt: asks the handler to stop, and aborts it now (lost
+    /// lease, shutdown) or after the cancel grace (cancel request).
+    pub(crate) fn stop_attempt(&self, id: &TaskId, reason: StopReason) {
+        let mut map = self.in_flight();
+        let Some(f) = map.get_mut(id) else { return };
+        if f.reason.is_some() && reason == StopReason::CancelRequested {
+            return;
+        }
+        f.reason = Some(reason);
+        f.cancel.cancel();
+        match reason {
+            StopReason::CancelRequested => {
+                let kill = f.kill.clone();
+                let grace = self.config().cancel_grace;
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = tokio::time::sleep(grace) => kill.cancel(),
+                        () = kill.cancelled() => {}
+                    }
+                });
+            }
+            StopReason::LeaseLost | StopReason::Shutdown => f.kill.cancel(),
+        }
+    }
+}
+
+/// What a graceful shutdown did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Attempts that finished during the grace period.
+    pub drained: usize,
+    /// Attempts cancelled at the end of the grace period; their leases were
+    /// given back (`PENDING`, attempt not counted).
+    pub released: usize,
+}
+
+/// A started executor. Dropping it without [`RunningExecutor::shutdown`]
+/// leaves the runtime running in the background until the tokio runtime ends.
+#[derive(Debug)]
+#[must_use = "call `.shutdown().await` to stop gracefully"]
+pub struct RunningExecutor {
+    stop: CancellationToken,
+    join: JoinHandle<ShutdownReport>,
+}
+
+impl RunningExecutor {
+    /// Stops claiming, drains running attempts up to the grace period,
+    /// cancels the rest and gives their leases back, releases leadership.
+    ///
+    /// # Errors
+    /// Only if the runtime's background task panicked.
+    pub async fn shutdown(self) -> Result<ShutdownReport> {
+        self.stop.cancel();
+        self.join.await.map_err(|e| Error::storage(format!("executor runtime task failed: {e}"), false))
+    }
+
+    /// A token that starts the shutdown when cancelled (e.g. from a signal handler).
+    pub fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+}
+
+pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
+    let stop = CancellationToken::new();
+    let concurrency = executor.inner.config.concurrency;
+    let shared = Arc::new(Shared {
+        executor,
+        slots: Arc::new(Semaphore::new(concurrency)),
+        in_flight: Mutex::new(HashMap::new()),
+        attempts: TaskTracker::new(),
+    });
+    let join = tokio::spawn(run(shared, stop.clone()));
+    RunningExecutor { stop, join }
+}
+
+async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> ShutdownReport {
+    let background = CancellationToken::new();
+    let heartbeat = tokio::spawn(heartbeat::run(Arc::clone(&shared), background.clone()));
+    let housekeeping = tokio::spawn(housekeeping::run(Arc::clone(&shared), background.clone()));
+    shared.update_slot_gauges();
+
+    claim_loop(&shared, &stop).await;
+
+    // Shutdown: claiming has stopped; heartbeats go on while attempts drain.
+    let running = shared.in_flight().len();
+    shared.attempts.close();
+    let grace = shared.config().shutdown_grace;
+    let drained_in_time = tokio::time::timeout(grace, shared.attempts.wait()).await.is_ok();
+    let mut released = 0;
+    if !drained_in_time {
+        let ids: Vec<TaskId> = shared.in_flight().keys().cloned().collect();
+        released = ids.len();
+        for id in &ids {
+            shared.stop_attempt(id, StopReason::Shutdown);
+        }
+        // Aborted attempts only write their release; bound the wait anyway.
+        if tokio::time::timeout(shared.config().lease, shared.attempts.wait()).await.is_err() {
+            tracing::error!("attempts did not release their leases in time; the leader will reap them");
+        }
+    }
+    background.cancel();
+    let _ = heartbeat.await;
+    let _ = housekeeping.await;
+    tracing::info!(drained = running - released.min(running), released, "executor stopped");
+    ShutdownReport { drained: running.saturating_sub(released), released }
+}
+
+/// Claims only as many tasks as there are free slots (invariant 5: nothing
+/// queues up in memory), then waits for the store's wake-up when idle.
+async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToken) {
+    let executor = &shared.executor;
+    let storage = executor.client().storage_arc();
+    let ns = executor.namespace();
+    let worker = executor.worker_id();
+    let config = shared.config();
+    let mut error_pause = Duration::from_millis(50);
+    loop {
+        let first = tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            permit = Arc::clone(&shared.slots).acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => return,
+            },
+        };
+        let mut permits: Vec<OwnedSemaphorePermit> = vec![first];
+        while permits.len() < config.claim_batch {
+            match Arc::clone(&shared.slots).try_acquire_owned() {
+                Ok(p) => permits.push(p),
+                Err(_) => break,
+            }
+        }
+        let wanted = permits.len();
+        let claimed = tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            r = storage.claim(ns, worker, wanted, config.lease) => r,
+        };
+        match claimed {
+            Ok(tasks) => {
+                error_pause = Duration::from_millis(50);
+                let got = tasks.len();
+                for task in tasks {
+                    // The store never returns more than asked; a misbehaving one
+                    // gets its extra tasks released rather than over-committing.
+                    let Some(permit) = permits.pop() else {
+                        attempt::release_excess(shared, task).await;
+                        continue;
+                    };
+                    attempt::spawn(shared, task, permit);
+                }
+                drop(permits);
+                shared.update_slot_gauges();
+                if got < wanted {
+                    tokio::select! {
+                        biased;
+                        () = stop.cancelled() => return,
+                        r = storage.wait_for_work(ns, config.max_idle_wait) => {
+                            if let Err(e) = r {
+                                tracing::warn!(error = %e, "wait for work failed");
+                                tokio::select! {
+                                    () = stop.cancelled() => return,
+                                    () = tokio::time::sleep(error_pause) => {}
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                drop(permits);
+                tracing::warn!(error = %e, retry_in = ?error_pause, "claim failed; retrying");
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(error_pause) => {}
+                }
+                // Short pauses so claiming resumes within a second of the store returning.
+                error_pause = (error_pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
