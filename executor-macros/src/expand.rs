@@ -1,0 +1,264 @@
+//! What `#[reliable_task]` generates, on `proc_macro2` so it is unit-testable.
+//!
+//! For `async fn process_order(p: Order)` with `name = "process_order"`:
+//! - the function itself, unchanged (callable directly in unit tests);
+//! - `enum process_order {}` carrying the typed helpers `NAME`, `options()`,
+//!   `with(p)` and `submit(&client, p)`. It is a type, not a module, so the
+//!   helpers resolve every type exactly where the function does, also when
+//!   the handler is defined inside a function body (a nested module could
+//!   not see block-local types) or names them through `self::`/`super::`;
+//! - the link-time registration (`inventory::submit!`) with a function that
+//!   decodes the payload and starts the handler.
+//!
+//! Generated code names only `<crate>::__private::..` (default
+//! `::executor_core`), `::core` and `::std`, so users never depend on
+//! `inventory` or `serde_json` themselves.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{ItemFn, Path, Type, parse_quote, spanned::Spanned};
+
+use crate::{
+    diagnostics::Errors,
+    parse::{Retry, TaskAttr},
+    signature::Signature,
+};
+
+/// The macro: the user's function plus everything above, or the function
+/// plus every error found.
+pub(crate) fn reliable_task(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let args = TaskAttr::parse(attr, &mut errors);
+    let f: ItemFn = match syn::parse2(item.clone()) {
+        Ok(f) => f,
+        Err(_) => {
+            let at = item.clone().into_iter().next().map_or_else(Span::call_site, |t| t.span());
+            errors.push(syn::Error::new(
+                at,
+                "#[reliable_task] goes on an `async fn`, e.g. `async fn process_order(p: Order)`",
+            ));
+            let errors = errors.to_compile_errors();
+            return quote!(#errors #item);
+        }
+    };
+    let sig = Signature::check(&f, &mut errors);
+    match (&args.name, errors.is_empty()) {
+        (Some(name), true) => generate(&f, name, &args, &sig),
+        // The user's function is still emitted so IDEs and other code keep
+        // resolving it while the attribute is fixed.
+        _ => {
+            let errors = errors.to_compile_errors();
+            quote!(#errors #item)
+        }
+    }
+}
+
+fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenStream {
+    let krate: Path = args.krate.clone().unwrap_or_else(|| parse_quote!(::executor_core));
+    let p = quote!(#krate::__private);
+    let vis = &f.vis;
+    let ident = &f.sig.ident;
+    let options = options(args, &p);
+    let docs = Docs::new(name, &ident.to_string());
+    let (enum_doc, name_doc, options_doc, with_doc, submit_doc) =
+        (&docs.enum_doc, &docs.name, &docs.options, &docs.with, &docs.submit);
+
+    let (helpers, decode, payload_check) = match &sig.payload {
+        Some(ty) => {
+            let span = ty.span();
+            (
+                quote! {
+                    #[doc = #with_doc]
+                    #vis fn with(payload: #ty) -> #p::TaskBuilder<#ty> {
+                        #p::TaskBuilder::new(Self::NAME, payload, Self::options())
+                    }
+                    #[doc = #submit_doc]
+                    #vis async fn submit(
+                        client: &impl #p::Submit,
+                        payload: #ty,
+                    ) -> ::core::result::Result<#p::TaskId, #krate::Error> {
+                        Self::with(payload).submit(client).await
+                    }
+                },
+                quote_spanned!(span=> let __payload: #ty = #p::decode(__bytes)?;),
+                payload_check(ty, &p),
+            )
+        }
+        None => (
+            quote! {
+                #[doc = #with_doc]
+                #vis fn with() -> #p::TaskBuilder<()> {
+                    #p::TaskBuilder::new(Self::NAME, (), Self::options())
+                }
+                #[doc = #submit_doc]
+                #vis async fn submit(client: &impl #p::Submit) -> ::core::result::Result<#p::TaskId, #krate::Error> {
+                    Self::with().submit(client).await
+                }
+            },
+            // Any JSON value is accepted (submit sends `null`), garbage is not.
+            quote!(let _: #p::serde::de::IgnoredAny = #p::decode(__bytes)?;),
+            quote!(),
+        ),
+    };
+    let call_args = match (sig.payload.is_some(), sig.context) {
+        (true, true) => quote!(__payload, __ctx),
+        (true, false) => quote!(__payload),
+        (false, true) => quote!(__ctx),
+        (false, false) => quote!(),
+    };
+    let invoke = format_ident!("__reliable_task_invoke");
+    let returns = returns_check(f, &p);
+    let line = quote_spanned!(ident.span()=> ::core::line!());
+    let call = quote_spanned!(ident.span()=> #ident(#call_args));
+
+    quote! {
+        #f
+
+        #[doc = #enum_doc]
+        #[allow(non_camel_case_types)]
+        #[derive(Debug)]
+        #vis enum #ident {}
+
+        #[allow(dead_code)]
+        impl #ident {
+            #[doc = #name_doc]
+            #vis const NAME: &'static str = #name;
+
+            #[doc = #options_doc]
+            #vis fn options() -> #p::TaskOptions {
+                #options
+            }
+
+            #helpers
+        }
+
+        const _: () = {
+            #payload_check
+            #returns
+
+            #[allow(unused_variables)]
+            fn #invoke(
+                __ctx: #p::TaskContext,
+                __bytes: &[u8],
+            ) -> ::core::result::Result<
+                #p::BoxFuture<::core::result::Result<(), #p::TaskError>>,
+                ::std::string::String,
+            > {
+                #decode
+                let __attempt = #call;
+                ::core::result::Result::Ok(::std::boxed::Box::pin(async move {
+                    #p::IntoTaskResult::into_task_result(__attempt.await)
+                }))
+            }
+
+            #p::inventory::submit! {
+                #p::TaskRegistration::new(
+                    #ident::NAME,
+                    ::core::concat!(
+                        ::core::module_path!(), "::", ::core::stringify!(#ident),
+                        " at ", ::core::file!(), ":", #line
+                    ),
+                    #ident::options,
+                    #invoke,
+                )
+            }
+        };
+    }
+}
+
+/// `TaskOptions::new()` with each key the attribute set.
+fn options(args: &TaskAttr, p: &TokenStream) -> TokenStream {
+    let ms = |ms: u64| {
+        let ms = Literal::u64_suffixed(ms);
+        quote!(::core::time::Duration::from_millis(#ms))
+    };
+    let mut options = quote!(#p::TaskOptions::new());
+    if let Some(n) = args.retry_limit {
+        let n = Literal::u32_suffixed(n);
+        options = quote!(#options.retry_limit(#n));
+    }
+    if let Some(retry) = &args.retry {
+        // Checked at compile time (parse.rs), so the variants are built
+        // directly instead of through the fallible constructors.
+        let policy = match retry {
+            Retry::Fixed(interval) => {
+                let interval = ms(*interval);
+                quote!(#p::RetryPolicy::Fixed { interval: #interval })
+            }
+            Retry::Exponential { base, factor, cap, jitter } => {
+                let (base, cap) = (ms(*base), ms(*cap));
+                let (factor, jitter) = (Literal::f64_suffixed(*factor), Literal::f64_suffixed(*jitter));
+                quote!(#p::RetryPolicy::Exponential { base: #base, factor: #factor, cap: #cap, jitter: #jitter })
+            }
+            Retry::Levels(levels) => {
+                let levels = levels.iter().map(|l| ms(*l));
+                quote!(#p::RetryPolicy::Levels { levels: ::std::vec::Vec::from([#(#levels),*]) })
+            }
+        };
+        options = quote!(#options.retry(#policy));
+    }
+    if let Some(d) = args.max_duration {
+        let d = ms(d);
+        options = quote!(#options.max_duration(#d));
+    }
+    if let Some(d) = args.timeout {
+        let d = ms(d);
+        options = quote!(#options.timeout(#d));
+    }
+    options
+}
+
+/// A bound check on the user's payload type, spanned on it so a type that
+/// is not `Serialize + DeserializeOwned + Send + 'static` is reported there.
+fn payload_check(ty: &Type, p: &TokenStream) -> TokenStream {
+    quote_spanned! {ty.span()=>
+        fn __payload_must_be_serialize_deserialize_send_static<
+            T: #p::serde::Serialize + #p::serde::de::DeserializeOwned + ::core::marker::Send + 'static,
+        >() {}
+        let _ = __payload_must_be_serialize_deserialize_send_static::<#ty>;
+    }
+}
+
+/// A bound check on the return type, spanned on it: `()` or `Result<(), E>`
+/// with `E: Display`.
+fn returns_check(f: &ItemFn, p: &TokenStream) -> TokenStream {
+    let syn::ReturnType::Type(_, ty) = &f.sig.output else {
+        return quote!();
+    };
+    quote_spanned! {ty.span()=>
+        fn __handler_must_return_unit_or_result_unit_e_display<R: #p::IntoTaskResult>() {}
+        let _ = __handler_must_return_unit_or_result_unit_e_display::<#ty>;
+    }
+}
+
+/// Rustdoc of the generated items, so crates with `missing_docs` stay clean.
+struct Docs {
+    enum_doc: String,
+    name: String,
+    options: String,
+    with: String,
+    submit: String,
+}
+
+impl Docs {
+    fn new(name: &str, ident: &str) -> Self {
+        Self {
+            enum_doc: format!(
+                "Typed submit helpers of the task `{name}`, handled by [`fn {ident}`]({ident}()) \
+                 (generated by `#[reliable_task]`)."
+            ),
+            name: format!("The task name, `{name}`: the key of this handler in the store."),
+            options: "The defaults set in the attribute; each submit may override them.".to_owned(),
+            with: "A submit with per-task overrides: `.id(..)`, `.delay(..)`, `.run_at(..)`, \
+                   `.retry_limit(..)`, `.retry(..)`, `.max_duration(..)`, `.timeout(..)`, \
+                   `.idempotent()`, `.debounce(..)`, then `.submit(&client)`."
+                .to_owned(),
+            submit: "Submits with the defaults and returns the new task's id.\n\n# Errors\n\
+                     Validation errors, a duplicate id, store failures."
+                .to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

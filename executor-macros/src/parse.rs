@@ -1,0 +1,378 @@
+//! The attribute's arguments: `#[reliable_task(name = "..", retry_limit = 3, ..)]`.
+//!
+//! Every key is checked here, at compile time, with the error on the exact
+//! token and the fix in the message. Parsing goes on after an error so the
+//! user sees every mistake in one build.
+
+use proc_macro2::{Span, TokenStream};
+use syn::{Expr, ExprLit, Lit, LitStr, Path, meta::ParseNestedMeta, parse::Parser};
+
+use crate::{
+    diagnostics::Errors,
+    duration::{DURATION_HELP, parse_millis},
+};
+
+/// Longest task name, in bytes (`executor_core::MAX_ID_LEN`: names share the
+/// id's limits so every store can key by them).
+const MAX_NAME_LEN: usize = 191;
+
+/// Most retries a task may ask for (`executor_core::MAX_RETRY_LIMIT`).
+const MAX_RETRY_LIMIT: u32 = 10_000;
+
+/// Every key the attribute accepts, as the unknown-key error lists them.
+pub(crate) const VALID_KEYS: &str =
+    "name, retry_limit, retry_interval, exponential(..), levels, max_duration, timeout, crate";
+
+const KEYS: [&str; 8] =
+    ["name", "retry_limit", "retry_interval", "exponential", "levels", "max_duration", "timeout", "crate"];
+
+/// The parsed, checked attribute.
+#[derive(Default)]
+pub(crate) struct TaskAttr {
+    /// The task name (required; `None` only after an error was recorded).
+    pub(crate) name: Option<String>,
+    /// Retries after the first attempt.
+    pub(crate) retry_limit: Option<u32>,
+    /// The retry policy, if one key set it.
+    pub(crate) retry: Option<Retry>,
+    /// `max_duration` in milliseconds.
+    pub(crate) max_duration: Option<u64>,
+    /// Per-attempt `timeout` in milliseconds.
+    pub(crate) timeout: Option<u64>,
+    /// `crate = path`: where `executor_core` is reached.
+    pub(crate) krate: Option<Path>,
+    /// The key that set `retry`, for the conflict error.
+    retry_key: Option<&'static str>,
+    /// Keys seen so far, for the duplicate-key error.
+    seen: Vec<String>,
+}
+
+/// A retry policy written in the attribute; durations in milliseconds.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Retry {
+    /// `retry_interval = "2s"`.
+    Fixed(u64),
+    /// `exponential(base = "1s", factor = 2.0, cap = "1m", jitter = 0.2)`.
+    Exponential { base: u64, factor: f64, cap: u64, jitter: f64 },
+    /// `levels = ["10s", "1m", "10m", "1h"]`.
+    Levels(Vec<u64>),
+}
+
+/// Defaults of `exponential(..)` keys left out.
+const DEFAULT_FACTOR: f64 = 2.0;
+const DEFAULT_CAP_MS: u64 = 3_600_000;
+
+impl TaskAttr {
+    /// Parses the attribute's tokens, recording every problem in `errors`.
+    pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Self {
+        let mut attr = Self::default();
+        let parser = syn::meta::parser(|meta| attr.key(&meta, errors));
+        if let Err(e) = parser.parse2(tokens) {
+            // A syntax error (e.g. `name "x"` without `=`): nothing after it can be read.
+            errors.push(e);
+            // Do not also complain that `name` is missing when it may sit after the error.
+            return attr;
+        }
+        match &attr.name {
+            Some(_) => {}
+            None if !attr.seen.iter().any(|k| k == "name") => errors.push(syn::Error::new(
+                Span::call_site(),
+                "missing `name`: write `#[reliable_task(name = \"process_order\")]`; the name \
+                 identifies the task in the store, so keep it stable across deploys",
+            )),
+            None => {}
+        }
+        attr
+    }
+
+    fn key(&mut self, meta: &ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<()> {
+        let path = &meta.path;
+        let Some(key) = KEYS.iter().copied().find(|k| path.is_ident(k)) else {
+            let written = path_text(path);
+            let hint = suggestion(&written).map(|k| format!(" (did you mean `{k}`?)")).unwrap_or_default();
+            errors.at(path, format!("unknown key `{written}`{hint}; valid keys: {VALID_KEYS}"));
+            return skip_value(meta);
+        };
+        if self.seen.iter().any(|k| k == key) {
+            errors.at(path, format!("`{key}` is given twice; keep one"));
+            return skip_value(meta);
+        }
+        self.seen.push(key.to_owned());
+        if key == "exponential" {
+            return self.exponential(meta, errors);
+        }
+        if !meta.input.peek(syn::Token![=]) {
+            errors.at(path, format!("`{key}` needs a value: {}", example(key)));
+            return skip_value(meta);
+        }
+        let value: Expr = meta.value()?.parse()?;
+        match key {
+            "name" => self.name = name(&value, errors),
+            "retry_limit" => self.retry_limit = retry_limit(&value, errors),
+            "retry_interval" => {
+                if let Some(ms) = duration(&value, key, errors) {
+                    self.set_retry(key, Retry::Fixed(ms), path, errors);
+                }
+            }
+            "levels" => {
+                if let Some(levels) = levels(&value, errors) {
+                    self.set_retry(key, Retry::Levels(levels), path, errors);
+                }
+            }
+            "max_duration" => self.max_duration = positive_duration(&value, key, errors),
+            "timeout" => self.timeout = positive_duration(&value, key, errors),
+            _ => self.krate = crate_path(&value, errors),
+        }
+        Ok(())
+    }
+
+    fn exponential(&mut self, meta: &ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<()> {
+        if !meta.input.peek(syn::token::Paren) {
+            errors.at(&meta.path, format!("write the exponential backoff as {}", example("exponential")));
+            return skip_value(meta);
+        }
+        let (mut base, mut factor, mut cap, mut jitter) = (None, None, None, None);
+        let (mut cap_expr, mut base_expr) = (None, None);
+        meta.parse_nested_meta(|inner| {
+            let key = ["base", "factor", "cap", "jitter"].into_iter().find(|k| inner.path.is_ident(k));
+            let Some(key) = key else {
+                errors.at(
+                    &inner.path,
+                    format!(
+                        "unknown key `{}` in exponential(..); valid keys: base, factor, cap, jitter",
+                        path_text(&inner.path)
+                    ),
+                );
+                return skip_value(&inner);
+            };
+            let value: Expr = inner.value()?.parse()?;
+            match key {
+                "base" => (base, base_expr) = (duration(&value, "base", errors), Some(value)),
+                "cap" => (cap, cap_expr) = (duration(&value, "cap", errors), Some(value)),
+                "factor" => factor = number(&value, "factor", "2.0", errors),
+                _ => jitter = number(&value, "jitter", "0.2", errors),
+            }
+            Ok(())
+        })?;
+        let factor = factor.unwrap_or(DEFAULT_FACTOR);
+        let jitter = jitter.unwrap_or(0.0);
+        let cap = cap.unwrap_or(DEFAULT_CAP_MS);
+        let mut ok = true;
+        if base_expr.is_none() {
+            errors.at(&meta.path, format!("exponential(..) needs a `base`: {}", example("exponential")));
+            ok = false;
+        }
+        if !factor.is_finite() || factor < 1.0 {
+            errors.at(
+                &meta.path,
+                format!("exponential factor {factor} must be at least 1.0 (e.g. factor = 2.0)"),
+            );
+            ok = false;
+        }
+        if !(0.0..=1.0).contains(&jitter) {
+            errors
+                .at(&meta.path, format!("jitter {jitter} must be a fraction between 0.0 and 1.0 (e.g. 0.2)"));
+            ok = false;
+        }
+        if base.is_some_and(|b| b > cap) {
+            match &cap_expr {
+                Some(c) => errors.at(c, "`cap` is shorter than `base`; the cap is the longest delay"),
+                None => errors.at(&base_expr, "`base` is longer than the default cap of 1h; set `cap` too"),
+            }
+            ok = false;
+        }
+        if let (Some(base), true) = (base, ok) {
+            self.set_retry(
+                "exponential",
+                Retry::Exponential { base, factor, cap, jitter },
+                &meta.path,
+                errors,
+            );
+        }
+        Ok(())
+    }
+
+    fn set_retry(&mut self, key: &'static str, retry: Retry, at: &Path, errors: &mut Errors) {
+        if let Some(first) = self.retry_key {
+            errors.at(
+                at,
+                format!(
+                    "`{key}` conflicts with `{first}`: a task has one retry policy; keep either \
+                     `retry_interval` (fixed), `exponential(..)` or `levels`"
+                ),
+            );
+            return;
+        }
+        self.retry_key = Some(key);
+        self.retry = Some(retry);
+    }
+}
+
+/// How each key is written, for "needs a value" errors.
+fn example(key: &str) -> &'static str {
+    match key {
+        "name" => "name = \"process_order\"",
+        "retry_limit" => "retry_limit = 3",
+        "retry_interval" => "retry_interval = \"2s\"",
+        "exponential" => "exponential(base = \"1s\", factor = 2.0, cap = \"1m\", jitter = 0.2)",
+        "levels" => "levels = [\"10s\", \"1m\", \"10m\", \"1h\"]",
+        "max_duration" => "max_duration = \"60s\"",
+        "timeout" => "timeout = \"10s\"",
+        _ => "crate = ::executor_core",
+    }
+}
+
+/// Consumes a key's value, whatever it is, so parsing can go on.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        meta.value()?.parse::<Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        content.parse::<TokenStream>()?;
+    }
+    Ok(())
+}
+
+fn path_text(path: &Path) -> String {
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    segments.join("::")
+}
+
+/// The valid key closest to a misspelt one, if any is close.
+fn suggestion(written: &str) -> Option<&'static str> {
+    let written = written.to_ascii_lowercase();
+    KEYS.iter()
+        .copied()
+        .map(|k| (edit_distance(&written, k), k))
+        .filter(|(d, k)| {
+            *d <= 2 || (written.len() >= 4 && (k.starts_with(&written) || written.starts_with(k)))
+        })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+fn lit_str(value: &Expr) -> Option<&LitStr> {
+    match value {
+        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => Some(s),
+        _ => None,
+    }
+}
+
+fn name(value: &Expr, errors: &mut Errors) -> Option<String> {
+    let Some(lit) = lit_str(value) else {
+        errors.at(value, "`name` takes a string: name = \"process_order\"");
+        return None;
+    };
+    let name = lit.value();
+    if name.is_empty() {
+        errors.at(lit, "`name` is empty: give the task a stable name, e.g. name = \"process_order\"");
+        return None;
+    }
+    if let Some(c) = name.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        errors.at(
+            lit,
+            format!(
+                "`name` contains {c:?}; task names are keys in the store, so they may not contain \
+                 whitespace or control characters: use `_` or `.`, e.g. \"{}\"",
+                name.split(|c: char| c.is_whitespace() || c.is_control())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("_")
+            ),
+        );
+        return None;
+    }
+    if name.len() > MAX_NAME_LEN {
+        errors.at(lit, format!("`name` is {} bytes long; the limit is {MAX_NAME_LEN}", name.len()));
+        return None;
+    }
+    Some(name)
+}
+
+fn retry_limit(value: &Expr, errors: &mut Errors) -> Option<u32> {
+    let help = "retry_limit is the number of retries after the first attempt, e.g. retry_limit = 3";
+    let Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) = value else {
+        errors.at(value, format!("expected a whole number; {help}"));
+        return None;
+    };
+    match int.base10_parse::<u32>() {
+        Ok(n) if n <= MAX_RETRY_LIMIT => Some(n),
+        _ => {
+            errors.at(int, format!("retry_limit must be at most {MAX_RETRY_LIMIT}; {help}"));
+            None
+        }
+    }
+}
+
+fn duration(value: &Expr, key: &str, errors: &mut Errors) -> Option<u64> {
+    let Some(lit) = lit_str(value) else {
+        errors.at(value, format!("`{key}` takes a duration as a string; {DURATION_HELP}"));
+        return None;
+    };
+    parse_millis(&lit.value()).map_err(|e| errors.at(lit, e)).ok()
+}
+
+fn positive_duration(value: &Expr, key: &str, errors: &mut Errors) -> Option<u64> {
+    match duration(value, key, errors)? {
+        0 => {
+            errors.at(value, format!("`{key}` must be longer than zero; leave the key out for no limit"));
+            None
+        }
+        ms => Some(ms),
+    }
+}
+
+fn levels(value: &Expr, errors: &mut Errors) -> Option<Vec<u64>> {
+    let Expr::Array(array) = value else {
+        errors.at(value, format!("`levels` takes a list of durations: {}", example("levels")));
+        return None;
+    };
+    if array.elems.is_empty() {
+        errors.at(value, format!("`levels` needs at least one delay: {}", example("levels")));
+        return None;
+    }
+    let parsed: Vec<Option<u64>> = array.elems.iter().map(|e| duration(e, "levels", errors)).collect();
+    parsed.into_iter().collect()
+}
+
+fn number(value: &Expr, key: &str, example: &str, errors: &mut Errors) -> Option<f64> {
+    let parsed = match value {
+        Expr::Lit(ExprLit { lit: Lit::Float(f), .. }) => f.base10_parse::<f64>().ok(),
+        Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse::<f64>().ok(),
+        _ => None,
+    };
+    if parsed.is_none() {
+        errors.at(value, format!("`{key}` takes a number, e.g. {key} = {example}"));
+    }
+    parsed
+}
+
+fn crate_path(value: &Expr, errors: &mut Errors) -> Option<Path> {
+    match value {
+        Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Some(p.path.clone()),
+        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s.parse::<Path>().map_err(|e| errors.push(e)).ok(),
+        other => {
+            errors.at(other, format!("`crate` takes a path to executor_core: {}", example("crate")));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
