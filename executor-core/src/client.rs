@@ -209,10 +209,10 @@ impl<S: Storage> Client<S> {
     }
 
     fn check(&self, task: &NewTask) -> Result<()> {
-        if let Some(registry) = &self.inner.registry {
-            if registry.get(&task.name).is_none() {
-                return Err(Error::UnknownTask(task.name.clone()));
-            }
+        if let Some(registry) = &self.inner.registry
+            && registry.get(&task.name).is_none()
+        {
+            return Err(Error::UnknownTask(task.name.clone()));
         }
         if task.payload.len() > self.inner.max_payload {
             return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: self.inner.max_payload });

@@ -119,7 +119,7 @@ impl Handler {
             name: r.name.to_owned(),
             location: r.location.to_owned(),
             options: (r.options)(),
-            invoke: Arc::new(move |ctx, bytes| invoke(ctx, bytes)),
+            invoke: Arc::new(invoke),
         }
     }
 

@@ -31,10 +31,11 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
                 {
                     let mut map = shared.in_flight();
                     for lease in &leases {
-                        if let Some(f) = map.get_mut(&lease.id) {
-                            if !lost.contains(&lease.id) && f.lease.fence == lease.fence {
-                                f.lease_expires = sent_at + config.lease;
-                            }
+                        if let Some(f) = map.get_mut(&lease.id)
+                            && !lost.contains(&lease.id)
+                            && f.lease.fence == lease.fence
+                        {
+                            f.lease_expires = sent_at + config.lease;
                         }
                     }
                 }

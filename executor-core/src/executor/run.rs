@@ -106,6 +106,8 @@ pub struct ShutdownReport {
 #[must_use = "call `.shutdown().await` to stop gracefully"]
 pub struct RunningExecutor {
     stop: CancellationToken,
+    slots: Arc<Semaphore>,
+    concurrency: usize,
     join: JoinHandle<ShutdownReport>,
 }
 
@@ -118,6 +120,11 @@ impl RunningExecutor {
     pub async fn shutdown(self) -> Result<ShutdownReport> {
         self.stop.cancel();
         self.join.await.map_err(|e| Error::storage(format!("executor runtime task failed: {e}"), false))
+    }
+
+    /// Attempts running now.
+    pub fn in_flight(&self) -> usize {
+        self.concurrency.saturating_sub(self.slots.available_permits())
     }
 
     /// A token that starts the shutdown when cancelled (e.g. from a signal handler).
@@ -135,8 +142,9 @@ pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
         in_flight: Mutex::new(HashMap::new()),
         attempts: TaskTracker::new(),
     });
+    let slots = Arc::clone(&shared.slots);
     let join = tokio::spawn(run(shared, stop.clone()));
-    RunningExecutor { stop, join }
+    RunningExecutor { stop, slots, concurrency, join }
 }
 
 async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> ShutdownReport {
