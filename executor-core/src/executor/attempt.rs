@@ -153,9 +153,10 @@ async fn execute<S: Storage>(
         () = sleep => {
             join.abort();
             if deadline_binds {
+                let max = task.deadline.unwrap_or_default().since(task.created_at);
                 return dead(Finish::TimedOut { error: format!(
-                    "ran past max_duration (deadline {}; attempt {} ran {:?})",
-                    task.deadline.unwrap_or_default(), task.attempts, run_start.elapsed()
+                    "ran past max_duration ({max:?} from creation); attempt {} ran {:?}",
+                    task.attempts, run_start.elapsed()
                 ) });
             }
             Err(TaskError::retry(format!("attempt timed out after {:?}", limit.unwrap_or_default())))
