@@ -1,1 +1,258 @@
-//! `MemoryStorage`: the embedded, non-durable default (in progress).
+//! [`MemoryStorage`]: the embedded, non-durable default store.
+
+mod clock;
+mod housekeeping;
+mod index;
+mod space;
+#[cfg(test)]
+mod tests;
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::Duration,
+};
+
+use tokio::sync::Notify;
+
+use crate::{
+    CancelOutcome, DEFAULT_MAX_PAYLOAD, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask,
+    Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
+    Timestamp, WorkerId,
+};
+
+use self::{clock::Clock, space::Space};
+
+/// Keeps tasks in this process's memory: every semantic of [`Storage`]
+/// (leases and fences, debounce, idempotent submit, dead letter, requeue,
+/// reaping, retention, leadership) with none of the durability.
+///
+/// **Not durable**: everything is lost when the process exits, and only this
+/// process sees it. It is the default for the quickstart and for tests; run
+/// production on Redis or MySQL.
+///
+/// Clones share the same tasks. Its clock is the wall clock at creation plus
+/// tokio's monotonic time since, so tests with paused time
+/// (`#[tokio::test(start_paused = true)]`) control every due time and lease.
+///
+/// ```
+/// use executor_core::{MemoryStorage, Namespace, Storage, TaskBuilder, TaskOptions, TaskState};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> executor_core::Result<()> {
+/// let store = MemoryStorage::new();
+/// let ns = Namespace::new("my-app")?;
+/// let task = TaskBuilder::new("send_mail", "hi", TaskOptions::new()).into_new_task()?;
+/// let id = store.submit(&ns, task).await?.id;
+/// assert_eq!(store.get(&ns, &id).await?.map(|t| t.state), Some(TaskState::Created));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct MemoryStorage {
+    shared: Arc<Shared>,
+    max_payload: usize,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    clock: Clock,
+    spaces: Mutex<HashMap<Namespace, Arc<NamespaceStore>>>,
+}
+
+/// One namespace: its tasks behind one lock, and the wake-up of its idle claimers.
+#[derive(Debug, Default)]
+struct NamespaceStore {
+    space: Mutex<Space>,
+    work: Notify,
+}
+
+impl NamespaceStore {
+    /// Locks the namespace. A panic while it was held leaves no half-made
+    /// change (each change is computed before it is applied), so a poisoned
+    /// lock is taken over rather than propagated.
+    fn lock(&self) -> MutexGuard<'_, Space> {
+        self.space.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for MemoryStorage {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStorage {
+    /// An empty store whose clock starts now, with a payload limit of
+    /// [`DEFAULT_MAX_PAYLOAD`].
+    pub fn new() -> Self {
+        Self { shared: Arc::default(), max_payload: DEFAULT_MAX_PAYLOAD }
+    }
+
+    /// Refuses payloads larger than `bytes` at submit with
+    /// [`crate::Error::PayloadTooLarge`].
+    pub fn with_max_payload(mut self, bytes: usize) -> Self {
+        self.max_payload = bytes;
+        self
+    }
+
+    /// The store's clock: the time stamped on every record.
+    pub fn now(&self) -> Timestamp {
+        self.shared.clock.now()
+    }
+
+    /// Drops every task and the leadership of `ns` (a test's cleanup).
+    pub fn remove_namespace(&self, ns: &Namespace) {
+        self.shared.spaces.lock().unwrap_or_else(PoisonError::into_inner).remove(ns);
+    }
+
+    fn namespace(&self, ns: &Namespace) -> Arc<NamespaceStore> {
+        let mut spaces = self.shared.spaces.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(spaces.entry(ns.clone()).or_default())
+    }
+
+    /// Runs `f` in the namespace's critical section with the store's now.
+    fn with<R>(&self, ns: &Namespace, f: impl FnOnce(&mut Space, Timestamp) -> R) -> R {
+        let store = self.namespace(ns);
+        let mut space = store.lock();
+        f(&mut space, self.now())
+    }
+
+    /// Tells idle claimers of `ns` that work may be due.
+    fn wake(&self, ns: &Namespace) {
+        self.namespace(ns).work.notify_waiters();
+    }
+}
+
+impl Storage for MemoryStorage {
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let max = self.max_payload;
+        let out = self.with(ns, |space, now| space.submit(now, task, max));
+        if out.is_ok() {
+            self.wake(ns);
+        }
+        out
+    }
+
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        let max = self.max_payload;
+        let out: Vec<_> =
+            self.with(ns, |space, now| tasks.into_iter().map(|t| space.submit(now, t, max)).collect());
+        if out.iter().any(Result::is_ok) {
+            self.wake(ns);
+        }
+        Ok(out)
+    }
+
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        Ok(self.with(ns, |space, now| space.claim(now, worker, limit, lease)))
+    }
+
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        Ok(self.with(ns, |space, now| space.heartbeat(now, leases, lease)))
+    }
+
+    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        let out = self.with(ns, |space, now| space.finish(now, lease, finish));
+        if matches!(out, Ok(TaskState::Pending)) {
+            self.wake(ns);
+        }
+        out
+    }
+
+    async fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> Result<Vec<Result<TaskState>>> {
+        let out: Vec<_> = self.with(ns, |space, now| {
+            items.into_iter().map(|(lease, finish)| space.finish(now, &lease, finish)).collect()
+        });
+        if out.iter().any(|r| matches!(r, Ok(TaskState::Pending))) {
+            self.wake(ns);
+        }
+        Ok(out)
+    }
+
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        self.with(ns, |space, now| space.cancel(now, id))
+    }
+
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        Ok(self.with(ns, |space, _| space.get(id)))
+    }
+
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        self.with(ns, |space, _| space.list(query))
+    }
+
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        Ok(self.with(ns, |space, _| space.counts()))
+    }
+
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.with(ns, |space, now| space.requeue(now, id))?;
+        self.wake(ns);
+        Ok(())
+    }
+
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        let reaped = self.with(ns, |space, now| space.reap(now, limit));
+        if !reaped.retried.is_empty() {
+            self.wake(ns);
+        }
+        Ok(reaped)
+    }
+
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        Ok(self.with(ns, |space, now| space.trim(now, retention, limit)))
+    }
+
+    async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        Ok(self.with(ns, |space, now| space.acquire_leadership(now, worker, ttl)))
+    }
+
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        self.with(ns, |space, _| space.release_leadership(term));
+        Ok(())
+    }
+
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        Ok(self.with(ns, |space, now| space.leader(now)))
+    }
+
+    /// Returns at once if a task is due; else sleeps until the earliest due
+    /// time, a wake-up from a submit, retry, release, requeue or reap, or
+    /// `max_wait`, whichever is first (invariant 4).
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        let store = self.namespace(ns);
+        let clock = self.shared.clock;
+        let woken = store.work.notified();
+        tokio::pin!(woken);
+        // Registered before looking at the due index, so a wake-up between the
+        // look and the sleep is not missed.
+        woken.as_mut().enable();
+        let earliest = store.lock().idx.earliest_due();
+        let give_up = tokio::time::Instant::now() + max_wait;
+        let until = match earliest {
+            Some(due) if due <= clock.now() => return Ok(()),
+            Some(due) => clock.instant_of(due).min(give_up),
+            None => give_up,
+        };
+        tokio::select! {
+            () = woken => {}
+            () = tokio::time::sleep_until(until) => {}
+        }
+        Ok(())
+    }
+}

@@ -1,1 +1,215 @@
-//! The storage conformance suite (in progress).
+//! The storage conformance suite (feature `testing`): one check per state
+//! transition and per invariant of the design, run by every [`Storage`]
+//! (memory, Redis, MySQL) against fresh, isolated stores.
+//!
+//! A storage crate runs the whole suite with one macro call in a test file;
+//! it needs `tokio` (features `macros`, `rt-multi-thread`) as a dev-dependency:
+//!
+//! ```
+//! use executor_core::{MemoryStorage, Namespace, testing};
+//!
+//! // A fresh, isolated store and a namespace no other test uses.
+//! async fn fresh() -> (MemoryStorage, Namespace) {
+//!     (MemoryStorage::new(), testing::unique_namespace("mem"))
+//! }
+//!
+//! // Removes what the test left; runs even when the check panicked.
+//! async fn cleanup(storage: &MemoryStorage, ns: &Namespace) {
+//!     storage.remove_namespace(ns);
+//! }
+//!
+//! executor_core::storage_conformance_tests!(fresh, cleanup);
+//! # fn main() {}
+//! ```
+//!
+//! Each check is also a plain async function, `check(&storage, &namespace)`,
+//! that panics with a message naming the broken rule. The checks use real
+//! time (leases of a few hundred milliseconds) and poll with timeouts, never
+//! sleep-and-hope; the suite takes a few seconds per backend.
+
+mod cancel;
+mod claiming;
+mod concurrency;
+mod housekeeping;
+mod queries;
+mod submission;
+mod support;
+
+use std::{future::Future, time::Duration};
+
+use crate::{Due, Namespace, NewTask, SubmitMode, TaskId};
+
+pub use cancel::*;
+pub use claiming::*;
+pub use concurrency::*;
+pub use housekeeping::*;
+pub use queries::*;
+pub use submission::*;
+
+/// Generates one `#[tokio::test]` per conformance check for a storage.
+///
+/// `fresh` is an `async fn() -> (S, Namespace)` returning a fresh store and a
+/// namespace unique to the test; `cleanup` is an
+/// `async fn(&S, &Namespace)` that removes what the test left. Each test
+/// runs on a 4-thread runtime: `fresh()`, the check (in its own task, with a
+/// 60 s limit), then `cleanup` even if the check panicked, then the check's
+/// panic is resumed. The calling crate needs `tokio` as a dev-dependency.
+/// See the [module docs](crate::testing) for an example.
+#[macro_export]
+macro_rules! storage_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            submit_and_get,
+            duplicate_id_refused,
+            idempotent_submit_returns_existing,
+            debounce_moves_due_and_replaces_payload,
+            debounce_max_wait_caps_postponement,
+            delayed_task_not_claimed_before_due,
+            run_at,
+            claim_orders_by_due_and_respects_limit,
+            claim_increments_fence_and_attempts,
+            complete_with_fence,
+            stale_fence_refused,
+            retry_moves_to_pending_with_delay,
+            fail_timeout_error_dead_letter,
+            release_does_not_count_attempt,
+            heartbeat_extends_and_reports_lost,
+            cancel_pending,
+            cancel_running_requested_and_delivered_by_heartbeat,
+            cancel_finished_is_illegal,
+            cancel_missing_is_not_found,
+            requeue_from_each_dead_letter_state,
+            requeue_illegal_states,
+            reap_after_lease_expiry,
+            retention_trim,
+            leadership_exclusive_renew_release_takeover,
+            counts_by_state,
+            list_pagination_visits_each_once,
+            list_refuses_foreign_cursor,
+            wait_for_work_wakes_on_submit,
+            wait_for_work_wakes_at_due_time,
+            no_loss_no_double_claim_concurrent,
+        }
+    };
+}
+
+/// Expands [`storage_conformance_tests!`]: one test per named check.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __storage_conformance_tests {
+    ($fresh:path, $cleanup:path; $($check:ident),+ $(,)?) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $check() {
+            let (storage, ns) = $fresh().await;
+            let storage = ::std::sync::Arc::new(storage);
+            let run = ::tokio::spawn({
+                let (storage, ns) = (::std::sync::Arc::clone(&storage), ns.clone());
+                async move {
+                    $crate::testing::__bounded(
+                        ::std::stringify!($check),
+                        $crate::testing::$check(&*storage, &ns),
+                    )
+                    .await
+                }
+            });
+            let outcome = run.await;
+            $cleanup(&*storage, &ns).await;
+            $crate::testing::__resume(::std::stringify!($check), outcome);
+        }
+    )+};
+}
+
+/// Longest a single check may take before it is reported as hung.
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs a check with a time limit. Used by [`storage_conformance_tests!`].
+#[doc(hidden)]
+pub async fn __bounded(name: &str, check: impl Future<Output = ()>) {
+    if tokio::time::timeout(CHECK_LIMIT, check).await.is_err() {
+        panic!("conformance check `{name}` did not finish within {CHECK_LIMIT:?}: a storage call hangs");
+    }
+}
+
+/// Re-raises a check's panic after cleanup. Used by [`storage_conformance_tests!`].
+#[doc(hidden)]
+pub fn __resume(name: &str, outcome: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = outcome {
+        match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => panic!("conformance check `{name}` was cancelled: {e}"),
+        }
+    }
+}
+
+/// A namespace no other test uses: `prefix` plus a random suffix.
+///
+/// # Panics
+/// If `prefix` has characters a namespace does not allow.
+pub fn unique_namespace(prefix: &str) -> Namespace {
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let keep = prefix.len().min(crate::MAX_NAMESPACE_LEN - 1 - 16);
+    let prefix = prefix.get(..keep).unwrap_or("t");
+    Namespace::new(format!("{prefix}-{}", &suffix[..16]))
+        .unwrap_or_else(|e| panic!("unique_namespace({prefix:?}): {e}"))
+}
+
+/// Polls `condition` (every few milliseconds, backing off to 50 ms) until
+/// it is true.
+///
+/// # Panics
+/// When it is still false after `timeout`.
+pub async fn wait_until<F, Fut>(timeout: Duration, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    wait_for(timeout, "condition", || {
+        let probe = condition();
+        async move { probe.await.then_some(()) }
+    })
+    .await;
+}
+
+/// Polls `probe` like [`wait_until`] until it returns `Some`, and returns
+/// that value.
+///
+/// # Panics
+/// When it is still `None` after `timeout`, naming `what`.
+pub async fn wait_for<T, F, Fut>(timeout: Duration, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let give_up = tokio::time::Instant::now() + timeout;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        if tokio::time::Instant::now() >= give_up {
+            panic!("wait_for: {what} still not met after {timeout:?}");
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// A plain task named `conformance`, due now, with 3 attempts, no deadline
+/// and payload `{"n":1}`.
+///
+/// # Panics
+/// If `id` is not a valid [`TaskId`].
+pub fn new_task(id: &str) -> NewTask {
+    NewTask {
+        id: TaskId::new(id).unwrap_or_else(|e| panic!("new_task({id:?}): {e}")),
+        name: "conformance".to_owned(),
+        payload: br#"{"n":1}"#.to_vec(),
+        due: Due::Now,
+        max_attempts: 3,
+        max_duration: None,
+        timeout: None,
+        retry: None,
+        mode: SubmitMode::Plain,
+    }
+}

@@ -1,0 +1,80 @@
+//! Ordered indexes over one namespace's tasks, so claim, reap, trim and list
+//! touch only the tasks they return (O(log n) each), even with many tasks.
+
+use std::collections::BTreeSet;
+
+use crate::{TaskId, TaskRecord, TaskState, Timestamp};
+
+/// Every index a task record can be in. A record is inserted after each
+/// change and removed before the next, with the same `seq`.
+#[derive(Debug, Default)]
+pub(super) struct Indexes {
+    /// Waiting tasks (`CREATED`/`PENDING`) by due time; `seq` keeps
+    /// submission order among equal due times.
+    pub(super) due: BTreeSet<(Timestamp, u64, TaskId)>,
+    /// `RUNNING` tasks by lease expiry.
+    pub(super) leases: BTreeSet<(Timestamp, TaskId)>,
+    /// `COMPLETED` and `CANCELLED` tasks by `finished_at`.
+    pub(super) done: BTreeSet<(Timestamp, TaskId)>,
+    /// Dead-lettered tasks by `finished_at`.
+    pub(super) dead: BTreeSet<(Timestamp, TaskId)>,
+    /// Ids per state, in id order: pagination and counts.
+    pub(super) by_state: [BTreeSet<TaskId>; 8],
+    next_seq: u64,
+}
+
+/// Position of `state` in [`TaskState::ALL`].
+pub(super) fn slot(state: TaskState) -> usize {
+    TaskState::ALL.iter().position(|s| *s == state).unwrap_or(0)
+}
+
+impl Indexes {
+    /// A fresh sequence number for a task entering the due index.
+    pub(super) fn next_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    /// Adds `rec` to the indexes its state belongs to.
+    pub(super) fn insert(&mut self, rec: &TaskRecord, seq: u64) {
+        self.by_state[slot(rec.state)].insert(rec.id.clone());
+        match rec.state {
+            TaskState::Created | TaskState::Pending => {
+                self.due.insert((rec.due_at, seq, rec.id.clone()));
+            }
+            TaskState::Running => {
+                self.leases.insert((rec.lease_until.unwrap_or_default(), rec.id.clone()));
+            }
+            TaskState::Completed | TaskState::Cancelled => {
+                self.done.insert((rec.finished_at.unwrap_or_default(), rec.id.clone()));
+            }
+            TaskState::Failed | TaskState::Timeout | TaskState::Error => {
+                self.dead.insert((rec.finished_at.unwrap_or_default(), rec.id.clone()));
+            }
+        }
+    }
+
+    /// Removes `rec` (as it was inserted) from every index.
+    pub(super) fn remove(&mut self, rec: &TaskRecord, seq: u64) {
+        self.by_state[slot(rec.state)].remove(&rec.id);
+        match rec.state {
+            TaskState::Created | TaskState::Pending => {
+                self.due.remove(&(rec.due_at, seq, rec.id.clone()));
+            }
+            TaskState::Running => {
+                self.leases.remove(&(rec.lease_until.unwrap_or_default(), rec.id.clone()));
+            }
+            TaskState::Completed | TaskState::Cancelled => {
+                self.done.remove(&(rec.finished_at.unwrap_or_default(), rec.id.clone()));
+            }
+            TaskState::Failed | TaskState::Timeout | TaskState::Error => {
+                self.dead.remove(&(rec.finished_at.unwrap_or_default(), rec.id.clone()));
+            }
+        }
+    }
+
+    /// The earliest due time of a waiting task.
+    pub(super) fn earliest_due(&self) -> Option<Timestamp> {
+        self.due.first().map(|(due, _, _)| *due)
+    }
+}

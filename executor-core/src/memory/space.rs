@@ -1,0 +1,281 @@
+//! One namespace's tasks and the state changes on them. Every method runs
+//! inside the namespace's critical section, so each is one atomic step.
+
+use std::collections::HashMap;
+
+use crate::{
+    CancelOutcome, Due, Error, Finish, Heartbeat, Leadership, Lease, NewTask, Result, SubmitMode,
+    SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+};
+
+use super::index::Indexes;
+use std::time::Duration;
+
+/// The tasks of one namespace, their indexes, debounce keys and leadership.
+#[derive(Debug, Default)]
+pub(super) struct Space {
+    pub(super) tasks: HashMap<TaskId, Entry>,
+    pub(super) idx: Indexes,
+    /// Debounce key → the task it binds while that task waits.
+    pub(super) debounce: HashMap<String, TaskId>,
+    pub(super) leader: Option<Leadership>,
+    /// Largest fencing token handed out so far.
+    pub(super) last_token: u64,
+}
+
+/// A stored task and the sequence number it was indexed with.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) record: TaskRecord,
+    pub(super) seq: u64,
+}
+
+impl Space {
+    /// Applies `f` to a task and re-indexes it. `None` if it does not exist.
+    pub(super) fn change<R>(&mut self, id: &TaskId, f: impl FnOnce(&mut TaskRecord) -> R) -> Option<R> {
+        let entry = self.tasks.get_mut(id)?;
+        self.idx.remove(&entry.record, entry.seq);
+        let out = f(&mut entry.record);
+        entry.seq = self.idx.next_seq();
+        self.idx.insert(&entry.record, entry.seq);
+        Some(out)
+    }
+
+    fn insert(&mut self, record: TaskRecord) {
+        let seq = self.idx.next_seq();
+        self.idx.insert(&record, seq);
+        self.tasks.insert(record.id.clone(), Entry { record, seq });
+    }
+
+    /// Deletes a task (retention) and its debounce key.
+    pub(super) fn delete(&mut self, id: &TaskId) -> Option<TaskRecord> {
+        let entry = self.tasks.remove(id)?;
+        self.idx.remove(&entry.record, entry.seq);
+        self.unbind_key(&entry.record);
+        Some(entry.record)
+    }
+
+    /// A debounce key binds only while its task waits.
+    fn unbind_key(&mut self, rec: &TaskRecord) {
+        if let Some(key) = &rec.debounce_key
+            && self.debounce.get(key) == Some(&rec.id)
+        {
+            self.debounce.remove(key);
+        }
+    }
+
+    /// The task a debounce key binds, with its creation time, while it waits.
+    fn waiting_under(&self, key: &str) -> Option<(TaskId, Timestamp)> {
+        let id = self.debounce.get(key)?;
+        let rec = &self.tasks.get(id)?.record;
+        rec.state.is_waiting().then(|| (id.clone(), rec.created_at))
+    }
+
+    fn state_of(&self, id: &TaskId) -> Option<TaskState> {
+        self.tasks.get(id).map(|e| e.record.state)
+    }
+
+    /// Stores a task, or applies an idempotent or debounced submit.
+    pub(super) fn submit(&mut self, now: Timestamp, task: NewTask, max_payload: usize) -> Result<Submitted> {
+        if task.payload.len() > max_payload {
+            return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: max_payload });
+        }
+        if task.max_attempts == 0 {
+            return Err(Error::invalid("max_attempts", "must be at least 1"));
+        }
+        let exists = self.tasks.contains_key(&task.id);
+        let due_at = match &task.mode {
+            SubmitMode::Plain if exists => return Err(Error::DuplicateId(task.id)),
+            SubmitMode::Idempotent if exists => {
+                return Ok(Submitted { id: task.id, outcome: SubmitOutcome::Existing });
+            }
+            SubmitMode::Debounce(d) => {
+                if let Some((id, created_at)) = self.waiting_under(&d.key) {
+                    let mut due = now.saturating_add(d.window);
+                    if let Some(max_wait) = d.max_wait {
+                        due = due.min(created_at.saturating_add(max_wait));
+                    }
+                    let payload = task.payload;
+                    self.change(&id, |r| {
+                        r.due_at = due;
+                        r.payload = payload;
+                    });
+                    return Ok(Submitted { id, outcome: SubmitOutcome::Debounced });
+                }
+                if exists {
+                    return Err(Error::DuplicateId(task.id));
+                }
+                now.saturating_add(d.window)
+            }
+            SubmitMode::Plain | SubmitMode::Idempotent => match task.due {
+                Due::Now => now,
+                Due::After(d) => now.saturating_add(d),
+                Due::At(ts) => ts,
+            },
+        };
+        let debounce_key = match task.mode {
+            SubmitMode::Debounce(d) => Some(d.key),
+            _ => None,
+        };
+        if let Some(key) = &debounce_key {
+            self.debounce.insert(key.clone(), task.id.clone());
+        }
+        let id = task.id;
+        self.insert(TaskRecord {
+            id: id.clone(),
+            name: task.name,
+            state: TaskState::Created,
+            payload: task.payload,
+            attempts: 0,
+            max_attempts: task.max_attempts,
+            fence: 0,
+            created_at: now,
+            due_at,
+            started_at: None,
+            finished_at: None,
+            deadline: task.max_duration.map(|d| now.saturating_add(d)),
+            timeout: task.timeout,
+            retry: task.retry,
+            last_error: None,
+            worker: None,
+            lease_until: None,
+            cancel_requested: false,
+            debounce_key,
+        });
+        Ok(Submitted { id, outcome: SubmitOutcome::Created })
+    }
+
+    /// Claims up to `limit` due tasks, earliest due first (invariants 2 and 4).
+    pub(super) fn claim(
+        &mut self,
+        now: Timestamp,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Vec<TaskRecord> {
+        let mut out = Vec::with_capacity(limit.min(1024));
+        while out.len() < limit {
+            let Some((due, _, id)) = self.idx.due.first().cloned() else { break };
+            if due > now {
+                break;
+            }
+            // Popped first so an entry without a task can never stall the loop.
+            self.idx.due.pop_first();
+            let claimed = self.change(&id, |r| {
+                r.state = TaskState::Running;
+                r.fence += 1;
+                r.attempts = r.attempts.saturating_add(1);
+                r.started_at = Some(now);
+                r.worker = Some(worker.clone());
+                r.lease_until = Some(now.saturating_add(lease));
+                r.cancel_requested = false;
+                r.clone()
+            });
+            if let Some(rec) = claimed {
+                self.unbind_key(&rec);
+                out.push(rec);
+            }
+        }
+        out
+    }
+
+    /// Renews the current leases; reports lost ones and cancel requests.
+    pub(super) fn heartbeat(&mut self, now: Timestamp, leases: &[Lease], lease: Duration) -> Heartbeat {
+        let mut hb = Heartbeat::default();
+        for l in leases {
+            let current = self
+                .tasks
+                .get(&l.id)
+                .filter(|e| e.record.state == TaskState::Running && e.record.fence == l.fence)
+                .map(|e| e.record.cancel_requested);
+            match current {
+                Some(cancel) => {
+                    self.change(&l.id, |r| r.lease_until = Some(now.saturating_add(lease)));
+                    if cancel {
+                        hb.cancel_requested.push(l.id.clone());
+                    }
+                }
+                None => hb.lost.push(l.id.clone()),
+            }
+        }
+        hb
+    }
+
+    /// Ends an attempt if `lease` is still current (invariant 2).
+    pub(super) fn finish(&mut self, now: Timestamp, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        let current = self
+            .tasks
+            .get(&lease.id)
+            .is_some_and(|e| e.record.state == TaskState::Running && e.record.fence == lease.fence);
+        if !current {
+            return Err(Error::StaleFence { id: lease.id.clone(), fence: lease.fence });
+        }
+        let target = finish.target();
+        self.change(&lease.id, |r| {
+            r.state = target;
+            r.worker = None;
+            r.lease_until = None;
+            match finish {
+                Finish::Completed | Finish::Cancelled => r.finished_at = Some(now),
+                Finish::Retry { delay, error } => {
+                    r.due_at = now.saturating_add(delay);
+                    r.last_error = Some(error);
+                }
+                Finish::Failed { error } | Finish::TimedOut { error } | Finish::Errored { error } => {
+                    r.finished_at = Some(now);
+                    r.last_error = Some(error);
+                }
+                Finish::Released => {
+                    r.due_at = now;
+                    r.attempts = r.attempts.saturating_sub(1);
+                }
+            }
+        });
+        Ok(target)
+    }
+
+    /// Cancels a waiting task, or flags a running one for its next heartbeat.
+    pub(super) fn cancel(&mut self, now: Timestamp, id: &TaskId) -> Result<CancelOutcome> {
+        match self.state_of(id) {
+            None => Err(Error::NotFound(id.clone())),
+            Some(TaskState::Created | TaskState::Pending) => {
+                let rec = self.change(id, |r| {
+                    r.state = TaskState::Cancelled;
+                    r.finished_at = Some(now);
+                    r.clone()
+                });
+                if let Some(rec) = rec {
+                    self.unbind_key(&rec);
+                }
+                Ok(CancelOutcome::Cancelled)
+            }
+            Some(TaskState::Running) => {
+                self.change(id, |r| r.cancel_requested = true);
+                Ok(CancelOutcome::Requested)
+            }
+            Some(state) => Err(Error::IllegalTransition { id: id.clone(), state, action: "cancel" }),
+        }
+    }
+
+    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset.
+    pub(super) fn requeue(&mut self, now: Timestamp, id: &TaskId) -> Result<()> {
+        match self.state_of(id) {
+            None => Err(Error::NotFound(id.clone())),
+            Some(state) if state.is_dead_letter() => {
+                self.change(id, |r| {
+                    r.state = TaskState::Pending;
+                    r.due_at = now;
+                    r.attempts = 0;
+                    r.finished_at = None;
+                });
+                Ok(())
+            }
+            Some(state) => Err(Error::IllegalTransition { id: id.clone(), state, action: "requeue" }),
+        }
+    }
+
+    /// Reads one task.
+    pub(super) fn get(&self, id: &TaskId) -> Option<TaskRecord> {
+        self.tasks.get(id).map(|e| e.record.clone())
+    }
+}

@@ -1,0 +1,87 @@
+//! Checks of counts and list pagination.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use crate::{Due, Error, ListQuery, Namespace, Storage, TaskState};
+
+use super::{
+    new_task,
+    support::{err, ok, submit, task_in_state},
+};
+
+/// Counts report the number of tasks in every state.
+pub async fn counts_by_state<S: Storage>(s: &S, ns: &Namespace) {
+    let wanted = [
+        (TaskState::Pending, 1),
+        (TaskState::Running, 1),
+        (TaskState::Completed, 2),
+        (TaskState::Failed, 1),
+        (TaskState::Timeout, 1),
+        (TaskState::Error, 1),
+        (TaskState::Cancelled, 1),
+        // Last: the helper needs no other due task while it claims.
+        (TaskState::Created, 3),
+    ];
+    assert_eq!(ok("counts", s.counts(ns).await).total(), 0, "a fresh namespace is empty");
+    for (state, n) in wanted {
+        for i in 0..n {
+            task_in_state(s, ns, &format!("count-{}-{i}", state.as_str().to_lowercase()), state).await;
+        }
+    }
+    let counts = ok("counts", s.counts(ns).await);
+    for (state, n) in wanted {
+        assert_eq!(counts.get(state), n, "count of {state}: {counts:?}");
+    }
+    assert_eq!(counts.total(), 11, "total: {counts:?}");
+}
+
+/// Following `next` visits every task of the state exactly once, in pages
+/// of at most `limit`, and ends with `next = None`.
+pub async fn list_pagination_visits_each_once<S: Storage>(s: &S, ns: &Namespace) {
+    for i in 0..3 {
+        task_in_state(s, ns, &format!("list-done-{i}"), TaskState::Completed).await;
+    }
+    let mut expected = BTreeSet::new();
+    let tasks = (0..25)
+        .map(|i| {
+            let mut t = new_task(&format!("list-{i:02}"));
+            t.due = Due::After(Duration::from_secs(3_600));
+            expected.insert(t.id.clone());
+            t
+        })
+        .collect();
+    for r in ok("submit_many", s.submit_many(ns, tasks).await) {
+        ok("submit in submit_many", r);
+    }
+
+    let mut seen = BTreeSet::new();
+    let mut query = ListQuery::new(TaskState::Created, 7);
+    for page_no in 1.. {
+        assert!(page_no <= 6, "25 tasks in pages of 7 took more than 6 pages");
+        let page = ok("list", s.list(ns, query.clone()).await);
+        assert!(page.tasks.len() <= 7, "page {page_no} has {} tasks, limit 7", page.tasks.len());
+        for t in page.tasks {
+            assert_eq!(t.state, TaskState::Created, "{} listed under CREATED", t.id);
+            assert!(seen.insert(t.id.clone()), "{} listed twice", t.id);
+        }
+        match page.next {
+            Some(next) => query.cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, expected, "every CREATED task exactly once");
+
+    let done = ok("list completed", s.list(ns, ListQuery::new(TaskState::Completed, 7)).await);
+    assert_eq!((done.tasks.len(), done.next), (3, None), "a short list is one page");
+    let none = ok("list running", s.list(ns, ListQuery::new(TaskState::Running, 7)).await);
+    assert!(none.tasks.is_empty() && none.next.is_none(), "an empty state lists nothing");
+}
+
+/// A cursor the store did not make is refused with `Invalid`.
+pub async fn list_refuses_foreign_cursor<S: Storage>(s: &S, ns: &Namespace) {
+    submit(s, ns, new_task("cursor")).await;
+    let mut q = ListQuery::new(TaskState::Created, 10);
+    q.cursor = Some("%%not-a-cursor%%".to_owned());
+    let e = err("list with a foreign cursor", s.list(ns, q).await);
+    assert!(matches!(e, Error::Invalid { .. }), "expected Invalid, got {e:?}");
+}
