@@ -1,5 +1,90 @@
 //! Durable, retried, delayable background tasks for Rust services that
-//! already run Redis or MySQL/MariaDB. (Tutorial below once the runtime lands.)
+//! already run Redis or MySQL/MariaDB — no message broker to operate.
+//!
+//! Annotate an async function with [`reliable_task`], submit through the
+//! typed helper it generates, and run an [`Executor`] on a [`Storage`]:
+//! [`MemoryStorage`] here (tests, quick starts; not durable), `RedisStorage`
+//! from `executor-redis` or `MySqlStorage` from `executor-mysql` in
+//! production.
+//!
+//! # Tutorial
+//!
+//! **Define** a handler. Its payload is any serde type; the attribute sets
+//! its defaults (retries, backoff, deadlines):
+//!
+//! ```
+//! use executor_core::prelude::*;
+//! use executor_core::{Executor, ListQuery, MemoryStorage};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct OrderParam {
+//!     order_id: u64,
+//! }
+//!
+//! #[reliable_task(name = "process_order", retry_limit = 3, retry_interval = "2s", max_duration = "60s")]
+//! async fn process_order(param: OrderParam, ctx: TaskContext) -> Result<(), TaskError> {
+//!     // Handlers can run more than once if a worker dies mid-attempt:
+//!     // key side effects by `ctx.id()` to make them idempotent.
+//!     println!("processing order {} (task {}, attempt {})", param.order_id, ctx.id(), ctx.attempt());
+//!     Ok(())
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), executor_core::Error> {
+//! // **Build** an executor: it finds every #[reliable_task] in the binary.
+//! let executor = Executor::builder(MemoryStorage::new())
+//!     .namespace("my-app")
+//!     .concurrency(16)
+//!     .build()
+//!     .await?;
+//!
+//! // **Submit**: typed, so a wrong payload type does not compile.
+//! let id = process_order::submit(&executor, OrderParam { order_id: 7 }).await?;
+//! let later = process_order::with(OrderParam { order_id: 8 })
+//!     .id("order_8_pay") // a business id; a duplicate is refused
+//!     .delay(Duration::from_secs(30))
+//!     .submit(&executor)
+//!     .await?;
+//!
+//! // **Run**: claims due tasks and runs them until shut down.
+//! let running = executor.start();
+//!
+//! // **Query**: status, counts, pages by state.
+//! let done = executor.wait_for(&id, Duration::from_secs(5)).await?;
+//! assert_eq!(done.state, TaskState::Completed);
+//! assert_eq!(executor.status(&later).await?.map(|t| t.state), Some(TaskState::Created));
+//! let waiting = executor.list(ListQuery::new(TaskState::Created, 100)).await?;
+//! assert_eq!(waiting.tasks.len(), 1);
+//! executor.cancel(&later).await?;
+//! assert_eq!(executor.counts().await?.get(TaskState::Cancelled), 1);
+//!
+//! // **Shut down**: drains running attempts, gives back leases of the rest.
+//! // In a service: `executor.run_until(executor_core::shutdown_signal()).await?`.
+//! running.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A producer-only process (a web front end that enqueues while workers run
+//! elsewhere) uses a [`Client`] instead of an executor.
+//!
+//! # Guarantees
+//!
+//! - **No loss**: a task whose submit returned `Ok` reaches a terminal state
+//!   or stays queryable, through crashes of any worker at any point.
+//! - **No concurrent double run**: each attempt holds a lease with a fence;
+//!   a worker that lost its lease is stopped, and its late writes are refused.
+//! - **At-least-once**: a task runs again only when its worker died or lost
+//!   its lease; handlers must still be idempotent.
+//! - **Due times respected**, and an idle executor starts a due task within
+//!   milliseconds (store wake-up, not only polling).
+//! - **Bounded memory**: claiming stops while all workers are busy; finished
+//!   tasks are trimmed by a [`Retention`] policy.
+//! - **Bad input never panics the runtime**: unknown names, undecodable or
+//!   oversized payloads and invalid options get a clear error at submit or an
+//!   `ERROR` state with the reason.
+//!
+//! See `docs/architecture.md` for the state diagram and the runtime loop.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -26,10 +111,10 @@ mod time;
 pub use client::{Client, DEFAULT_MAX_PAYLOAD, Submit, TaskBuilder};
 pub use context::{Action, IntoTaskResult, TaskContext, TaskError};
 pub use error::{BoxError, Error, Result};
-pub use executor::*;
+pub use executor::{Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, shutdown_signal};
 pub use id::{MAX_ID_LEN, MAX_NAMESPACE_LEN, Namespace, TaskId, WorkerId};
 pub use listener::Listener;
-pub use memory::*;
+pub use memory::MemoryStorage;
 pub use options::{DEFAULT_RETRY_LIMIT, MAX_RETRY_LIMIT, TaskOptions};
 pub use registry::{BoxFuture, Handler, InvokeFn, Registry, TaskRegistration, decode};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
