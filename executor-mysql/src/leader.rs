@@ -1,0 +1,107 @@
+//! Leadership of a namespace's housekeeping: one row per namespace holding
+//! the leader, its fencing token and the end of its term.
+
+use std::time::Duration;
+
+use executor_core::{Leadership, Namespace, Result, Timestamp, WorkerId};
+use sqlx::{Row, mysql::MySqlRow};
+
+use crate::{
+    MySqlStorage, error,
+    sql::{BEGIN_READ_COMMITTED, leaders, ms, now_ms},
+};
+
+/// Takes the term if it is free or expired (token + 1), renews it if
+/// `worker` already holds it (same token), else `None`. One upsert decides
+/// on the server's clock; the read-back inside the same transaction sees
+/// exactly what it decided.
+pub(crate) async fn acquire(
+    s: &MySqlStorage,
+    ns: &Namespace,
+    worker: &WorkerId,
+    ttl: Duration,
+) -> Result<Option<Leadership>> {
+    error::retry_lock_conflicts(|| async {
+        let mut tx = s.pool.begin_with(BEGIN_READ_COMMITTED).await.map_err(error::storage)?;
+        // Assignments run left to right: token and worker read the old
+        // until_ms; until_ms reads the new worker.
+        sqlx::query(concat!(
+            "INSERT INTO ",
+            leaders!(),
+            " (ns, worker, token, until_ms) VALUES (?, ?, 1, ",
+            now_ms!(),
+            " + ?) ON DUPLICATE KEY UPDATE \
+             token = IF(until_ms <= ",
+            now_ms!(),
+            ", token + 1, token), \
+             worker = IF(until_ms <= ",
+            now_ms!(),
+            ", ?, worker), \
+             until_ms = IF(worker = ?, ",
+            now_ms!(),
+            " + ?, until_ms)"
+        ))
+        .bind(ns.as_str())
+        .bind(worker.as_str())
+        .bind(ms(ttl))
+        .bind(worker.as_str())
+        .bind(worker.as_str())
+        .bind(ms(ttl))
+        .execute(&mut *tx)
+        .await
+        .map_err(error::storage)?;
+        let row = sqlx::query(concat!("SELECT worker, token, until_ms FROM ", leaders!(), " WHERE ns = ?"))
+            .bind(ns.as_str())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(error::storage)?;
+        tx.commit().await.map_err(error::storage)?;
+        match row.map(|r| term(&r)).transpose()? {
+            Some(t) if &t.worker == worker => Ok(Some(t)),
+            _ => Ok(None),
+        }
+    })
+    .await
+}
+
+/// Ends the term early if `term` still holds it; the row stays so the next
+/// term's token is larger.
+pub(crate) async fn release(s: &MySqlStorage, ns: &Namespace, term: &Leadership) -> Result<()> {
+    sqlx::query(concat!(
+        "UPDATE ",
+        leaders!(),
+        " SET until_ms = 0 WHERE ns = ? AND worker = ? AND token = ?"
+    ))
+    .bind(ns.as_str())
+    .bind(term.worker.as_str())
+    .bind(term.token)
+    .execute(&s.pool)
+    .await
+    .map_err(error::storage)?;
+    Ok(())
+}
+
+/// The unexpired term, if any.
+pub(crate) async fn current(s: &MySqlStorage, ns: &Namespace) -> Result<Option<Leadership>> {
+    let row = sqlx::query(concat!(
+        "SELECT worker, token, until_ms FROM ",
+        leaders!(),
+        " WHERE ns = ? AND until_ms > ",
+        now_ms!()
+    ))
+    .bind(ns.as_str())
+    .fetch_optional(&s.pool)
+    .await
+    .map_err(error::storage)?;
+    row.map(|r| term(&r)).transpose()
+}
+
+fn term(r: &MySqlRow) -> Result<Leadership> {
+    let worker: String = r.try_get("worker").map_err(error::storage)?;
+    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
+    Ok(Leadership {
+        worker: WorkerId::new(worker)?,
+        token: r.try_get("token").map_err(error::storage)?,
+        until: Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
+    })
+}

@@ -1,0 +1,89 @@
+//! Reading a task row into a [`TaskRecord`]. A row that does not parse (a
+//! hand-edited state, bad JSON, a negative time) becomes a reason string the
+//! callers turn into [`executor_core::Error::Corrupt`] or an `ERROR` state;
+//! nothing here panics.
+
+use executor_core::{Error, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
+use sqlx::{Row, mysql::MySqlRow};
+
+/// Reads one row selected with `task_columns!()`.
+pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
+    let id: String = col(row, "id")?;
+    let id = TaskId::new(id).map_err(|e| e.to_string())?;
+    let state: String = col(row, "state")?;
+    let state = state.parse::<TaskState>().map_err(|e| e.to_string())?;
+    let retry: Option<String> = col(row, "retry")?;
+    let retry = retry
+        .map(|r| serde_json::from_str::<RetryPolicy>(&r).map_err(|e| format!("retry policy `{r}`: {e}")))
+        .transpose()?;
+    let worker: Option<String> = col(row, "worker")?;
+    let worker = worker.map(WorkerId::new).transpose().map_err(|e| e.to_string())?;
+    let timeout: Option<i64> = col(row, "timeout_ms")?;
+    let timeout = timeout
+        .map(|t| u64::try_from(t).map(std::time::Duration::from_millis))
+        .transpose()
+        .map_err(|_| "negative timeout_ms".to_owned())?;
+    Ok(TaskRecord {
+        id,
+        name: col(row, "name")?,
+        state,
+        payload: col(row, "payload")?,
+        attempts: col(row, "attempts")?,
+        max_attempts: col(row, "max_attempts")?,
+        fence: col(row, "fence")?,
+        created_at: time(row, "created_at")?,
+        due_at: time(row, "due_at")?,
+        started_at: opt_time(row, "started_at")?,
+        finished_at: opt_time(row, "finished_at")?,
+        deadline: opt_time(row, "deadline")?,
+        timeout,
+        retry,
+        last_error: col(row, "last_error")?,
+        worker,
+        lease_until: opt_time(row, "lease_until")?,
+        cancel_requested: col(row, "cancel_requested")?,
+        debounce_key: col(row, "debounce_key")?,
+    })
+}
+
+/// The raw id of a row, for rows that do not parse.
+pub(crate) fn raw_id(row: &MySqlRow) -> String {
+    row.try_get::<String, _>("id").unwrap_or_default()
+}
+
+/// A [`TaskId`] for an error about a row whose own id may not be valid:
+/// whitespace and control characters become `_`, so the message still
+/// points at the row.
+pub(crate) fn id_for_error(raw: &str) -> TaskId {
+    let mut cleaned: String =
+        raw.chars().map(|c| if c.is_whitespace() || c.is_control() { '_' } else { c }).collect();
+    while cleaned.len() > executor_core::MAX_ID_LEN {
+        cleaned.pop();
+    }
+    TaskId::new(cleaned).unwrap_or_else(|_| TaskId::generate())
+}
+
+/// [`Error::Corrupt`] for a row.
+pub(crate) fn corrupt(raw: &str, reason: String) -> Error {
+    Error::Corrupt { id: id_for_error(raw), reason }
+}
+
+fn col<'r, T>(row: &'r MySqlRow, name: &'static str) -> Result<T, String>
+where
+    T: sqlx::Decode<'r, sqlx::MySql> + sqlx::Type<sqlx::MySql>,
+{
+    row.try_get::<T, _>(name).map_err(|e| format!("column `{name}`: {e}"))
+}
+
+fn time(row: &MySqlRow, name: &'static str) -> Result<Timestamp, String> {
+    let v: i64 = col(row, name)?;
+    u64::try_from(v).map(Timestamp::from_millis).map_err(|_| format!("column `{name}` is negative: {v}"))
+}
+
+fn opt_time(row: &MySqlRow, name: &'static str) -> Result<Option<Timestamp>, String> {
+    let v: Option<i64> = col(row, name)?;
+    v.map(|v| {
+        u64::try_from(v).map(Timestamp::from_millis).map_err(|_| format!("column `{name}` is negative: {v}"))
+    })
+    .transpose()
+}

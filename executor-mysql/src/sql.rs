@@ -1,0 +1,58 @@
+//! SQL fragments shared by the statements: table names, the server clock and
+//! the column list every task read uses. Macros rather than constants so the
+//! statements stay `&'static str` (sqlx 0.9 only runs static or builder SQL).
+
+/// The tasks table.
+macro_rules! tasks {
+    () => {
+        "reliable_executor_tasks"
+    };
+}
+
+/// The leadership table.
+macro_rules! leaders {
+    () => {
+        "reliable_executor_leaders"
+    };
+}
+
+/// The server's clock in epoch milliseconds. `NOW(3)` is fixed for the
+/// length of a statement, so the optimizer treats this as a constant and
+/// range-scans on it.
+macro_rules! now_ms {
+    () => {
+        "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
+    };
+}
+
+/// Every column [`crate::row::task_from_row`] reads, in one place.
+macro_rules! task_columns {
+    () => {
+        "id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
+         finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
+         debounce_key"
+    };
+}
+
+pub(crate) use {leaders, now_ms, task_columns, tasks};
+
+/// Starts a transaction at READ COMMITTED in one round trip. Set per
+/// transaction: under the server's default REPEATABLE READ, concurrent
+/// `FOR UPDATE SKIP LOCKED` claimers take gap locks and deadlock each other.
+pub(crate) const BEGIN_READ_COMMITTED: &str =
+    "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION";
+
+/// Columns the store holds for values the core types bound more loosely.
+pub(crate) const ID_COLUMN_CHARS: usize = 191;
+/// Width of the `name` column, in characters.
+pub(crate) const NAME_COLUMN_CHARS: usize = 255;
+
+/// Milliseconds of a duration as the signed BIGINT the columns hold.
+pub(crate) fn ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A timestamp as the signed BIGINT the columns hold.
+pub(crate) fn ts(t: executor_core::Timestamp) -> i64 {
+    i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,178 @@
+//! [`MySqlStorage`]: the handle, its migrations, and the `Storage` impl that
+//! hands each method to the module owning that part of the state machine.
+
+use std::{sync::Arc, time::Duration};
+
+use executor_core::{
+    CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, WorkerId,
+};
+use sqlx::{MySqlPool, migrate::Migrator};
+use tokio::sync::Notify;
+
+use crate::{MySqlOptions, admin, claim, error, finish, housekeeping, leader, submit, wake};
+
+/// Name of the table that records which migrations ran.
+pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
+
+/// Tasks in MySQL 8 or MariaDB 10.6+, through a `sqlx` pool.
+///
+/// One table set holds every namespace (the `ns` column leads every key).
+/// Every state change is one statement conditional on the task's fence, or
+/// one short READ COMMITTED transaction (claim, reap, batched finish). All
+/// times come from the server's clock. Cheap to clone: clones share the pool
+/// and the in-process wake-up.
+///
+/// ```no_run
+/// # async fn run() -> executor_core::Result<()> {
+/// use executor_mysql::MySqlStorage;
+/// let storage = MySqlStorage::connect("mysql://root@127.0.0.1:3306/test").await?;
+/// # drop(storage);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct MySqlStorage {
+    pub(crate) pool: MySqlPool,
+    pub(crate) opts: Arc<MySqlOptions>,
+    /// Fired by every change in this process that may make work due, so a
+    /// waiting claimer here starts it without waiting for its next poll.
+    pub(crate) wake: Arc<Notify>,
+}
+
+impl MySqlStorage {
+    /// Connects with the default [`MySqlOptions`] and runs the migrations.
+    ///
+    /// # Errors
+    /// As [`MySqlOptions::connect`].
+    pub async fn connect(url: &str) -> Result<Self> {
+        MySqlOptions::new().connect(url).await
+    }
+
+    /// A storage on an existing pool with the default options. Runs no
+    /// migrations: call [`MySqlStorage::migrate`], or use [`MySqlOptions::open`].
+    pub fn from_pool(pool: MySqlPool) -> Self {
+        Self::with_options(pool, MySqlOptions::new())
+    }
+
+    /// Settings for a storage other than the defaults.
+    pub fn options() -> MySqlOptions {
+        MySqlOptions::new()
+    }
+
+    pub(crate) fn with_options(pool: MySqlPool, opts: MySqlOptions) -> Self {
+        Self { pool, opts: Arc::new(opts), wake: Arc::new(Notify::new()) }
+    }
+
+    /// Creates or upgrades the schema. Safe when many processes start at
+    /// once: sqlx holds a `GET_LOCK` named after the database meanwhile.
+    ///
+    /// # Errors
+    /// A failed or modified migration, or a store failure.
+    pub async fn migrate(&self) -> Result<()> {
+        // The schema is embedded at compile time. Its bookkeeping lives in
+        // its own table so it never mixes with an application's own sqlx
+        // migrations in the same database.
+        let mut migrator: Migrator = sqlx::migrate!("./migrations");
+        migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
+        migrator.run(&self.pool).await.map_err(|e| match e {
+            sqlx::migrate::MigrateError::Execute(e) => error::storage(e),
+            other => executor_core::Error::storage(other, false),
+        })
+    }
+
+    /// The pool, for operators' own queries.
+    pub fn pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    /// Tells waiters in this process that work may be due.
+    pub(crate) fn notify_work(&self) {
+        self.wake.notify_waiters();
+    }
+}
+
+impl Storage for MySqlStorage {
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        submit::submit(self, ns, task).await
+    }
+
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        submit::submit_many(self, ns, tasks).await
+    }
+
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        claim::claim(self, ns, worker, limit, lease).await
+    }
+
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        claim::heartbeat(self, ns, leases, lease).await
+    }
+
+    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        finish::finish(self, ns, lease, finish).await
+    }
+
+    async fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> Result<Vec<Result<TaskState>>> {
+        finish::finish_many(self, ns, items).await
+    }
+
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        admin::cancel(self, ns, id).await
+    }
+
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        admin::get(self, ns, id).await
+    }
+
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        admin::list(self, ns, query).await
+    }
+
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        admin::counts(self, ns).await
+    }
+
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        admin::requeue(self, ns, id).await
+    }
+
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        housekeeping::reap(self, ns, limit).await
+    }
+
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        housekeeping::trim(self, ns, retention, limit).await
+    }
+
+    async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        leader::acquire(self, ns, worker, ttl).await
+    }
+
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        leader::release(self, ns, term).await
+    }
+
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        leader::current(self, ns).await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        wake::wait_for_work(self, ns, max_wait).await
+    }
+}

@@ -1,0 +1,9 @@
+//! The storage conformance suite of executor-core against a real MySQL or
+//! MariaDB (`MYSQL_URL`, default `mysql://root@127.0.0.1:3306/test`), one
+//! namespace per test, deleted afterwards.
+
+mod support;
+
+use support::{cleanup, fresh};
+
+executor_core::storage_conformance_tests!(fresh, cleanup);

@@ -1,0 +1,53 @@
+//! Shared by the MySQL test files: connecting to `MYSQL_URL` (or failing
+//! with how to start MariaDB), fresh namespaces, cleanup.
+
+#![allow(dead_code, reason = "each test file uses a different part of this module")]
+
+use executor_core::{Namespace, testing};
+use executor_mysql::{MySqlOptions, MySqlStorage};
+use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
+
+/// `MYSQL_URL`, or the local MariaDB the scripts start.
+pub(crate) fn url() -> String {
+    std::env::var("MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned())
+}
+
+fn down(e: impl std::fmt::Display) -> ! {
+    panic!(
+        "MySQL/MariaDB at {} does not answer ({e}).\nStart it with `source scripts/services.sh && \
+         ensure_mariadb` (installs mariadb-server when missing), or point MYSQL_URL at a server.",
+        url()
+    )
+}
+
+/// A small pool on `MYSQL_URL`; panics saying how to start the server.
+pub(crate) async fn pool(max: u32) -> MySqlPool {
+    match MySqlPoolOptions::new().max_connections(max).connect(&url()).await {
+        Ok(p) => p,
+        Err(e) => down(e),
+    }
+}
+
+/// A migrated storage on its own small pool.
+pub(crate) async fn storage() -> MySqlStorage {
+    match MySqlOptions::new().max_connections(6).open(pool(6).await).await {
+        Ok(s) => s,
+        Err(e) => down(e),
+    }
+}
+
+/// A storage and a namespace no other test uses.
+pub(crate) async fn fresh() -> (MySqlStorage, Namespace) {
+    (storage().await, testing::unique_namespace("my"))
+}
+
+/// Deletes the namespace's rows.
+pub(crate) async fn cleanup(storage: &MySqlStorage, ns: &Namespace) {
+    for table in ["reliable_executor_tasks", "reliable_executor_leaders"] {
+        let sql = format!("DELETE FROM {table} WHERE ns = ?");
+        let res = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(ns.as_str()).execute(storage.pool()).await;
+        if let Err(e) = res {
+            eprintln!("cleanup of {ns} in {table} failed: {e}");
+        }
+    }
+}
