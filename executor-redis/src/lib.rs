@@ -1,1 +1,133 @@
-//! Redis storage for executor-core (in progress).
+//! Redis storage for [`executor_core`]: [`RedisStorage`] keeps tasks in Redis
+//! (standalone or Cluster) and makes every state change one Lua script, so
+//! many executor processes share a namespace without locks.
+//!
+//! ```no_run
+//! # async fn demo() -> executor_core::Result<()> {
+//! use executor_core::{Namespace, Storage, WorkerId};
+//! use executor_redis::RedisStorage;
+//! use std::time::Duration;
+//!
+//! let storage = RedisStorage::connect("redis://127.0.0.1:6379").await?;
+//! let ns = Namespace::new("my-app")?;
+//! let claimed = storage.claim(&ns, &WorkerId::generate(), 16, Duration::from_secs(30)).await?;
+//! println!("claimed {}", claimed.len());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Data model, durability settings, resend behaviour and benchmarks:
+//! `docs/redis.md` in the repository.
+
+mod admin;
+mod builder;
+mod error;
+mod keys;
+mod leader;
+mod lease;
+mod list;
+mod record;
+mod scripts;
+mod storage;
+mod submit;
+mod wake;
+
+use std::time::Duration;
+
+use executor_core::{
+    CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, WorkerId,
+};
+
+pub use builder::RedisStorageBuilder;
+pub use storage::RedisStorage;
+
+impl Storage for RedisStorage {
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let mut out = self.submit_tasks(ns, vec![task]).await?;
+        out.pop().unwrap_or_else(|| Err(error::shape("submit gave no answer")))
+    }
+
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        self.submit_tasks(ns, tasks).await
+    }
+
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.claim_tasks(ns, worker, limit, lease).await
+    }
+
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        self.heartbeat_leases(ns, leases, lease).await
+    }
+
+    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        let mut out = self.finish_leases(ns, vec![(lease.clone(), finish)]).await?;
+        out.pop().unwrap_or_else(|| Err(error::shape("finish gave no answer")))
+    }
+
+    async fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> Result<Vec<Result<TaskState>>> {
+        self.finish_leases(ns, items).await
+    }
+
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        self.cancel_task(ns, id).await
+    }
+
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        self.get_task(ns, id).await
+    }
+
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        self.list_tasks(ns, query).await
+    }
+
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        self.count_states(ns).await
+    }
+
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.requeue_task(ns, id).await
+    }
+
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        self.reap_leases(ns, limit).await
+    }
+
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        self.trim_finished(ns, retention, limit).await
+    }
+
+    async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        self.acquire(ns, worker, ttl).await
+    }
+
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        self.release(ns, term).await
+    }
+
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        self.current_leader(ns).await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.wait(ns, max_wait).await
+    }
+}

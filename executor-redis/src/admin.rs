@@ -1,0 +1,120 @@
+//! Cancel, requeue, reads and housekeeping: `cancel.lua`, `requeue.lua`,
+//! `reap.lua`, `trim.lua`, plain `HMGET`/`HGETALL` for reads.
+
+use executor_core::{
+    CancelOutcome, Error, Namespace, Reaped, Result, Retention, StateCounts, TaskId, TaskRecord, TaskState,
+};
+use fred::{interfaces::HashesInterface, prelude::ClientLike, types::Value};
+
+use crate::{
+    RedisStorage,
+    error::{shape, storage},
+    lease::ids,
+    record::{self, FIELDS, array, text},
+};
+
+impl RedisStorage {
+    /// `{word, state?}` replies of cancel and requeue.
+    async fn by_id(&self, ns: &Namespace, id: &TaskId, cancel: bool) -> Result<(String, Option<TaskState>)> {
+        let keys = self.keys(ns, self.inner.layout.partition_of(id));
+        let lua = if cancel { &self.inner.scripts.cancel } else { &self.inner.scripts.requeue };
+        let args = vec![Value::from(id.as_str()), Value::from(self.nonce())];
+        let reply = array(self.run_in(lua, &keys, args).await?)?;
+        let word = reply.first().and_then(text).unwrap_or_default();
+        let state = reply.get(1).and_then(text).and_then(|s| s.parse().ok());
+        Ok((word, state))
+    }
+
+    pub(crate) async fn cancel_task(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        match self.by_id(ns, id, true).await? {
+            (w, _) if w == "cancelled" => Ok(CancelOutcome::Cancelled),
+            (w, _) if w == "requested" => Ok(CancelOutcome::Requested),
+            (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
+            (_, Some(state)) => Err(Error::IllegalTransition { id: id.clone(), state, action: "cancel" }),
+            (w, None) => Err(shape(&format!("cancel answered `{w}`"))),
+        }
+    }
+
+    pub(crate) async fn requeue_task(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        match self.by_id(ns, id, false).await? {
+            (w, _) if w == "ok" => self.poke(ns).await,
+            (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
+            (_, Some(state)) => Err(Error::IllegalTransition { id: id.clone(), state, action: "requeue" }),
+            (w, None) => Err(shape(&format!("requeue answered `{w}`"))),
+        }
+    }
+
+    pub(crate) async fn get_task(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        let key = self.keys(ns, self.inner.layout.partition_of(id)).task(id.as_str());
+        let client = self.inner.pool.next().with_options(&self.inner.options);
+        let values = array(client.hmget::<Value, _, _>(key, FIELDS.to_vec()).await.map_err(storage)?)?;
+        if values.iter().all(|v| matches!(v, Value::Null)) {
+            return Ok(None);
+        }
+        record::parse(id.as_str(), &values).map(Some)
+    }
+
+    pub(crate) async fn count_states(&self, ns: &Namespace) -> Result<StateCounts> {
+        let mut totals = std::collections::BTreeMap::<TaskState, i64>::new();
+        for p in 0..self.partitions() {
+            let client = self.inner.pool.next().with_options(&self.inner.options);
+            let pairs: std::collections::HashMap<String, String> =
+                client.hgetall(self.keys(ns, p).counts()).await.map_err(storage)?;
+            for (state, n) in pairs {
+                if let (Ok(state), Ok(n)) = (state.parse::<TaskState>(), n.parse::<i64>()) {
+                    *totals.entry(state).or_default() += n;
+                }
+            }
+        }
+        Ok(StateCounts(
+            totals
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(s, n)| (s, u64::try_from(n).unwrap_or(0)))
+                .collect(),
+        ))
+    }
+
+    pub(crate) async fn reap_leases(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        let mut out = Reaped::default();
+        for p in 0..self.partitions() {
+            let left = limit.saturating_sub(out.len());
+            if left == 0 {
+                break;
+            }
+            let args = vec![Value::from(left.min(crate::lease::MAX_CLAIM).to_string())];
+            let reply = array(self.run_in(&self.inner.scripts.reap, &self.keys(ns, p), args).await?)?;
+            let mut reply = reply.into_iter();
+            out.retried.extend(ids(reply.next())?);
+            out.failed.extend(ids(reply.next())?);
+            out.timed_out.extend(ids(reply.next())?);
+        }
+        if !out.retried.is_empty() {
+            self.poke(ns).await?;
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn trim_finished(
+        &self,
+        ns: &Namespace,
+        retention: &Retention,
+        limit: usize,
+    ) -> Result<u64> {
+        let mut removed = 0u64;
+        for p in 0..self.partitions() {
+            let left = u64::try_from(limit).unwrap_or(u64::MAX).saturating_sub(removed);
+            if left == 0 {
+                break;
+            }
+            let args = vec![
+                Value::from(retention.completed.as_millis().to_string()),
+                Value::from(retention.dead_letter.map(|d| d.as_millis().to_string()).unwrap_or_default()),
+                Value::from(left.min(10_000).to_string()),
+            ];
+            let reply = self.run_in(&self.inner.scripts.trim, &self.keys(ns, p), args).await?;
+            removed += reply.as_u64().unwrap_or(0);
+        }
+        Ok(removed)
+    }
+}

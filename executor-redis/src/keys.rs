@@ -1,0 +1,120 @@
+//! The key layout: every key of one namespace partition shares the hash tag
+//! `{<prefix>:<ns>}` (partition 0) or `{<prefix>:<ns>#<p>}`, so each script
+//! touches a single Redis Cluster slot.
+//!
+//! Task ids need no escaping: Redis takes the hash tag from the first `{...}`
+//! of a key, which is always ours, and scripts only concatenate ids.
+
+use executor_core::{Namespace, TaskId};
+
+/// The keys of one partition of a namespace, in the order the scripts take
+/// them (`lua/common.lua`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PartitionKeys {
+    /// `{re:<ns>}:`: task hashes are `<base>t:<id>`.
+    pub(crate) base: String,
+    /// The seven keys every state-change script receives.
+    pub(crate) script_keys: [String; 7],
+}
+
+impl PartitionKeys {
+    pub(crate) fn due(&self) -> &str {
+        &self.script_keys[0]
+    }
+    pub(crate) fn lease(&self) -> &str {
+        &self.script_keys[1]
+    }
+    pub(crate) fn dead(&self) -> &str {
+        &self.script_keys[2]
+    }
+    pub(crate) fn done(&self) -> &str {
+        &self.script_keys[3]
+    }
+    pub(crate) fn counts(&self) -> &str {
+        &self.script_keys[6]
+    }
+    pub(crate) fn task(&self, id: &str) -> String {
+        format!("{}t:{id}", self.base)
+    }
+}
+
+/// Where a namespace's keys live.
+#[derive(Clone, Debug)]
+pub(crate) struct Layout {
+    pub(crate) prefix: String,
+    pub(crate) partitions: u16,
+    /// Whether scripts may set the namespace-wide wake marker themselves
+    /// (false only on a cluster with several partitions: another slot).
+    pub(crate) inline_wake: bool,
+}
+
+impl Layout {
+    pub(crate) fn base(&self, ns: &Namespace, partition: u16) -> String {
+        if partition == 0 {
+            format!("{{{}:{}}}:", self.prefix, ns.as_str())
+        } else {
+            format!("{{{}:{}#{partition}}}:", self.prefix, ns.as_str())
+        }
+    }
+
+    /// The namespace-wide wake marker, BZPOPMIN'd by waiting executors.
+    pub(crate) fn wake(&self, ns: &Namespace) -> String {
+        format!("{}wake", self.base(ns, 0))
+    }
+
+    pub(crate) fn leader(&self, ns: &Namespace) -> [String; 2] {
+        let base = self.base(ns, 0);
+        [format!("{base}leader"), format!("{base}leader:seq")]
+    }
+
+    pub(crate) fn partition(&self, ns: &Namespace, partition: u16) -> PartitionKeys {
+        let base = self.base(ns, partition);
+        let wake = if self.inline_wake { self.wake(ns) } else { format!("{base}wake") };
+        let script_keys = [
+            format!("{base}due"),
+            format!("{base}lease"),
+            format!("{base}dead"),
+            format!("{base}done"),
+            format!("{base}debounce"),
+            wake,
+            format!("{base}counts"),
+        ];
+        PartitionKeys { base, script_keys }
+    }
+
+    /// The partition of a task: FNV-1a of its id, so every process agrees.
+    pub(crate) fn partition_of(&self, id: &TaskId) -> u16 {
+        if self.partitions <= 1 {
+            return 0;
+        }
+        let mut hash: u32 = 0x811c_9dc5;
+        for byte in id.as_str().bytes() {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+        u16::try_from(hash % u32::from(self.partitions)).unwrap_or(0)
+    }
+
+    /// A SCAN pattern matching every key of a partition.
+    pub(crate) fn pattern(&self, ns: &Namespace, partition: u16) -> String {
+        format!("{}*", self.base(ns, partition))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_get_their_own_hash_tag() -> executor_core::Result<()> {
+        let layout = Layout { prefix: "re".into(), partitions: 3, inline_wake: true };
+        let ns = Namespace::new("app:eu")?;
+        assert_eq!(layout.base(&ns, 0), "{re:app:eu}:");
+        assert_eq!(layout.base(&ns, 2), "{re:app:eu#2}:");
+        assert_eq!(layout.partition(&ns, 1).task("a{b}c"), "{re:app:eu#1}:t:a{b}c");
+        let p = layout.partition_of(&TaskId::new("order-1")?);
+        assert!(p < 3);
+        assert_eq!(p, layout.partition_of(&TaskId::new("order-1")?));
+        Ok(())
+    }
+}

@@ -1,0 +1,190 @@
+//! Task hashes to [`TaskRecord`]s and back: the field names of
+//! `lua/common.lua` (`FIELDS`), in the same order.
+
+use std::{str::FromStr, time::Duration};
+
+use executor_core::{Error, Result, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
+use fred::types::Value;
+
+/// Field names, in the order `HMGET` and the scripts return them.
+pub(crate) const FIELDS: [&str; 18] =
+    ["s", "n", "p", "a", "m", "f", "c", "d", "b", "z", "x", "o", "r", "e", "w", "l", "q", "k"];
+
+/// The bytes of a bulk-string reply; `None` for nil.
+pub(crate) fn bytes(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::String(s) => Some(s.as_bytes()),
+        Value::Bytes(b) => Some(b),
+        _ => None,
+    }
+}
+
+/// The text of a reply (integers as digits); `None` for nil or non-UTF-8.
+pub(crate) fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::Integer(i) => Some(i.to_string()),
+        Value::Double(d) => Some(d.to_string()),
+        other => bytes(other).and_then(|b| std::str::from_utf8(b).ok()).map(str::to_owned),
+    }
+}
+
+/// A reply as a list.
+pub(crate) fn array(v: Value) -> Result<Vec<Value>> {
+    match v {
+        Value::Array(items) => Ok(items),
+        Value::Null => Ok(Vec::new()),
+        other => Err(crate::error::shape(&format!("expected an array, got {:?}", other.kind()))),
+    }
+}
+
+struct Fields<'a> {
+    id: &'a str,
+    values: &'a [Value],
+}
+
+impl Fields<'_> {
+    fn corrupt(&self, reason: String) -> Error {
+        Error::Corrupt { id: TaskId::new(self.id).unwrap_or_else(|_| TaskId::generate()), reason }
+    }
+
+    fn raw(&self, i: usize) -> Option<&Value> {
+        self.values.get(i).filter(|v| !matches!(v, Value::Null))
+    }
+
+    fn text(&self, i: usize) -> Result<Option<String>> {
+        match self.raw(i) {
+            None => Ok(None),
+            Some(v) => {
+                text(v).map(Some).ok_or_else(|| self.corrupt(format!("field `{}` is not UTF-8", FIELDS[i])))
+            }
+        }
+    }
+
+    fn required(&self, i: usize) -> Result<String> {
+        self.text(i)?.ok_or_else(|| self.corrupt(format!("field `{}` is missing", FIELDS[i])))
+    }
+
+    fn number<T: FromStr>(&self, i: usize) -> Result<Option<T>> {
+        match self.text(i)? {
+            None => Ok(None),
+            Some(t) => t.parse().map(Some).map_err(|_| {
+                self.corrupt(format!(
+                    "field `{}` should be a number, found `{}`",
+                    FIELDS[i],
+                    t.escape_debug()
+                ))
+            }),
+        }
+    }
+
+    fn required_number<T: FromStr>(&self, i: usize) -> Result<T> {
+        self.number(i)?.ok_or_else(|| self.corrupt(format!("field `{}` is missing", FIELDS[i])))
+    }
+
+    fn time(&self, i: usize) -> Result<Option<Timestamp>> {
+        Ok(self.number::<u64>(i)?.map(Timestamp::from_millis))
+    }
+}
+
+/// Builds a record from the 18 field values of `FIELDS`.
+///
+/// # Errors
+/// [`Error::Corrupt`] naming the field that does not parse.
+pub(crate) fn parse(id: &str, values: &[Value]) -> Result<TaskRecord> {
+    let f = Fields { id, values };
+    let task_id = TaskId::new(id).map_err(|e| f.corrupt(format!("the id is not valid: {e}")))?;
+    let state_text = f.required(0)?;
+    let state = TaskState::from_str(&state_text)
+        .map_err(|_| f.corrupt(format!("unknown state `{}`", state_text.escape_debug())))?;
+    let payload = match f.raw(2) {
+        None => return Err(f.corrupt("field `p` (payload) is missing".into())),
+        Some(v) => bytes(v).map(<[u8]>::to_vec).unwrap_or_else(|| text(v).unwrap_or_default().into_bytes()),
+    };
+    let retry = match f.text(12)? {
+        None => None,
+        Some(json) => Some(
+            serde_json::from_str::<RetryPolicy>(&json)
+                .map_err(|e| f.corrupt(format!("field `r` (retry policy) does not parse: {e}")))?,
+        ),
+    };
+    let worker = match f.text(14)? {
+        None => None,
+        Some(w) => Some(WorkerId::new(w).map_err(|e| f.corrupt(format!("field `w` (worker): {e}")))?),
+    };
+    let created_at = f.time(6)?.ok_or_else(|| f.corrupt("field `c` is missing".into()))?;
+    let due_at = f.time(7)?.ok_or_else(|| f.corrupt("field `d` is missing".into()))?;
+    Ok(TaskRecord {
+        id: task_id,
+        name: f.required(1)?,
+        state,
+        payload,
+        attempts: f.required_number(3)?,
+        max_attempts: f.required_number(4)?,
+        fence: f.required_number(5)?,
+        created_at,
+        due_at,
+        started_at: f.time(8)?,
+        finished_at: f.time(9)?,
+        deadline: f.time(10)?,
+        timeout: f.number::<u64>(11)?.map(Duration::from_millis),
+        retry,
+        last_error: f.text(13)?,
+        worker,
+        lease_until: f.time(15)?,
+        cancel_requested: f.text(16)?.as_deref() == Some("1"),
+        debounce_key: f.text(17)?,
+    })
+}
+
+/// Splits a script's `{id, fields...}` entry.
+pub(crate) fn parse_entry(entry: Value) -> Result<(String, Vec<Value>)> {
+    let mut items = array(entry)?;
+    if items.len() != FIELDS.len() + 1 {
+        return Err(crate::error::shape("a task entry of the wrong length"));
+    }
+    let values = items.split_off(1);
+    let id = items.first().and_then(text).ok_or_else(|| crate::error::shape("a task entry without id"))?;
+    Ok((id, values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(pairs: &[(&str, &str)]) -> Vec<Value> {
+        FIELDS
+            .iter()
+            .map(|f| pairs.iter().find(|(k, _)| k == f).map(|(_, v)| Value::from(*v)).unwrap_or(Value::Null))
+            .collect()
+    }
+
+    #[test]
+    fn a_fresh_task_parses() -> Result<()> {
+        let v = values(&[
+            ("s", "CREATED"),
+            ("n", "noop"),
+            ("p", "{}"),
+            ("a", "0"),
+            ("m", "3"),
+            ("f", "0"),
+            ("c", "1000"),
+            ("d", "1500"),
+        ]);
+        let r = parse("t1", &v)?;
+        assert_eq!(r.state, TaskState::Created);
+        assert_eq!(r.max_attempts, 3);
+        assert_eq!(r.due_at, Timestamp::from_millis(1500));
+        assert!(!r.cancel_requested);
+        Ok(())
+    }
+
+    #[test]
+    fn garbage_is_corrupt_with_the_field_named() {
+        let v = values(&[("s", "CREATED"), ("n", "x"), ("p", "{}"), ("a", "zero"), ("m", "3"), ("f", "0")]);
+        let err = parse("t1", &v).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("`a`") && err.contains("zero"), "{err}");
+        let v = values(&[("s", "SLEEPING")]);
+        let err = parse("t1", &v).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains("unknown state"), "{err}");
+    }
+}

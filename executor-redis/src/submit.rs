@@ -1,0 +1,137 @@
+//! Submitting: one `submit.lua` call per partition and chunk of tasks.
+
+use executor_core::{
+    Debounce, Due, Error, Namespace, NewTask, Result, SubmitMode, SubmitOutcome, Submitted, TaskId,
+};
+use fred::types::Value;
+
+use crate::{
+    RedisStorage,
+    error::shape,
+    record::{array, text},
+};
+
+/// Tasks per script call: long enough to amortise the round trip, short
+/// enough that one call does not hold the server for long.
+const CHUNK: usize = 500;
+
+fn ms(d: std::time::Duration) -> String {
+    d.as_millis().to_string()
+}
+
+impl RedisStorage {
+    /// The 14 script arguments of one task, or why it cannot be stored.
+    fn submit_args(&self, task: NewTask) -> Result<Vec<Value>> {
+        if task.payload.len() > self.inner.max_payload {
+            return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: self.inner.max_payload });
+        }
+        let retry = match &task.retry {
+            None => String::new(),
+            Some(policy) => serde_json::to_string(policy).map_err(|e| {
+                Error::invalid(
+                    "retry policy",
+                    format!("{e}; custom policies can only be a handler's default"),
+                )
+            })?,
+        };
+        let (due_kind, due_value) = match task.due {
+            Due::Now => ("n", "0".to_owned()),
+            Due::After(d) => ("a", ms(d)),
+            Due::At(t) => ("t", t.as_millis().to_string()),
+        };
+        let (mode, key, window, max_wait, nonce) = match task.mode {
+            SubmitMode::Plain => ("p", String::new(), String::new(), String::new(), self.nonce()),
+            SubmitMode::Idempotent => ("i", String::new(), String::new(), String::new(), String::new()),
+            SubmitMode::Debounce(Debounce { key, window, max_wait }) => {
+                ("d", key, ms(window), max_wait.map(ms).unwrap_or_default(), String::new())
+            }
+        };
+        Ok(vec![
+            Value::from(task.id.into_string()),
+            Value::from(task.name),
+            Value::Bytes(task.payload.into()),
+            Value::from(due_kind),
+            Value::from(due_value),
+            Value::from(task.max_attempts.max(1)),
+            Value::from(task.max_duration.map(ms).unwrap_or_default()),
+            Value::from(task.timeout.map(ms).unwrap_or_default()),
+            Value::from(retry),
+            Value::from(mode),
+            Value::from(key),
+            Value::from(window),
+            Value::from(max_wait),
+            Value::from(nonce),
+        ])
+    }
+
+    pub(crate) async fn submit_tasks(
+        &self,
+        ns: &Namespace,
+        tasks: Vec<NewTask>,
+    ) -> Result<Vec<Result<Submitted>>> {
+        let mut results: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
+        let mut groups: Vec<Vec<(usize, Vec<Value>)>> = vec![Vec::new(); usize::from(self.partitions())];
+        for (i, task) in tasks.into_iter().enumerate() {
+            let p = usize::from(self.inner.layout.partition_of(&task.id));
+            match self.submit_args(task) {
+                Ok(args) => {
+                    groups[p].push((i, args));
+                    results.push(None);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
+        }
+        let mut reached = false;
+        for (p, group) in groups.into_iter().enumerate() {
+            let keys = self.keys(ns, u16::try_from(p).unwrap_or(0));
+            let mut group = group.into_iter().peekable();
+            while group.peek().is_some() {
+                let chunk: Vec<(usize, Vec<Value>)> = group.by_ref().take(CHUNK).collect();
+                let mut args = Vec::with_capacity(1 + chunk.len() * 14);
+                args.push(Value::from(chunk.len().to_string()));
+                let mut indexes = Vec::with_capacity(chunk.len());
+                for (i, a) in chunk {
+                    indexes.push(i);
+                    args.extend(a);
+                }
+                match self.run_in(&self.inner.scripts.submit, &keys, args).await {
+                    Ok(reply) => {
+                        reached = true;
+                        let outcomes = array(array(reply)?.into_iter().nth(1).unwrap_or(Value::Null))?;
+                        if outcomes.len() != indexes.len() {
+                            return Err(shape("submit answered for a different number of tasks"));
+                        }
+                        for (i, outcome) in indexes.into_iter().zip(outcomes) {
+                            results[i] = Some(parse_outcome(outcome));
+                        }
+                    }
+                    Err(e) if !reached => return Err(e),
+                    Err(e) => {
+                        for i in indexes {
+                            results[i] = Some(Err(Error::storage(e.to_string(), e.is_retryable())));
+                        }
+                    }
+                }
+            }
+        }
+        if reached {
+            self.poke(ns).await?;
+        }
+        Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(shape("a task got no answer")))).collect())
+    }
+}
+
+fn parse_outcome(v: Value) -> Result<Submitted> {
+    let items = array(v)?;
+    let word = items.first().and_then(text).unwrap_or_default();
+    let id = items.get(1).and_then(text).ok_or_else(|| shape("submit outcome without id"))?;
+    let id = TaskId::new(id)?;
+    let outcome = match word.as_str() {
+        "created" => SubmitOutcome::Created,
+        "existing" => SubmitOutcome::Existing,
+        "debounced" => SubmitOutcome::Debounced,
+        "duplicate" => return Err(Error::DuplicateId(id)),
+        other => return Err(shape(&format!("submit outcome `{other}`"))),
+    };
+    Ok(Submitted { id, outcome })
+}

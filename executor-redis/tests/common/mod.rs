@@ -1,0 +1,43 @@
+//! Shared by the Redis test files: connecting with a message that says how
+//! to start Redis when it does not answer.
+
+#![allow(dead_code, unreachable_pub, reason = "each test file uses a part of this module")]
+
+use executor_core::Namespace;
+use executor_redis::{RedisStorage, RedisStorageBuilder};
+
+/// `REDIS_URL`, default `redis://127.0.0.1:6379`.
+pub fn url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// Connects a builder, failing the test with how to start Redis.
+pub async fn connect_with(builder: RedisStorageBuilder, url: &str) -> RedisStorage {
+    match builder.connect().await {
+        Ok(s) => s,
+        Err(e) => panic!(
+            "Redis at {url} does not answer: {e}\n\
+             Start one with `redis-server --port 6379 --save '' --appendonly no --daemonize yes`, \
+             or run `scripts/test.sh`, which starts it (and installs it when missing); \
+             point REDIS_URL elsewhere to use another server."
+        ),
+    }
+}
+
+/// A storage on `REDIS_URL` with default settings.
+pub async fn connect() -> RedisStorage {
+    let url = url();
+    connect_with(RedisStorage::builder(&url), &url).await
+}
+
+/// A storage and a namespace no other test uses.
+pub async fn fresh() -> (RedisStorage, Namespace) {
+    (connect().await, executor_core::testing::unique_namespace("redis"))
+}
+
+/// Deletes the namespace's keys.
+pub async fn cleanup(storage: &RedisStorage, ns: &Namespace) {
+    if let Err(e) = storage.purge(ns).await {
+        eprintln!("cleanup of {ns} failed: {e}");
+    }
+}

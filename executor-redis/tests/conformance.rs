@@ -1,0 +1,9 @@
+//! The storage conformance suite of executor-core against a real Redis
+//! (`REDIS_URL`, default `redis://127.0.0.1:6379`), each check in its own
+//! namespace.
+
+mod common;
+
+use common::{cleanup, fresh};
+
+executor_core::storage_conformance_tests!(fresh, cleanup);
