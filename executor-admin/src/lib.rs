@@ -1,0 +1,1 @@
+//! HTTP admin API, dashboard and Prometheus endpoint (in progress).
