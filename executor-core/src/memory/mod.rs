@@ -33,7 +33,12 @@ use self::{clock::Clock, space::Space};
 ///
 /// Clones share the same tasks. Its clock is the wall clock at creation plus
 /// tokio's monotonic time since, so tests with paused time
-/// (`#[tokio::test(start_paused = true)]`) control every due time and lease.
+/// (`#[tokio::test(start_paused = true)]`) control every due time and lease;
+/// create it inside the runtime whose clock it should follow.
+///
+/// Each namespace is one lock-protected state with ordered indexes (due
+/// time, lease expiry, finish time, state), so claim, reap and trim cost
+/// O(log n) per task they touch, however many tasks wait.
 ///
 /// ```
 /// use executor_core::{MemoryStorage, Namespace, Storage, TaskBuilder, TaskOptions, TaskState};

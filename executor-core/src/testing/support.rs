@@ -13,11 +13,13 @@ use super::new_task;
 pub(super) const LONG_LEASE: Duration = Duration::from_secs(60);
 
 /// The value, or a panic saying which step failed and how.
+#[track_caller]
 pub(super) fn ok<T>(what: &str, r: Result<T>) -> T {
     r.unwrap_or_else(|e| panic!("{what}: unexpected error: {e} ({e:?})"))
 }
 
 /// The error, or a panic saying the step should have failed.
+#[track_caller]
 pub(super) fn err<T: Debug>(what: &str, r: Result<T>) -> Error {
     match r {
         Ok(v) => panic!("{what}: expected an error, got Ok({v:?})"),
@@ -31,6 +33,7 @@ pub(super) fn worker() -> WorkerId {
 }
 
 /// A valid task id.
+#[track_caller]
 pub(super) fn tid(id: &str) -> TaskId {
     TaskId::new(id).unwrap_or_else(|e| panic!("bad test id {id:?}: {e}"))
 }
@@ -50,6 +53,7 @@ pub(super) async fn submit<S: Storage>(s: &S, ns: &Namespace, task: NewTask) -> 
 }
 
 /// The lease of a claimed record.
+#[track_caller]
 pub(super) fn lease(rec: &TaskRecord) -> Lease {
     rec.lease().unwrap_or_else(|| panic!("claimed task {} has no lease: {rec:?}", rec.id))
 }
