@@ -1,0 +1,222 @@
+//! Lua-level tests: each script called directly with `EVAL`, for the paths
+//! the conformance suite cannot reach through the `Storage` API: missing
+//! tasks, stale fences, hand-made garbage, and a resent call (same nonce).
+
+mod common;
+
+use executor_core::{Namespace, TaskState};
+use fred::{
+    interfaces::{HashesInterface, KeysInterface, LuaInterface, SortedSetsInterface},
+    prelude::{ClientLike, Pool},
+    types::Value,
+};
+
+const COMMON: &str = include_str!("../lua/common.lua");
+
+struct Scripts {
+    pool: Pool,
+    base: String,
+}
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn texts(v: &Value) -> Vec<String> {
+    match v {
+        Value::Array(items) => items.iter().map(|i| i.as_string().unwrap_or_default()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn nth(v: &Value, i: usize) -> Value {
+    match v {
+        Value::Array(items) => items.get(i).cloned().unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+impl Scripts {
+    async fn new() -> (Self, executor_redis::RedisStorage, Namespace) {
+        let (storage, ns) = common::fresh().await;
+        let base = format!("{{re:{ns}}}:");
+        (Self { pool: storage.pool().clone(), base }, storage, ns)
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.base)
+    }
+
+    /// EVAL of common.lua + `file` with the seven standard keys.
+    async fn call(&self, source: &str, args: &[&str]) -> Result<Value, fred::error::Error> {
+        let keys: Vec<String> = ["due", "lease", "dead", "done", "debounce", "wake", "counts"]
+            .iter()
+            .map(|k| self.key(k))
+            .collect();
+        let mut all = vec![self.base.clone(), "1".to_owned()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        self.pool.next().eval(format!("{COMMON}\n{source}"), keys, all).await
+    }
+
+    async fn submit(&self, id: &str, nonce: &str) -> Result<Value, fred::error::Error> {
+        let src = include_str!("../lua/submit.lua");
+        self.call(src, &["1", id, "noop", "{}", "n", "0", "3", "", "", "", "p", "", "", "", nonce]).await
+    }
+
+    async fn claim(&self, worker: &str, limit: &str, nonce: &str) -> Result<Value, fred::error::Error> {
+        self.call(include_str!("../lua/claim.lua"), &[worker, limit, "60000", nonce]).await
+    }
+
+    async fn finish(
+        &self,
+        id: &str,
+        fence: &str,
+        code: &str,
+        nonce: &str,
+    ) -> Result<String, fred::error::Error> {
+        let v = self.call(include_str!("../lua/finish.lua"), &["1", id, fence, code, "0", "", nonce]).await?;
+        Ok(texts(&nth(&v, 1)).pop().unwrap_or_default())
+    }
+
+    async fn state(&self, id: &str) -> Result<Option<String>, fred::error::Error> {
+        self.pool.next().hget(self.key(&format!("t:{id}")), "s").await
+    }
+}
+
+#[tokio::test]
+async fn submit_resent_with_the_same_nonce_is_not_a_duplicate() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    let first = lua.submit("a", "n1").await?;
+    let again = lua.submit("a", "n1").await?;
+    let other = lua.submit("a", "n2").await?;
+    assert_eq!(texts(&nth(&nth(&first, 1), 0))[0], "created");
+    assert_eq!(texts(&nth(&nth(&again, 1), 0))[0], "created", "a resend answers like the first call");
+    assert_eq!(texts(&nth(&nth(&other, 1), 0))[0], "duplicate");
+    let due: i64 = lua.pool.next().zcard(lua.key("due")).await?;
+    assert_eq!(due, 1, "the resend stored nothing twice");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn claim_resent_returns_the_same_tasks_and_skips_garbage() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    for id in ["a", "b", "c"] {
+        lua.submit(id, "").await?;
+    }
+    // A due entry without a task hash, and a task hand-edited into nonsense.
+    let _: () = lua.pool.next().zadd(lua.key("due"), None, None, false, false, (0.0, "ghost")).await?;
+    let _: () = lua.pool.next().hset(lua.key("t:c"), ("a", "many")).await?;
+    lua.submit("d", "").await?;
+    let first = lua.claim("w1", "4", "n1").await?;
+    let again = lua.claim("w1", "4", "n1").await?;
+    let ids = |v: &Value| -> Vec<String> {
+        match nth(v, 2) {
+            Value::Array(items) => items.iter().map(|e| texts(e)[0].clone()).collect(),
+            _ => Vec::new(),
+        }
+    };
+    assert_eq!(ids(&first), ids(&again), "a resent claim returns what the first one claimed");
+    assert_eq!(ids(&first), ["a", "b"], "ghost skipped, corrupt task dead-lettered");
+    assert_eq!(lua.state("c").await?.as_deref(), Some("ERROR"));
+    let reason: Option<String> = lua.pool.next().hget(lua.key("t:c"), "e").await?;
+    assert!(reason.unwrap_or_default().contains("corrupt"), "the reason says why");
+    let ghost: Option<f64> = lua.pool.next().zscore(lua.key("due"), "ghost").await?;
+    assert_eq!(ghost, None, "the ghost entry is gone");
+    let next = lua.claim("w1", "4", "n2").await?;
+    assert_eq!(ids(&next), ["d"], "a new nonce claims the rest");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn finish_refuses_missing_and_stale_and_answers_a_resend() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    assert_eq!(lua.finish("nobody", "1", "C", "x").await?, "STALE", "missing task");
+    lua.submit("a", "").await?;
+    lua.claim("w1", "1", "c1").await?;
+    assert_eq!(lua.finish("a", "7", "C", "f0").await?, "STALE", "wrong fence");
+    assert_eq!(lua.state("a").await?.as_deref(), Some("RUNNING"), "a stale finish changes nothing");
+    assert_eq!(lua.finish("a", "1", "R", "f1").await?, "PENDING");
+    assert_eq!(lua.finish("a", "1", "R", "f1").await?, "PENDING", "a resend answers like the first call");
+    assert_eq!(lua.finish("a", "1", "R", "f2").await?, "STALE", "a second finish is refused");
+    assert_eq!(lua.finish("a", "1", "Q", "f3").await?, "STALE", "an unknown outcome changes nothing");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn heartbeat_reports_missing_and_stale_as_lost() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    lua.submit("a", "").await?;
+    lua.claim("w1", "1", "c1").await?;
+    let v = lua.call(include_str!("../lua/heartbeat.lua"), &["1000", "a", "1", "b", "1", "a", "2"]).await?;
+    assert_eq!(texts(&nth(&v, 0)), vec!["b".to_owned(), "a".to_owned()], "missing b and stale a are lost");
+    assert!(texts(&nth(&v, 1)).is_empty());
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn cancel_and_requeue_missing_illegal_and_resent() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    let cancel = include_str!("../lua/cancel.lua");
+    let requeue = include_str!("../lua/requeue.lua");
+    assert_eq!(texts(&lua.call(cancel, &["nobody", "n"]).await?), ["missing"]);
+    assert_eq!(texts(&lua.call(requeue, &["nobody", "n"]).await?), ["missing"]);
+    lua.submit("a", "").await?;
+    assert_eq!(texts(&lua.call(requeue, &["a", "r0"]).await?), ["illegal", "CREATED"]);
+    assert_eq!(texts(&lua.call(cancel, &["a", "n1"]).await?), ["cancelled"]);
+    assert_eq!(texts(&lua.call(cancel, &["a", "n1"]).await?), ["cancelled"], "resend");
+    assert_eq!(texts(&lua.call(cancel, &["a", "n2"]).await?), ["illegal", "CANCELLED"]);
+    lua.submit("b", "").await?;
+    lua.claim("w1", "1", "c1").await?;
+    assert_eq!(lua.finish("b", "1", "F", "f1").await?, "FAILED");
+    assert_eq!(texts(&lua.call(requeue, &["b", "r1"]).await?), ["ok"]);
+    assert_eq!(texts(&lua.call(requeue, &["b", "r1"]).await?), ["ok"], "resend");
+    assert_eq!(texts(&lua.call(requeue, &["b", "r2"]).await?), ["illegal", "PENDING"]);
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn reap_and_trim_skip_missing_tasks() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    let c = lua.pool.next();
+    let _: () = c.zadd(lua.key("lease"), None, None, false, false, (1.0, "gone")).await?;
+    let _: () = c.zadd(lua.key("done"), None, None, false, false, (1.0, "gone-too")).await?;
+    let v = lua.call(include_str!("../lua/reap.lua"), &["10"]).await?;
+    assert!((0..3).all(|i| texts(&nth(&v, i)).is_empty()), "nothing reported for a missing task: {v:?}");
+    let left: i64 = c.zcard(lua.key("lease")).await?;
+    assert_eq!(left, 0, "the stale lease entry is removed");
+    let v = lua.call(include_str!("../lua/trim.lua"), &["0", "", "10"]).await?;
+    assert_eq!(v.as_u64(), Some(1));
+    let exists: i64 = c.exists(lua.key("done")).await?;
+    assert_eq!(exists, 0);
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn leader_release_with_a_stale_token_keeps_the_term() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    let keys = vec![lua.key("leader"), lua.key("leader:seq")];
+    let src = |f: &str| format!("{COMMON}\n{f}");
+    let c = lua.pool.next();
+    let term: Value =
+        c.eval(src(include_str!("../lua/leader_acquire.lua")), keys.clone(), vec!["w1", "60000"]).await?;
+    assert_eq!(texts(&term)[1], "1");
+    let freed: i64 = c.eval(src(include_str!("../lua/leader_release.lua")), keys.clone(), vec!["0"]).await?;
+    assert_eq!(freed, 0, "a stale token frees nothing");
+    let other: Value =
+        c.eval(src(include_str!("../lua/leader_acquire.lua")), keys.clone(), vec!["w2", "60000"]).await?;
+    assert_eq!(other, Value::Null, "w1 still leads");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[test]
+fn every_state_name_in_the_scripts_is_a_task_state() {
+    for name in ["CREATED", "PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "ERROR", "CANCELLED"] {
+        assert!(name.parse::<TaskState>().is_ok(), "{name}");
+        assert!(COMMON.contains(name), "common.lua knows {name}");
+    }
+}
