@@ -7,7 +7,7 @@ mod common;
 use executor_core::{Namespace, TaskState};
 use fred::{
     interfaces::{HashesInterface, KeysInterface, LuaInterface, SortedSetsInterface},
-    prelude::{ClientLike, Pool},
+    prelude::Pool,
     types::Value,
 };
 
