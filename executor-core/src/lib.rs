@@ -91,6 +91,7 @@
 extern crate self as executor_core;
 
 mod client;
+mod coalesce;
 mod context;
 mod error;
 mod executor;
@@ -108,6 +109,7 @@ mod task;
 pub mod testing;
 mod time;
 
+pub use coalesce::{CoalesceStats, Coalescer};
 pub use client::{Client, DEFAULT_MAX_PAYLOAD, Submit, TaskBuilder};
 pub use context::{Action, IntoTaskResult, TaskContext, TaskError};
 pub use error::{BoxError, Error, Result};

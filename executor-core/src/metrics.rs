@@ -40,6 +40,10 @@ pub const IN_FLIGHT: &str = "reliable_executor_in_flight";
 pub const FREE_SLOTS: &str = "reliable_executor_free_slots";
 /// Gauge: tasks by `state` in the namespace (sampled by the leader).
 pub const TASKS: &str = "reliable_executor_tasks";
+/// Counter: debounced submits absorbed by a `Coalescer` in process, by `task`.
+pub const COALESCE_ABSORBED: &str = "reliable_executor_coalesce_absorbed_total";
+/// Counter: debounced submits a `Coalescer` forwarded to the store, by `task`.
+pub const COALESCE_FORWARDED: &str = "reliable_executor_coalesce_forwarded_total";
 /// Gauge: 1 while this process leads housekeeping.
 pub const LEADER: &str = "reliable_executor_leader";
 
@@ -67,6 +71,14 @@ pub fn describe() {
     describe_gauge!(IN_FLIGHT, "Attempts running in this process.");
     describe_gauge!(FREE_SLOTS, "Free worker slots in this process.");
     describe_gauge!(TASKS, "Tasks in the namespace by state, sampled by the leader.");
+    describe_counter!(
+        COALESCE_ABSORBED,
+        "Debounced submits absorbed in process by a Coalescer, by task name."
+    );
+    describe_counter!(
+        COALESCE_FORWARDED,
+        "Debounced submits a Coalescer forwarded to the store, by task name."
+    );
     describe_gauge!(LEADER, "1 while this process leads housekeeping, else 0.");
 }
 
