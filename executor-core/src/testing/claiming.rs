@@ -233,3 +233,29 @@ pub async fn heartbeat_extends_and_reports_lost<S: Storage>(s: &S, ns: &Namespac
     assert_eq!((ea.state, ea.fence), (TaskState::Running, ra.fence));
     assert_eq!(record(s, ns, &b).await.lease_until, rb.lease_until, "a wrong fence extends nothing");
 }
+
+/// `finish_many` answers every item in order, each on its own: a stale
+/// lease is refused without stopping the others.
+pub async fn finish_many_answers_each_item<S: Storage>(s: &S, ns: &Namespace) {
+    for id in ["fm-a", "fm-b", "fm-c"] {
+        submit(s, ns, new_task(id)).await;
+    }
+    let mut claimed = ok("claim", s.claim(ns, &worker(), 3, LONG_LEASE).await);
+    claimed.sort_by(|x, y| x.id.cmp(&y.id));
+    let [a, b, c] =
+        <[_; 3]>::try_from(claimed).unwrap_or_else(|c| panic!("expected fm-a, fm-b, fm-c, got {c:?}"));
+    let mut stale = lease(&b);
+    stale.fence += 1;
+    let retry = Finish::Retry { delay: Duration::ZERO, error: "again".to_owned() };
+    let items = vec![(lease(&a), Finish::Completed), (stale, Finish::Completed), (lease(&c), retry)];
+    let out = ok("finish_many", s.finish_many(ns, items).await);
+    assert_eq!(out.len(), 3, "one answer per item: {out:?}");
+    let mut out = out.into_iter();
+    assert!(matches!(out.next(), Some(Ok(TaskState::Completed))), "fm-a completes");
+    let refused = out.next();
+    assert!(matches!(&refused, Some(Err(Error::StaleFence { id, .. })) if *id == b.id), "fm-b: {refused:?}");
+    assert!(matches!(out.next(), Some(Ok(TaskState::Pending))), "fm-c retries");
+    assert_eq!(record(s, ns, &a.id).await.state, TaskState::Completed);
+    assert_eq!(record(s, ns, &b.id).await.state, TaskState::Running, "a refused item changes nothing");
+    assert_eq!(record(s, ns, &c.id).await.state, TaskState::Pending);
+}

@@ -50,6 +50,17 @@ pub async fn wait_for_work_wakes_at_due_time<S: Storage>(s: &S, ns: &Namespace) 
     assert!(waited < Duration::from_secs(2), "the waiter took {waited:?} to see a task due in 400 ms");
 }
 
+/// With nothing to do, `wait_for_work` returns by `max_wait`.
+pub async fn wait_for_work_returns_by_max_wait<S: Storage>(s: &S, ns: &Namespace) {
+    let mut t = new_task("wake-far");
+    t.due = Due::After(Duration::from_secs(3_600));
+    submit(s, ns, t).await;
+    let start = Instant::now();
+    ok("wait_for_work", s.wait_for_work(ns, Duration::from_millis(300)).await);
+    let waited = start.elapsed();
+    assert!(waited < Duration::from_secs(2), "wait_for_work(300 ms) took {waited:?}");
+}
+
 const TASKS: usize = 10_000;
 const CLAIMERS: usize = 8;
 const BATCH: usize = 32;

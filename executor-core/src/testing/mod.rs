@@ -65,6 +65,8 @@ macro_rules! storage_conformance_tests {
             idempotent_submit_returns_existing,
             debounce_moves_due_and_replaces_payload,
             debounce_max_wait_caps_postponement,
+            debounce_key_released_when_cancelled,
+            submit_many_answers_each_task,
             delayed_task_not_claimed_before_due,
             run_at,
             claim_orders_by_due_and_respects_limit,
@@ -74,6 +76,7 @@ macro_rules! storage_conformance_tests {
             retry_moves_to_pending_with_delay,
             fail_timeout_error_dead_letter,
             release_does_not_count_attempt,
+            finish_many_answers_each_item,
             heartbeat_extends_and_reports_lost,
             cancel_pending,
             cancel_running_requested_and_delivered_by_heartbeat,
@@ -89,6 +92,7 @@ macro_rules! storage_conformance_tests {
             list_refuses_foreign_cursor,
             wait_for_work_wakes_on_submit,
             wait_for_work_wakes_at_due_time,
+            wait_for_work_returns_by_max_wait,
             no_loss_no_double_claim_concurrent,
         }
     };

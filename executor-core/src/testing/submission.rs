@@ -210,3 +210,53 @@ pub async fn run_at<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!(claimed.iter().map(|t| &t.id).collect::<Vec<_>>(), [&id], "a past run_at is due at once");
     assert_eq!(claimed.first().map(|t| t.due_at), Some(past));
 }
+
+/// `submit_many` answers every task in order, each on its own: a refused
+/// duplicate does not stop the others.
+pub async fn submit_many_answers_each_task<S: Storage>(s: &S, ns: &Namespace) {
+    submit(s, ns, new_task("many-taken")).await;
+    let mut idem = new_task("many-taken");
+    idem.mode = SubmitMode::Idempotent;
+    let tasks = vec![new_task("many-a"), new_task("many-taken"), new_task("many-b"), idem];
+    let out = ok("submit_many", s.submit_many(ns, tasks).await);
+    assert_eq!(out.len(), 4, "one answer per task: {out:?}");
+    let summary: Vec<_> = out
+        .iter()
+        .map(|r| match r {
+            Ok(sub) => Ok((sub.id.to_string(), sub.outcome)),
+            Err(Error::DuplicateId(id)) => Err(id.to_string()),
+            Err(e) => panic!("submit_many: unexpected error {e:?}"),
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            Ok(("many-a".to_owned(), SubmitOutcome::Created)),
+            Err("many-taken".to_owned()),
+            Ok(("many-b".to_owned(), SubmitOutcome::Created)),
+            Ok(("many-taken".to_owned(), SubmitOutcome::Existing)),
+        ],
+        "answers in order, each on its own"
+    );
+    for id in ["many-a", "many-b"] {
+        assert_eq!(record(s, ns, &tid(id)).await.state, TaskState::Created, "{id} stored");
+    }
+}
+
+/// Cancelling a debounced task frees its key: the next submit under the
+/// key creates a new task.
+pub async fn debounce_key_released_when_cancelled<S: Storage>(s: &S, ns: &Namespace) {
+    let hour = Duration::from_secs(3_600);
+    let first = submit(s, ns, debounced("rel-a", "k3", hour, None, 1)).await;
+    let other = ok("other key", s.submit(ns, debounced("rel-x", "k4", hour, None, 9)).await);
+    assert_eq!(other.outcome, SubmitOutcome::Created, "another key is another task");
+    ok("cancel", s.cancel(ns, &first).await);
+    let out = ok("submit after cancel", s.submit(ns, debounced("rel-b", "k3", hour, None, 2)).await);
+    assert_eq!(
+        (out.id.as_str(), out.outcome),
+        ("rel-b", SubmitOutcome::Created),
+        "a cancelled task frees its key"
+    );
+    let cancelled = record(s, ns, &first).await;
+    assert_eq!((cancelled.state, payload(&cancelled)), (TaskState::Cancelled, json!({"n": 1})));
+}
