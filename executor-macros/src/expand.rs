@@ -14,8 +14,8 @@
 //! `::executor_core`), `::core` and `::std`, so users never depend on
 //! `inventory` or `serde_json` themselves.
 
-use proc_macro2::{Literal, Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream, TokenTree};
+use quote::{format_ident, quote};
 use syn::{ItemFn, Path, Type, parse_quote, spanned::Spanned};
 
 use crate::{
@@ -63,27 +63,8 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
     let (enum_doc, name_doc, options_doc, with_doc, submit_doc) =
         (&docs.enum_doc, &docs.name, &docs.options, &docs.with, &docs.submit);
 
-    let (helpers, decode, payload_check) = match &sig.payload {
-        Some(ty) => {
-            let span = ty.span();
-            (
-                quote! {
-                    #[doc = #with_doc]
-                    #vis fn with(payload: #ty) -> #p::TaskBuilder<#ty> {
-                        #p::TaskBuilder::new(Self::NAME, payload, Self::options())
-                    }
-                    #[doc = #submit_doc]
-                    #vis async fn submit(
-                        client: &impl #p::Submit,
-                        payload: #ty,
-                    ) -> ::core::result::Result<#p::TaskId, #krate::Error> {
-                        Self::with(payload).submit(client).await
-                    }
-                },
-                quote_spanned!(span=> let __payload: #ty = #p::decode(__bytes)?;),
-                payload_check(ty, &p),
-            )
-        }
+    let (helpers, decode) = match &sig.payload {
+        Some(ty) => payload_helpers(ident, vis, ty, &krate, &docs),
         None => (
             quote! {
                 #[doc = #with_doc]
@@ -97,7 +78,6 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
             },
             // Any JSON value is accepted (submit sends `null`), garbage is not.
             quote!(let _: #p::serde::de::IgnoredAny = #p::decode(__bytes)?;),
-            quote!(),
         ),
     };
     let call_args = match (sig.payload.is_some(), sig.context) {
@@ -107,9 +87,26 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
         (false, false) => quote!(),
     };
     let invoke = format_ident!("__reliable_task_invoke");
-    let returns = returns_check(f, &p);
-    let line = quote_spanned!(ident.span()=> ::core::line!());
-    let call = quote_spanned!(ident.span()=> #ident(#call_args));
+    let line = respan(quote!(::core::line!()), ident.span());
+    // A handler whose future is not `Send` is reported on its name, a return
+    // type that is not `()` / `Result<(), E: Display>` on that type.
+    let into_result = match &f.sig.output {
+        syn::ReturnType::Type(_, ty) => {
+            respan(quote!(#p::IntoTaskResult::into_task_result(__attempt.await)), ty.span())
+        }
+        syn::ReturnType::Default => quote!(#p::IntoTaskResult::into_task_result(__attempt.await)),
+    };
+    let start = spanned_group(
+        ident.span(),
+        quote!(::core::result::Result::Ok),
+        Delimiter::Parenthesis,
+        spanned_group(
+            ident.span(),
+            quote!(::std::boxed::Box::pin),
+            Delimiter::Parenthesis,
+            spanned_group(ident.span(), quote!(async move), Delimiter::Brace, into_result),
+        ),
+    );
 
     quote! {
         #f
@@ -133,9 +130,6 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
         }
 
         const _: () = {
-            #payload_check
-            #returns
-
             #[allow(unused_variables)]
             fn #invoke(
                 __ctx: #p::TaskContext,
@@ -145,10 +139,8 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                 ::std::string::String,
             > {
                 #decode
-                let __attempt = #call;
-                ::core::result::Result::Ok(::std::boxed::Box::pin(async move {
-                    #p::IntoTaskResult::into_task_result(__attempt.await)
-                }))
+                let __attempt = #ident(#call_args);
+                #start
             }
 
             #p::inventory::submit! {
@@ -164,6 +156,34 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
             }
         };
     }
+}
+
+/// `head(body)` (or `head { body }`) with `head` and the delimiters spanned
+/// at `span`, `body` keeping its own spans.
+fn spanned_group(span: Span, head: TokenStream, delimiter: Delimiter, body: TokenStream) -> TokenStream {
+    let mut group = Group::new(delimiter, body);
+    group.set_span(span);
+    let mut tokens = respan(head, span);
+    tokens.extend([TokenTree::Group(group)]);
+    tokens
+}
+
+/// `tokens` with every span set to `span`, so errors in them point there.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tree| match tree {
+            TokenTree::Group(g) => {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                TokenTree::Group(group)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
 }
 
 /// `TaskOptions::new()` with each key the attribute set.
@@ -208,27 +228,58 @@ fn options(args: &TaskAttr, p: &TokenStream) -> TokenStream {
     options
 }
 
-/// A bound check on the user's payload type, spanned on it so a type that
-/// is not `Serialize + DeserializeOwned + Send + 'static` is reported there.
-fn payload_check(ty: &Type, p: &TokenStream) -> TokenStream {
-    quote_spanned! {ty.span()=>
-        fn __payload_must_be_serialize_deserialize_send_static<
-            T: #p::serde::Serialize + #p::serde::de::DeserializeOwned + ::core::marker::Send + 'static,
-        >() {}
-        let _ = __payload_must_be_serialize_deserialize_send_static::<#ty>;
-    }
-}
+/// `with`, `submit` and the payload decoding of a handler with a payload.
+///
+/// Every use of the payload type goes through one generic function whose
+/// bounds are what a payload needs, called with the span of the user's type.
+/// A type without them gets one error per missing trait (rustc merges the
+/// identical diagnostics of the three call sites), on the type, naming the
+/// requirement, instead of a cascade of errors inside generated code.
+fn payload_helpers(
+    ident: &syn::Ident,
+    vis: &syn::Visibility,
+    ty: &Type,
+    krate: &Path,
+    docs: &Docs,
+) -> (TokenStream, TokenStream) {
+    let p = quote!(#krate::__private);
+    let (with_doc, submit_doc) = (&docs.with, &docs.submit);
+    let check = format_ident!("__payload_must_be_serialize_deserialize_send_static");
+    let typed = respan(quote!(Self::#check::<#ty>()), ty.span());
+    let typed_outside = respan(quote!(#ident::#check::<#ty>()), ty.span());
+    let helpers = quote! {
+        #[doc(hidden)]
+        #[allow(clippy::type_complexity)]
+        fn #check<__P>() -> (
+            fn(__P) -> #p::TaskBuilder<__P>,
+            fn(#p::TaskBuilder<__P>) -> ::core::result::Result<#krate::NewTask, #krate::Error>,
+            fn(&[u8]) -> ::core::result::Result<__P, ::std::string::String>,
+        )
+        where
+            __P: #p::serde::Serialize + #p::serde::de::DeserializeOwned + ::core::marker::Send + 'static,
+        {
+            (
+                |payload| #p::TaskBuilder::new(Self::NAME, payload, Self::options()),
+                #p::TaskBuilder::into_new_task,
+                #p::decode::<__P>,
+            )
+        }
 
-/// A bound check on the return type, spanned on it: `()` or `Result<(), E>`
-/// with `E: Display`.
-fn returns_check(f: &ItemFn, p: &TokenStream) -> TokenStream {
-    let syn::ReturnType::Type(_, ty) = &f.sig.output else {
-        return quote!();
+        #[doc = #with_doc]
+        #vis fn with(payload: #ty) -> #p::TaskBuilder<#ty> {
+            (#typed.0)(payload)
+        }
+
+        #[doc = #submit_doc]
+        #vis async fn submit(
+            client: &impl #p::Submit,
+            payload: #ty,
+        ) -> ::core::result::Result<#p::TaskId, #krate::Error> {
+            let task = (#typed.1)(Self::with(payload))?;
+            ::core::result::Result::Ok(#p::Submit::submit_new(client, task).await?.id)
+        }
     };
-    quote_spanned! {ty.span()=>
-        fn __handler_must_return_unit_or_result_unit_e_display<R: #p::IntoTaskResult>() {}
-        let _ = __handler_must_return_unit_or_result_unit_e_display::<#ty>;
-    }
+    (helpers, quote!(let __payload: #ty = (#typed_outside.2)(__bytes)?;))
 }
 
 /// Rustdoc of the generated items, so crates with `missing_docs` stay clean.

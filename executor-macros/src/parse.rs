@@ -102,8 +102,8 @@ impl TaskAttr {
             return self.exponential(meta, errors);
         }
         if !meta.input.peek(syn::Token![=]) {
-            errors.at(path, format!("`{key}` needs a value: {}", example(key)));
-            return skip_value(meta);
+            // Nothing after this can be read reliably: stop here.
+            return Err(syn::Error::new_spanned(path, format!("`{key}` needs a value: {}", example(key))));
         }
         let value: Expr = meta.value()?.parse()?;
         match key {

@@ -1,0 +1,8 @@
+use executor_core::prelude::*;
+
+#[reliable_task(name = "count")]
+async fn count() -> u32 {
+    1
+}
+
+fn main() {}

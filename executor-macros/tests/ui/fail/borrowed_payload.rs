@@ -1,0 +1,6 @@
+use executor_core::prelude::*;
+
+#[reliable_task(name = "greet")]
+async fn greet(_name: &str) {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use executor_core::prelude::*;
+
+#[reliable_task(name = "process_order")]
+async fn process_order(_ctx: TaskContext, _order_id: u64) {}
+
+fn main() {}

@@ -1,0 +1,15 @@
+use std::rc::Rc;
+
+use executor_core::prelude::*;
+
+async fn step() {}
+
+#[reliable_task(name = "count")]
+async fn count() {
+    // An `Rc` held across an await: the worker pool moves futures between threads.
+    let shared = Rc::new(1);
+    step().await;
+    let _ = shared;
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use executor_core::prelude::*;
+
+#[reliable_task(name = "process")]
+async fn process<T: Serialize>(_item: T) {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use executor_core::prelude::*;
+
+#[reliable_task(retry_limit = 3)]
+async fn send_notify() {}
+
+fn main() {}

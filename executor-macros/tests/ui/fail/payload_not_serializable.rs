@@ -1,0 +1,12 @@
+use executor_core::prelude::*;
+
+struct Order {
+    id: u64,
+}
+
+#[reliable_task(name = "process_order")]
+async fn process_order(order: Order) {
+    let _ = order.id;
+}
+
+fn main() {}

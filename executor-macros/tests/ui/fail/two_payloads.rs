@@ -1,0 +1,6 @@
+use executor_core::prelude::*;
+
+#[reliable_task(name = "transfer")]
+async fn transfer(_from: u64, _to: u64) {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use executor_core::prelude::*;
+
+#[reliable_task(name = "process_order", retries = 3)]
+async fn process_order() {}
+
+fn main() {}
