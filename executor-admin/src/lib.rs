@@ -1,1 +1,61 @@
-//! HTTP admin API, dashboard and Prometheus endpoint (in progress).
+//! Operating an `executor-core` executor over HTTP: a JSON admin API, a
+//! server-rendered dashboard, an OpenAPI document, and Prometheus metrics.
+//!
+//! One call gives the admin [`axum::Router`], generic over the storage,
+//! mountable under any prefix in your own service; another installs the
+//! Prometheus recorder and gives `/metrics`:
+//!
+//! ```
+//! use executor_core::{Executor, MemoryStorage};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let metrics = executor_admin::install_prometheus()?; // once per process, before the executor
+//! let executor = Executor::builder(MemoryStorage::new()).namespace("shop").build().await?;
+//! let app = axum::Router::new()
+//!     .nest("/admin", executor_admin::admin_router(&executor))
+//!     .merge(executor_admin::metrics_router(metrics));
+//! // axum::serve(listener, app).with_graceful_shutdown(...).await?;
+//! # let _ = app;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! | path (under the mount) | what |
+//! |---|---|
+//! | `GET /` | dashboard: counts, dead letter with requeue buttons, recent failures |
+//! | `GET /tasks/{id}` | a task's record |
+//! | `POST /api/tasks` | submit `{name, payload, id?, delay_ms?, idempotent?}` |
+//! | `GET /api/tasks?state=&cursor=&limit=` | a page of tasks in a state |
+//! | `GET /api/tasks/{id}` | a task |
+//! | `POST /api/tasks/{id}/cancel`, `/requeue` | cancel; requeue from the dead letter |
+//! | `POST /api/dead-letter/requeue?limit=` | requeue the dead letter in bounded batches |
+//! | `GET /api/counts`, `/api/info` | counts by state; namespace, leader, this worker |
+//! | `GET /openapi.json` | the OpenAPI document of all of the above |
+//!
+//! Errors are JSON [`ErrorBody`] `{code, message}` with the stable codes
+//! listed there. The store keeps no history of attempts: a task shows its
+//! attempt count and last error only.
+
+mod admin;
+mod api;
+mod dashboard;
+mod error;
+mod metrics;
+mod openapi;
+mod router;
+mod views;
+
+pub use admin::{Admin, DEFAULT_BODY_LIMIT};
+pub use error::{ApiError, ErrorBody};
+pub use metrics::{
+    LATENCY_BUCKETS, UPKEEP_INTERVAL, install_prometheus, install_prometheus_listener, metrics_router,
+    prometheus_builder,
+};
+pub use metrics_exporter_prometheus::{BuildError, PrometheusHandle};
+pub use openapi::ApiDoc;
+pub use router::{admin_router, admin_routes};
+pub use views::{
+    CancelResponse, CountsView, InfoView, LeaderView, PageView, RequeueAllResponse, RequeueFailure,
+    RequeueResponse, SubmitRequest, SubmitResponse, TaskView, WorkerView,
+};

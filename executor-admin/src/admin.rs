@@ -1,0 +1,95 @@
+//! [`Admin`]: what the routes act on, made from an executor or a client.
+
+use std::fmt;
+
+use executor_core::{Client, DEFAULT_MAX_PAYLOAD, Executor, Registry, Storage, TaskOptions, WorkerId};
+
+/// Largest JSON body the admin API reads before answering 413: the core's
+/// default payload limit plus room for the envelope (`name`, `id`, ...).
+pub const DEFAULT_BODY_LIMIT: usize = DEFAULT_MAX_PAYLOAD + 16 * 1024;
+
+/// The executor or client the admin routes act on, plus what the routes
+/// can say about this process. Build it with `From`: an [`Executor`] gives
+/// worker info (its id and handlers); a [`Client`] (a producer-only
+/// process) reports no worker.
+pub struct Admin<S> {
+    pub(crate) client: Client<S>,
+    pub(crate) worker: Option<WorkerInfo>,
+    pub(crate) registry: Option<Registry>,
+    pub(crate) body_limit: usize,
+}
+
+/// This process as a worker.
+#[derive(Clone, Debug)]
+pub(crate) struct WorkerInfo {
+    pub(crate) id: WorkerId,
+    pub(crate) handlers: Vec<String>,
+}
+
+impl<S> Clone for Admin<S> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            worker: self.worker.clone(),
+            registry: self.registry.clone(),
+            body_limit: self.body_limit,
+        }
+    }
+}
+
+impl<S> fmt::Debug for Admin<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Admin")
+            .field("client", &self.client)
+            .field("worker", &self.worker)
+            .field("body_limit", &self.body_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Storage> From<Executor<S>> for Admin<S> {
+    fn from(executor: Executor<S>) -> Self {
+        let registry = executor.registry().clone();
+        let handlers = registry.names().into_iter().map(str::to_owned).collect();
+        Self {
+            client: executor.client().clone(),
+            worker: Some(WorkerInfo { id: executor.worker_id().clone(), handlers }),
+            registry: Some(registry),
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+impl<S: Storage> From<&Executor<S>> for Admin<S> {
+    fn from(executor: &Executor<S>) -> Self {
+        Self::from(executor.clone())
+    }
+}
+
+impl<S: Storage> From<Client<S>> for Admin<S> {
+    fn from(client: Client<S>) -> Self {
+        // The client keeps its registry private; the handlers linked into
+        // this binary are the same inventory, read again for their defaults.
+        let registry = Registry::collect([]).ok();
+        Self { client, worker: None, registry, body_limit: DEFAULT_BODY_LIMIT }
+    }
+}
+
+impl<S: Storage> Admin<S> {
+    /// Sets the largest request body the API reads (default
+    /// [`DEFAULT_BODY_LIMIT`]); larger bodies get `413 payload_too_large`.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// The client the routes use.
+    pub fn client(&self) -> &Client<S> {
+        &self.client
+    }
+
+    /// The defaults of handler `name`, if this process knows it.
+    pub(crate) fn defaults(&self, name: &str) -> Option<TaskOptions> {
+        self.registry.as_ref()?.get(name).map(|h| h.default_options().clone())
+    }
+}

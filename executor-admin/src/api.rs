@@ -1,0 +1,252 @@
+//! The JSON admin API: submit, get, list, cancel, requeue, counts, info.
+//! Each handler carries its OpenAPI description (`#[utoipa::path]`).
+
+use std::time::Duration;
+
+use axum::{
+    Json,
+    extract::{
+        Path, Query, State,
+        rejection::{JsonRejection, QueryRejection},
+    },
+    http::StatusCode,
+};
+use executor_core::{
+    CancelOutcome, ListQuery, Storage, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState,
+};
+
+use crate::{
+    Admin, ApiError, ErrorBody,
+    views::{
+        CancelResponse, CountsView, InfoView, LeaderView, ListParams, PageView, RequeueAllParams,
+        RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse, TaskView,
+        WorkerView, counts_view,
+    },
+};
+
+/// Largest page of `GET /api/tasks` and the default size.
+pub(crate) const DEFAULT_PAGE: usize = 50;
+/// Default and most tasks one `POST /api/dead-letter/requeue` moves.
+pub(crate) const DEFAULT_REQUEUE_ALL: usize = 1_000;
+pub(crate) const MAX_REQUEUE_ALL: usize = 10_000;
+/// Tasks listed per store call while requeueing the dead letter.
+const REQUEUE_BATCH: usize = 100;
+
+type ApiResult<T> = Result<T, ApiError>;
+
+pub(crate) fn task_id(raw: &str) -> ApiResult<TaskId> {
+    TaskId::new(raw).map_err(ApiError::from)
+}
+
+/// Submit a task by handler name with a JSON payload.
+#[utoipa::path(post, path = "/api/tasks", tag = "tasks", request_body = SubmitRequest,
+    responses(
+        (status = 201, description = "Stored", body = SubmitResponse),
+        (status = 200, description = "Idempotent repeat: the existing task", body = SubmitResponse),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 409, description = "Duplicate id", body = ErrorBody),
+        (status = 413, description = "Body or payload too large", body = ErrorBody),
+        (status = 422, description = "Unknown task name, invalid id or option", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn submit<S: Storage>(
+    State(admin): State<Admin<S>>,
+    body: Result<Json<SubmitRequest>, JsonRejection>,
+) -> ApiResult<(StatusCode, Json<SubmitResponse>)> {
+    let Json(req) = body?;
+    let client = admin.client();
+    let plain = req.id.is_none() && req.delay_ms.is_none() && !req.idempotent;
+    let (id, outcome) = if plain {
+        (client.submit_json(&req.name, req.payload).await?, SubmitOutcome::Created)
+    } else {
+        let defaults = admin.defaults(&req.name).unwrap_or_default();
+        let mut builder = TaskBuilder::new(req.name, req.payload, defaults);
+        if let Some(id) = req.id {
+            builder = builder.id(id);
+        }
+        if let Some(ms) = req.delay_ms {
+            builder = builder.delay(Duration::from_millis(ms));
+        }
+        if req.idempotent {
+            builder = builder.idempotent();
+        }
+        let submitted = client.submit_new(builder.into_new_task()?).await?;
+        (submitted.id, submitted.outcome)
+    };
+    let (status, outcome) = match outcome {
+        SubmitOutcome::Existing => (StatusCode::OK, "existing"),
+        SubmitOutcome::Debounced => (StatusCode::OK, "debounced"),
+        SubmitOutcome::Created => (StatusCode::CREATED, "created"),
+    };
+    Ok((status, Json(SubmitResponse { id: id.into_string(), outcome: outcome.to_owned() })))
+}
+
+/// One task.
+#[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks",
+    params(("id" = String, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "The task", body = TaskView),
+        (status = 404, description = "No such task", body = ErrorBody),
+        (status = 422, description = "Not a valid id", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn get_task<S: Storage>(
+    State(admin): State<Admin<S>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<TaskView>> {
+    let id = task_id(&id)?;
+    match admin.client().status(&id).await? {
+        Some(record) => Ok(Json(record.into())),
+        None => Err(executor_core::Error::NotFound(id).into()),
+    }
+}
+
+/// One page of the tasks in a state.
+#[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(ListParams),
+    responses(
+        (status = 200, description = "A page; follow `next`", body = PageView),
+        (status = 422, description = "Bad state, page size or cursor", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn list<S: Storage>(
+    State(admin): State<Admin<S>>,
+    query: Result<Query<ListParams>, QueryRejection>,
+) -> ApiResult<Json<PageView>> {
+    let Query(q) = query?;
+    let state: TaskState = q.state.parse()?;
+    let page = admin
+        .client()
+        .list(ListQuery { state, cursor: q.cursor, limit: q.limit.unwrap_or(DEFAULT_PAGE) })
+        .await?;
+    Ok(Json(PageView { tasks: page.tasks.into_iter().map(TaskView::from).collect(), next: page.next }))
+}
+
+/// Cancel a waiting task, or ask a running one to stop.
+#[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks",
+    params(("id" = String, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "Cancelled or requested", body = CancelResponse),
+        (status = 404, description = "No such task", body = ErrorBody),
+        (status = 409, description = "Already finished", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn cancel<S: Storage>(
+    State(admin): State<Admin<S>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<CancelResponse>> {
+    let id = task_id(&id)?;
+    let outcome = match admin.client().cancel(&id).await? {
+        CancelOutcome::Cancelled => "cancelled",
+        CancelOutcome::Requested => "requested",
+    };
+    Ok(Json(CancelResponse { id: id.into_string(), outcome: outcome.to_owned() }))
+}
+
+/// Move a dead-lettered task back to `PENDING`, due now, attempts reset.
+#[utoipa::path(post, path = "/api/tasks/{id}/requeue", tag = "dead letter",
+    params(("id" = String, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "Requeued", body = RequeueResponse),
+        (status = 404, description = "No such task", body = ErrorBody),
+        (status = 409, description = "Not in the dead letter", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn requeue<S: Storage>(
+    State(admin): State<Admin<S>>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<RequeueResponse>> {
+    let id = task_id(&id)?;
+    admin.client().requeue(&id).await?;
+    Ok(Json(RequeueResponse { id: id.into_string(), state: TaskState::Pending.as_str().to_owned() }))
+}
+
+/// Requeue the dead letter (`FAILED`, `TIMEOUT`, `ERROR`), in batches, up
+/// to `limit` tasks per call.
+#[utoipa::path(post, path = "/api/dead-letter/requeue", tag = "dead letter", params(RequeueAllParams),
+    responses(
+        (status = 200, description = "What was requeued; call again while `more`", body = RequeueAllResponse),
+        (status = 422, description = "Bad limit", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn requeue_all<S: Storage>(
+    State(admin): State<Admin<S>>,
+    query: Result<Query<RequeueAllParams>, QueryRejection>,
+) -> ApiResult<Json<RequeueAllResponse>> {
+    let Query(q) = query?;
+    let limit = q.limit.unwrap_or(DEFAULT_REQUEUE_ALL);
+    if limit == 0 || limit > MAX_REQUEUE_ALL {
+        return Err(ApiError::invalid(format!("limit {limit} is outside 1..={MAX_REQUEUE_ALL}")));
+    }
+    Ok(Json(requeue_dead_letter(&admin, limit).await?))
+}
+
+/// Walks each dead-letter state page by page (the cursor stays valid while
+/// tasks leave the state) and requeues each task, up to `limit` in all.
+pub(crate) async fn requeue_dead_letter<S: Storage>(
+    admin: &Admin<S>,
+    limit: usize,
+) -> ApiResult<RequeueAllResponse> {
+    let client = admin.client();
+    let mut out = RequeueAllResponse { requeued: 0, errors: Vec::new(), more: false };
+    let mut budget = limit;
+    for state in TaskState::ALL.into_iter().filter(|s| s.is_dead_letter()) {
+        let mut cursor = None;
+        while budget > 0 {
+            let page = client.list(ListQuery { state, cursor, limit: budget.min(REQUEUE_BATCH) }).await?;
+            for task in page.tasks {
+                budget -= 1;
+                match client.requeue(&task.id).await {
+                    Ok(()) => out.requeued += 1,
+                    Err(e) if e.is_retryable() => return Err(e.into()),
+                    Err(e) => {
+                        let e = ApiError::from(e);
+                        out.errors.push(RequeueFailure {
+                            id: task.id.into_string(),
+                            code: e.body.code,
+                            message: e.body.message,
+                        });
+                    }
+                }
+            }
+            cursor = page.next;
+            if cursor.is_none() {
+                break;
+            }
+        }
+    }
+    if budget == 0 {
+        out.more = counts_view(&client.counts().await?).dead_letter > 0;
+    }
+    Ok(out)
+}
+
+/// Tasks by state.
+#[utoipa::path(get, path = "/api/counts", tag = "cluster",
+    responses(
+        (status = 200, description = "Counts", body = CountsView),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn counts<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult<Json<CountsView>> {
+    Ok(Json(counts_view(&admin.client().counts().await?)))
+}
+
+/// The namespace, its housekeeping leader, and this process as a worker.
+#[utoipa::path(get, path = "/api/info", tag = "cluster",
+    responses(
+        (status = 200, description = "Info", body = InfoView),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn info<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult<Json<InfoView>> {
+    Ok(Json(info_view(&admin).await?))
+}
+
+pub(crate) async fn info_view<S: Storage>(admin: &Admin<S>) -> ApiResult<InfoView> {
+    let client = admin.client();
+    let leader = client.storage().leader(client.namespace()).await?;
+    let worker = admin.worker.as_ref().map(|w| WorkerView {
+        id: w.id.as_str().to_owned(),
+        handlers: w.handlers.clone(),
+        is_leader: leader.as_ref().is_some_and(|l| l.worker == w.id),
+    });
+    Ok(InfoView { namespace: client.namespace().as_str().to_owned(), leader: leader.map(LeaderView::from), worker })
+}

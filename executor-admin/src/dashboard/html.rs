@@ -1,0 +1,138 @@
+//! Small HTML helpers: escaping, URL segments, times, the page frame.
+//! Every piece of user or store data goes through [`esc`] or [`segment`].
+
+use std::fmt::Write as _;
+
+use axum::http::Uri;
+use executor_core::Timestamp;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+/// Characters escaped in a path segment or query value: all but unreserved.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// Text escaped for HTML element content and quoted attribute values.
+pub(crate) fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` percent-encoded for one path segment or query value (then safe
+/// inside an HTML attribute as well).
+pub(crate) fn segment(text: &str) -> String {
+    utf8_percent_encode(text, SEGMENT).to_string()
+}
+
+/// The prefix the admin router is mounted under (`/admin`, or empty at
+/// the root), from the full request path and the path the router saw.
+pub(crate) fn base(original: &Uri, seen: &Uri) -> String {
+    let full = original.path();
+    let base = full.strip_suffix(seen.path()).unwrap_or(full);
+    base.trim_end_matches('/').to_owned()
+}
+
+/// An epoch-ms time as `2026-11-30 12:34:56 UTC`.
+pub(crate) fn time(t: Option<Timestamp>) -> String {
+    let Some(t) = t else { return "—".to_owned() };
+    let secs = t.as_millis() / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+// Howard Hinnant's days-to-civil algorithm, for days since 1970-01-01.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A whole page: title, navigation back to the overview, and `body`.
+pub(crate) fn page(title: &str, base: &str, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + 2048);
+    let home = if base.is_empty() { "/" } else { base };
+    let _ = write!(
+        out,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><style>{CSS}</style></head><body>\
+         <header><a class=\"brand\" href=\"{home}\">Reliable Executor</a>\
+         <a href=\"{base}/openapi.json\">OpenAPI</a></header><main>{body}</main></body></html>",
+        title = esc(title),
+        home = esc(home),
+        base = esc(base),
+    );
+    out
+}
+
+const CSS: &str = "\
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}\
+header{background:#24292f;padding:10px 24px;display:flex;gap:20px;align-items:center}\
+header a{color:#d0d7de;text-decoration:none}header a.brand{color:#fff;font-weight:600;font-size:16px}\
+main{padding:16px 24px;max-width:1200px}h1{font-size:20px;margin:8px 0}h2{font-size:16px;margin:24px 0 8px}\
+.meta{color:#57606a;margin-bottom:12px}\
+.cards{display:flex;flex-wrap:wrap;gap:10px}.card{background:#fff;border:1px solid #d0d7de;border-radius:6px;\
+padding:8px 14px;min-width:92px}.card .n{font-size:22px;font-weight:600}.card .s{color:#57606a;font-size:12px}\
+.card.dead .n{color:#cf222e}.card.ok .n{color:#1a7f37}\
+table{border-collapse:collapse;width:100%;background:#fff;border:1px solid #d0d7de}\
+th,td{text-align:left;padding:6px 10px;border-bottom:1px solid #eaeef2;vertical-align:top}\
+th{background:#f6f8fa;font-weight:600;font-size:12px;color:#57606a}\
+td.err{color:#cf222e;font-family:ui-monospace,monospace;font-size:12px;max-width:480px;word-break:break-word}\
+td.id{font-family:ui-monospace,monospace;font-size:12px}\
+.state{font-size:11px;font-weight:600;padding:1px 6px;border-radius:10px;background:#eaeef2}\
+.state.FAILED,.state.TIMEOUT,.state.ERROR{background:#ffebe9;color:#cf222e}\
+.state.COMPLETED{background:#dafbe1;color:#1a7f37}.state.RUNNING{background:#ddf4ff;color:#0969da}\
+button{font:inherit;font-size:12px;padding:3px 10px;border:1px solid #d0d7de;border-radius:6px;background:#f6f8fa;\
+cursor:pointer}button.primary{background:#1f883d;color:#fff;border-color:#1a7f37}\
+button.danger{color:#cf222e}form{display:inline;margin:0}\
+.notice{background:#ddf4ff;border:1px solid #54aeff;border-radius:6px;padding:8px 12px;margin:8px 0}\
+.notice.bad{background:#ffebe9;border-color:#ff8182}\
+pre{background:#fff;border:1px solid #d0d7de;padding:10px;overflow:auto}.empty{color:#57606a;padding:8px 0}\
+dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;background:#fff;border:1px solid #d0d7de;\
+padding:12px}dt{color:#57606a}dd{margin:0}";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(esc(r#"<script>alert('x')</script> & "q""#),
+            "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;q&quot;");
+        assert_eq!(segment("a/b c?d"), "a%2Fb%20c%3Fd");
+    }
+
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(time(Some(Timestamp::from_millis(0))), "1970-01-01 00:00:00 UTC");
+        assert_eq!(time(Some(Timestamp::from_millis(1_798_761_599_000))), "2026-12-31 23:59:59 UTC");
+        assert_eq!(time(None), "—");
+    }
+
+    #[test]
+    fn finds_the_mount_prefix() -> Result<(), axum::http::uri::InvalidUri> {
+        let b = |full: &str, seen: &str| -> Result<String, axum::http::uri::InvalidUri> {
+            Ok(base(&full.parse()?, &seen.parse()?))
+        };
+        assert_eq!(b("/admin/tasks/x", "/tasks/x")?, "/admin");
+        assert_eq!(b("/admin", "/")?, "/admin");
+        assert_eq!(b("/", "/")?, "");
+        Ok(())
+    }
+}

@@ -1,0 +1,330 @@
+//! The dashboard: server-rendered HTML pages, no build step, no script.
+//! Buttons are plain forms that POST and redirect back (303).
+
+mod html;
+
+use std::fmt::Write as _;
+
+use axum::{
+    extract::{OriginalUri, Path, Query, State},
+    http::Uri,
+    response::{Html, IntoResponse, Redirect, Response},
+};
+use executor_core::{ListQuery, Storage, TaskRecord, TaskState, Timestamp};
+use serde::Deserialize;
+
+use crate::{Admin, ApiError, api};
+use html::{esc, page, segment, time};
+
+/// Tasks read per state for the overview's tables.
+const SCAN: usize = 200;
+/// Rows shown per table.
+const ROWS: usize = 50;
+
+/// An HTML error page with the API's status and code.
+pub(crate) struct HtmlError(ApiError);
+
+impl From<ApiError> for HtmlError {
+    fn from(e: ApiError) -> Self {
+        Self(e)
+    }
+}
+
+impl From<executor_core::Error> for HtmlError {
+    fn from(e: executor_core::Error) -> Self {
+        Self(e.into())
+    }
+}
+
+impl IntoResponse for HtmlError {
+    fn into_response(self) -> Response {
+        let body = format!(
+            "<h1>{} {}</h1><div class=\"notice bad\">{}</div>",
+            self.0.status.as_u16(),
+            esc(&self.0.body.code),
+            esc(&self.0.body.message)
+        );
+        (self.0.status, Html(page("Error", "", &body))).into_response()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Notice {
+    notice: Option<String>,
+    bad: Option<String>,
+}
+
+/// `GET /`: counts, the dead letter with requeue buttons, recent failures.
+#[utoipa::path(get, path = "/", tag = "dashboard",
+    params(("notice" = Option<String>, Query, description = "Message shown on top (set by redirects)")),
+    responses((status = 200, description = "Dashboard page", content_type = "text/html", body = String)))]
+pub(crate) async fn overview<S: Storage>(
+    State(admin): State<Admin<S>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+    Query(notice): Query<Notice>,
+) -> Result<Html<String>, HtmlError> {
+    let base = html::base(&original, &uri);
+    let client = admin.client();
+    let counts = client.counts().await?;
+    let info = api::info_view(&admin).await?;
+
+    let mut dead = Vec::new();
+    let mut failures = Vec::new();
+    for state in [TaskState::Pending, TaskState::Running, TaskState::Failed, TaskState::Timeout, TaskState::Error] {
+        let page = client.list(ListQuery::new(state, SCAN)).await?;
+        for task in page.tasks {
+            if task.last_error.is_some() {
+                failures.push(task.clone());
+            }
+            if state.is_dead_letter() {
+                dead.push(task);
+            }
+        }
+    }
+    let latest = |t: &TaskRecord| t.finished_at.or(t.started_at).unwrap_or(t.created_at);
+    dead.sort_by_key(|t| std::cmp::Reverse(latest(t)));
+    failures.sort_by_key(|t| std::cmp::Reverse(latest(t)));
+
+    let mut b = String::new();
+    let _ = write!(b, "<h1>Namespace <code>{}</code></h1><div class=\"meta\">", esc(&info.namespace));
+    match &info.leader {
+        Some(l) => {
+            let _ = write!(b, "Leader: <code>{}</code> (term {})", esc(&l.worker), l.token);
+        }
+        None => b.push_str("<strong>No leader</strong>: expired leases are not being recovered"),
+    }
+    if let Some(w) = &info.worker {
+        let _ = write!(b, " · This worker: <code>{}</code> · Handlers: {}", esc(&w.id), esc(&w.handlers.join(", ")));
+    }
+    b.push_str("</div>");
+    if let Some(text) = &notice.notice {
+        let _ = write!(b, "<div class=\"notice\" id=\"notice\">{}</div>", esc(text));
+    }
+    if let Some(text) = &notice.bad {
+        let _ = write!(b, "<div class=\"notice bad\" id=\"notice\">{}</div>", esc(text));
+    }
+
+    b.push_str("<div class=\"cards\" id=\"counts\">");
+    for state in TaskState::ALL {
+        let class = if state.is_dead_letter() {
+            "card dead"
+        } else if state == TaskState::Completed {
+            "card ok"
+        } else {
+            "card"
+        };
+        let _ = write!(
+            b,
+            "<div class=\"{class}\" data-state=\"{s}\"><div class=\"n\">{n}</div><div class=\"s\">{s}</div></div>",
+            s = state.as_str(),
+            n = counts.get(state)
+        );
+    }
+    b.push_str("</div>");
+
+    let total_dead: u64 = TaskState::ALL.iter().filter(|s| s.is_dead_letter()).map(|s| counts.get(*s)).sum();
+    let _ = write!(b, "<h2>Dead letter ({total_dead})");
+    if total_dead > 0 {
+        let _ = write!(
+            b,
+            " <form method=\"post\" action=\"{}/dead-letter/requeue\"><button class=\"primary\" \
+             id=\"requeue-all\">Requeue all</button></form>",
+            esc(&base)
+        );
+    }
+    b.push_str("</h2>");
+    if dead.is_empty() {
+        b.push_str("<div class=\"empty\" id=\"dead-letter\">The dead letter is empty.</div>");
+    } else {
+        b.push_str(
+            "<table id=\"dead-letter\"><tr><th>Task</th><th>Name</th><th>State</th><th>Attempts</th>\
+             <th>Finished</th><th>Last error</th><th></th></tr>",
+        );
+        for t in dead.iter().take(ROWS) {
+            let id = segment(t.id.as_str());
+            let _ = write!(
+                b,
+                "<tr data-task=\"{eid}\"><td class=\"id\"><a href=\"{base}/tasks/{id}\">{eid}</a></td><td>{name}</td>\
+                 <td><span class=\"state {st}\">{st}</span></td><td>{a}/{m}</td><td>{fin}</td>\
+                 <td class=\"err\">{err}</td><td><form method=\"post\" action=\"{base}/tasks/{id}/requeue\">\
+                 <button class=\"primary\" data-requeue=\"{eid}\">Requeue</button></form></td></tr>",
+                eid = esc(t.id.as_str()),
+                base = esc(&base),
+                name = esc(&t.name),
+                st = t.state.as_str(),
+                a = t.attempts,
+                m = t.max_attempts,
+                fin = time(t.finished_at),
+                err = esc(t.last_error.as_deref().unwrap_or("")),
+            );
+        }
+        b.push_str("</table>");
+    }
+
+    b.push_str("<h2>Recent failures</h2>");
+    if failures.is_empty() {
+        b.push_str("<div class=\"empty\">No failed attempts among waiting, running or dead-lettered tasks.</div>");
+    } else {
+        b.push_str(
+            "<table id=\"failures\"><tr><th>Task</th><th>Name</th><th>State</th><th>Attempts</th>\
+             <th>Last attempt</th><th>Last error</th></tr>",
+        );
+        for t in failures.iter().take(ROWS) {
+            let _ = write!(
+                b,
+                "<tr><td class=\"id\"><a href=\"{base}/tasks/{id}\">{eid}</a></td><td>{name}</td>\
+                 <td><span class=\"state {st}\">{st}</span></td><td>{a}/{m}</td><td>{at}</td>\
+                 <td class=\"err\">{err}</td></tr>",
+                base = esc(&base),
+                id = segment(t.id.as_str()),
+                eid = esc(t.id.as_str()),
+                name = esc(&t.name),
+                st = t.state.as_str(),
+                a = t.attempts,
+                m = t.max_attempts,
+                at = time(t.started_at),
+                err = esc(t.last_error.as_deref().unwrap_or("")),
+            );
+        }
+        b.push_str("</table>");
+    }
+    let _ = write!(b, "<p class=\"meta\">Rendered {}.</p>", time(Some(Timestamp::now_system())));
+    Ok(Html(page("Reliable Executor", &base, &b)))
+}
+
+/// `GET /tasks/{id}`: every field of the record.
+#[utoipa::path(get, path = "/tasks/{id}", tag = "dashboard",
+    params(("id" = String, Path, description = "Task id")),
+    responses(
+        (status = 200, description = "Task page", content_type = "text/html", body = String),
+        (status = 404, description = "No such task", content_type = "text/html", body = String),
+    ))]
+pub(crate) async fn task<S: Storage>(
+    State(admin): State<Admin<S>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Result<Html<String>, HtmlError> {
+    let base = html::base(&original, &uri);
+    let id = api::task_id(&id)?;
+    let t = admin.client().status(&id).await?.ok_or_else(|| executor_core::Error::NotFound(id.clone()))?;
+    let payload = serde_json::from_slice::<serde_json::Value>(&t.payload)
+        .ok()
+        .and_then(|v| serde_json::to_string_pretty(&v).ok())
+        .unwrap_or_else(|| String::from_utf8_lossy(&t.payload).into_owned());
+    let eid = esc(t.id.as_str());
+    let action = format!("{}/tasks/{}", esc(&base), segment(t.id.as_str()));
+    let mut b = String::new();
+    let _ = write!(b, "<h1>Task <code>{eid}</code> <span class=\"state {s}\">{s}</span></h1>", s = t.state.as_str());
+    if t.state.is_dead_letter() {
+        let _ = write!(
+            b,
+            "<form method=\"post\" action=\"{action}/requeue\"><button class=\"primary\" data-requeue=\"{eid}\">\
+             Requeue</button></form> "
+        );
+    }
+    if t.state.is_waiting() || t.state == TaskState::Running {
+        let _ = write!(
+            b,
+            "<form method=\"post\" action=\"{action}/cancel\"><button class=\"danger\">Cancel</button></form>"
+        );
+    }
+    let opt = |v: Option<&str>| v.map_or_else(|| "—".to_owned(), esc);
+    let rows: [(&str, String); 16] = [
+        ("Name", esc(&t.name)),
+        ("State", t.state.as_str().to_owned()),
+        ("Attempts", format!("{} of {}", t.attempts, t.max_attempts)),
+        ("Last error", opt(t.last_error.as_deref())),
+        ("Created", time(Some(t.created_at))),
+        ("Due", time(Some(t.due_at))),
+        ("Last attempt started", time(t.started_at)),
+        ("Finished", time(t.finished_at)),
+        ("Deadline (max_duration)", time(t.deadline)),
+        ("Attempt timeout", t.timeout.map_or_else(|| "—".to_owned(), |d| format!("{d:?}"))),
+        ("Worker (lease holder)", opt(t.worker.as_ref().map(|w| w.as_str()))),
+        ("Lease until", time(t.lease_until)),
+        ("Fence", t.fence.to_string()),
+        ("Cancel requested", t.cancel_requested.to_string()),
+        ("Debounce key", opt(t.debounce_key.as_deref())),
+        ("Retry policy", t.retry.as_ref().map_or_else(|| "handler default".to_owned(), |r| esc(&format!("{r:?}")))),
+    ];
+    b.push_str("<h2>Record</h2><dl id=\"record\">");
+    for (k, v) in rows {
+        let _ = write!(b, "<dt>{k}</dt><dd>{v}</dd>");
+    }
+    b.push_str("</dl>");
+    b.push_str(
+        "<p class=\"meta\">The store keeps the latest attempt only: the attempt count, when the last one \
+         started, and the last error. Earlier attempts' errors are in the logs and the \
+         <code>on_retry_scheduled</code> listener.</p>",
+    );
+    let _ = write!(b, "<h2>Payload</h2><pre id=\"payload\">{}</pre>", esc(&payload));
+    Ok(Html(page(&format!("Task {}", t.id.as_str()), &base, &b)))
+}
+
+fn back(base: &str, notice: Result<String, String>) -> Redirect {
+    let (key, text) = match notice {
+        Ok(text) => ("notice", text),
+        Err(text) => ("bad", text),
+    };
+    let home = if base.is_empty() { "/" } else { base };
+    Redirect::to(&format!("{home}?{key}={}", segment(&text)))
+}
+
+/// `POST /tasks/{id}/requeue` (form): requeue, then back to the overview.
+#[utoipa::path(post, path = "/tasks/{id}/requeue", tag = "dashboard",
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 303, description = "Back to the dashboard with a notice")))]
+pub(crate) async fn requeue<S: Storage>(
+    State(admin): State<Admin<S>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Redirect {
+    let base = html::base(&original, &uri);
+    let result = match api::task_id(&id) {
+        Ok(task) => admin.client().requeue(&task).await.map_err(ApiError::from),
+        Err(e) => Err(e),
+    };
+    back(&base, result.map(|()| format!("Requeued {id}.")).map_err(|e| e.body.message))
+}
+
+/// `POST /tasks/{id}/cancel` (form): cancel, then back to the overview.
+#[utoipa::path(post, path = "/tasks/{id}/cancel", tag = "dashboard",
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 303, description = "Back to the dashboard with a notice")))]
+pub(crate) async fn cancel<S: Storage>(
+    State(admin): State<Admin<S>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+    Path(id): Path<String>,
+) -> Redirect {
+    let base = html::base(&original, &uri);
+    let result = match api::task_id(&id) {
+        Ok(task) => admin.client().cancel(&task).await.map_err(ApiError::from),
+        Err(e) => Err(e),
+    };
+    back(&base, result.map(|o| format!("Cancel of {id}: {o:?}.")).map_err(|e| e.body.message))
+}
+
+/// `POST /dead-letter/requeue` (form): requeue the dead letter (bounded).
+#[utoipa::path(post, path = "/dead-letter/requeue", tag = "dashboard",
+    responses((status = 303, description = "Back to the dashboard with a notice")))]
+pub(crate) async fn requeue_all<S: Storage>(
+    State(admin): State<Admin<S>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+) -> Redirect {
+    let base = html::base(&original, &uri);
+    let result = api::requeue_dead_letter(&admin, api::DEFAULT_REQUEUE_ALL).await;
+    back(
+        &base,
+        result
+            .map(|r| {
+                let more = if r.more { " More remain: press again." } else { "" };
+                format!("Requeued {} tasks, {} skipped.{more}", r.requeued, r.errors.len())
+            })
+            .map_err(|e| e.body.message),
+    )
+}

@@ -1,0 +1,64 @@
+//! The OpenAPI document, generated from the handlers' `#[utoipa::path]`
+//! attributes and the views' schemas, and the route that serves it.
+
+use axum::Json;
+use utoipa::OpenApi;
+
+use crate::{ErrorBody, api, dashboard, views};
+
+/// The admin router's OpenAPI 3.1 document. Paths are relative to where
+/// the router is mounted.
+#[derive(Debug, OpenApi)]
+#[openapi(
+    info(
+        title = "Reliable Executor admin API",
+        description = "Submit, inspect, cancel and requeue tasks; counts and leadership. \
+                       Errors are JSON `{code, message}` with stable codes."
+    ),
+    paths(
+        api::submit,
+        api::list,
+        api::get_task,
+        api::cancel,
+        api::requeue,
+        api::requeue_all,
+        api::counts,
+        api::info,
+        openapi_json,
+        dashboard::overview,
+        dashboard::task,
+        dashboard::requeue,
+        dashboard::cancel,
+        dashboard::requeue_all,
+    ),
+    components(schemas(
+        ErrorBody,
+        views::SubmitRequest,
+        views::SubmitResponse,
+        views::TaskView,
+        views::PageView,
+        views::CountsView,
+        views::CancelResponse,
+        views::RequeueResponse,
+        views::RequeueAllResponse,
+        views::RequeueFailure,
+        views::InfoView,
+        views::LeaderView,
+        views::WorkerView,
+    )),
+    tags(
+        (name = "tasks", description = "Submit and inspect tasks"),
+        (name = "dead letter", description = "FAILED, TIMEOUT and ERROR tasks: requeue them"),
+        (name = "cluster", description = "Counts and leadership"),
+        (name = "dashboard", description = "HTML pages and their forms"),
+        (name = "meta", description = "This document"),
+    )
+)]
+pub struct ApiDoc;
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "meta",
+    responses((status = 200, description = "OpenAPI 3.1 document", body = Object)))]
+pub(crate) async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

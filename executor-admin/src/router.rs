@@ -1,0 +1,91 @@
+//! The admin router: every route registered once, in a table the OpenAPI
+//! test compares with the document.
+
+use axum::{
+    Router,
+    extract::DefaultBodyLimit,
+    handler::Handler,
+    http::StatusCode,
+    routing::{MethodFilter, on},
+};
+use executor_core::{MemoryStorage, Storage};
+
+use crate::{Admin, ApiError, api, dashboard, openapi};
+
+struct Routes<S> {
+    router: Router<Admin<S>>,
+    table: Vec<(&'static str, &'static str)>,
+}
+
+impl<S: Storage> Routes<S> {
+    fn add<H, T>(mut self, method: &'static str, path: &'static str, handler: H) -> Self
+    where
+        H: Handler<T, Admin<S>>,
+        T: 'static,
+    {
+        let filter = if method == "POST" { MethodFilter::POST } else { MethodFilter::GET };
+        self.router = self.router.route(path, on(filter, handler));
+        self.table.push((method, path));
+        self
+    }
+}
+
+fn routes<S: Storage>() -> Routes<S> {
+    Routes { router: Router::new(), table: Vec::new() }
+        .add("POST", "/api/tasks", api::submit::<S>)
+        .add("GET", "/api/tasks", api::list::<S>)
+        .add("GET", "/api/tasks/{id}", api::get_task::<S>)
+        .add("POST", "/api/tasks/{id}/cancel", api::cancel::<S>)
+        .add("POST", "/api/tasks/{id}/requeue", api::requeue::<S>)
+        .add("POST", "/api/dead-letter/requeue", api::requeue_all::<S>)
+        .add("GET", "/api/counts", api::counts::<S>)
+        .add("GET", "/api/info", api::info::<S>)
+        .add("GET", "/openapi.json", openapi::openapi_json)
+        .add("GET", "/", dashboard::overview::<S>)
+        .add("GET", "/tasks/{id}", dashboard::task::<S>)
+        .add("POST", "/tasks/{id}/requeue", dashboard::requeue::<S>)
+        .add("POST", "/tasks/{id}/cancel", dashboard::cancel::<S>)
+        .add("POST", "/dead-letter/requeue", dashboard::requeue_all::<S>)
+}
+
+/// The `(method, path)` of every route [`admin_router`] serves, paths
+/// relative to where it is mounted. The OpenAPI document lists the same.
+pub fn admin_routes() -> Vec<(&'static str, &'static str)> {
+    routes::<MemoryStorage>().table
+}
+
+/// The admin API (`/api/...`), the dashboard (`/`, `/tasks/{id}`) and the
+/// OpenAPI document (`/openapi.json`) for an [`executor_core::Executor`] or a
+/// [`executor_core::Client`]. Mount it under any prefix with
+/// [`Router::nest`]; put your authentication in front of it (it has none,
+/// and its forms change state).
+///
+/// ```
+/// use executor_core::{Executor, MemoryStorage};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), executor_core::Error> {
+/// let executor = Executor::builder(MemoryStorage::new()).build().await?;
+/// let app: axum::Router = axum::Router::new().nest("/admin", executor_admin::admin_router(&executor));
+/// # let _ = app;
+/// # Ok(())
+/// # }
+/// ```
+pub fn admin_router<S: Storage>(admin: impl Into<Admin<S>>) -> Router {
+    let admin = admin.into();
+    let limit = admin.body_limit;
+    routes::<S>()
+        .router
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(admin)
+}
+
+async fn no_route() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no_route", "no admin route has this path; see /openapi.json")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take this method")
+}

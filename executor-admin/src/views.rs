@@ -1,0 +1,236 @@
+//! The JSON shapes of the admin API (requests and answers), with their
+//! OpenAPI schemas.
+
+use std::collections::BTreeMap;
+
+use executor_core::{Leadership, TaskRecord, TaskState};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+/// `POST /api/tasks`: submit a task by name.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitRequest {
+    /// Handler name, as in `#[reliable_task(name = ...)]`.
+    pub name: String,
+    /// The handler's parameter as JSON (`null` for a handler without one).
+    #[serde(default)]
+    pub payload: serde_json::Value,
+    /// A business id; generated (UUID v7) when absent.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Due after this many milliseconds instead of at once.
+    #[serde(default)]
+    pub delay_ms: Option<u64>,
+    /// A duplicate `id` returns the existing task instead of `409 duplicate_id`.
+    #[serde(default)]
+    pub idempotent: bool,
+}
+
+/// Answer to a submit.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct SubmitResponse {
+    /// The task's id.
+    pub id: String,
+    /// `created`, or `existing` for an idempotent repeat.
+    pub outcome: String,
+}
+
+/// A task as the API shows it. Times are epoch milliseconds of the store's
+/// clock. The store keeps no history of past attempts: `attempts` counts
+/// them and `last_error` is the most recent failure.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct TaskView {
+    /// The id.
+    pub id: String,
+    /// Handler name.
+    pub name: String,
+    /// `CREATED`, `PENDING`, `RUNNING`, `COMPLETED`, `FAILED`, `TIMEOUT`, `ERROR` or `CANCELLED`.
+    pub state: String,
+    /// Whether the task is in the dead letter (`FAILED`, `TIMEOUT`, `ERROR`).
+    pub dead_letter: bool,
+    /// The payload: its JSON, or a string when it is not JSON.
+    pub payload: serde_json::Value,
+    /// Attempts started so far (including a running one).
+    pub attempts: u32,
+    /// Attempts allowed in all.
+    pub max_attempts: u32,
+    /// Lease fence: grows with every claim and reap.
+    pub fence: u64,
+    /// Submitted at.
+    pub created_at: u64,
+    /// May next start at.
+    pub due_at: u64,
+    /// Current or last attempt started at.
+    pub started_at: Option<u64>,
+    /// Reached a terminal state at.
+    pub finished_at: Option<u64>,
+    /// Ends `TIMEOUT` past this (`created_at + max_duration`).
+    pub deadline: Option<u64>,
+    /// Per-attempt timeout in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Reason of the last failure.
+    pub last_error: Option<String>,
+    /// Worker holding the lease while `RUNNING`.
+    pub worker: Option<String>,
+    /// Lease expiry while `RUNNING`.
+    pub lease_until: Option<u64>,
+    /// A cancel was asked while it ran.
+    pub cancel_requested: bool,
+    /// Debounce key, if submitted with one.
+    pub debounce_key: Option<String>,
+}
+
+impl From<TaskRecord> for TaskView {
+    fn from(t: TaskRecord) -> Self {
+        let payload = serde_json::from_slice(&t.payload)
+            .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(&t.payload).into_owned()));
+        Self {
+            id: t.id.into_string(),
+            name: t.name,
+            state: t.state.as_str().to_owned(),
+            dead_letter: t.state.is_dead_letter(),
+            payload,
+            attempts: t.attempts,
+            max_attempts: t.max_attempts,
+            fence: t.fence,
+            created_at: t.created_at.as_millis(),
+            due_at: t.due_at.as_millis(),
+            started_at: t.started_at.map(|t| t.as_millis()),
+            finished_at: t.finished_at.map(|t| t.as_millis()),
+            deadline: t.deadline.map(|t| t.as_millis()),
+            timeout_ms: t.timeout.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            last_error: t.last_error,
+            worker: t.worker.map(|w| w.as_str().to_owned()),
+            lease_until: t.lease_until.map(|t| t.as_millis()),
+            cancel_requested: t.cancel_requested,
+            debounce_key: t.debounce_key,
+        }
+    }
+}
+
+/// `GET /api/tasks` query.
+#[derive(Clone, Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ListParams {
+    /// The state to list (case-insensitive).
+    pub(crate) state: String,
+    /// `next` of the previous page.
+    pub(crate) cursor: Option<String>,
+    /// Page size, 1 to 1000 (default 50).
+    pub(crate) limit: Option<usize>,
+}
+
+/// One page of tasks.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct PageView {
+    /// The tasks.
+    pub tasks: Vec<TaskView>,
+    /// Pass as `cursor` for the next page; `null` on the last.
+    pub next: Option<String>,
+}
+
+/// Counts of tasks by state.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct CountsView {
+    /// Every state, zeros included.
+    pub counts: BTreeMap<String, u64>,
+    /// `FAILED + TIMEOUT + ERROR`.
+    pub dead_letter: u64,
+    /// All tasks.
+    pub total: u64,
+}
+
+/// Answer to a cancel.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct CancelResponse {
+    /// The task.
+    pub id: String,
+    /// `cancelled` (it was waiting) or `requested` (it runs; its worker is told).
+    pub outcome: String,
+}
+
+/// Answer to a requeue of one task.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct RequeueResponse {
+    /// The task.
+    pub id: String,
+    /// Always `PENDING`, due now.
+    pub state: String,
+}
+
+/// `POST /api/dead-letter/requeue` query.
+#[derive(Clone, Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct RequeueAllParams {
+    /// Requeue at most this many (default 1000, at most 10000); call again
+    /// while `more` is true.
+    pub(crate) limit: Option<usize>,
+}
+
+/// Answer to a requeue of the dead letter.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct RequeueAllResponse {
+    /// Tasks moved back to `PENDING`.
+    pub requeued: u64,
+    /// Tasks that could not be requeued (e.g. trimmed meanwhile), with why.
+    pub errors: Vec<RequeueFailure>,
+    /// The limit was reached before the dead letter was empty.
+    pub more: bool,
+}
+
+/// One task a bulk requeue skipped.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct RequeueFailure {
+    /// The task.
+    pub id: String,
+    /// The error code, as in [`crate::ErrorBody`].
+    pub code: String,
+    /// Why.
+    pub message: String,
+}
+
+/// Who leads and who is asking.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct InfoView {
+    /// The namespace.
+    pub namespace: String,
+    /// The current leader of housekeeping, if any.
+    pub leader: Option<LeaderView>,
+    /// This process as a worker; `null` for a producer-only client.
+    pub worker: Option<WorkerView>,
+}
+
+/// A term of leadership.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct LeaderView {
+    /// The leading worker.
+    pub worker: String,
+    /// Fencing token of the term.
+    pub token: u64,
+    /// Term ends at (epoch ms) unless renewed.
+    pub until: u64,
+}
+
+impl From<Leadership> for LeaderView {
+    fn from(l: Leadership) -> Self {
+        Self { worker: l.worker.as_str().to_owned(), token: l.token, until: l.until.as_millis() }
+    }
+}
+
+/// This process as a worker.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct WorkerView {
+    /// Its worker id (the owner of its leases).
+    pub id: String,
+    /// The handler names it runs.
+    pub handlers: Vec<String>,
+    /// Whether it is the leader now.
+    pub is_leader: bool,
+}
+
+pub(crate) fn counts_view(counts: &executor_core::StateCounts) -> CountsView {
+    let map = TaskState::ALL.iter().map(|s| (s.as_str().to_owned(), counts.get(*s))).collect();
+    let dead_letter = TaskState::ALL.iter().filter(|s| s.is_dead_letter()).map(|s| counts.get(*s)).sum();
+    CountsView { counts: map, dead_letter, total: counts.total() }
+}
