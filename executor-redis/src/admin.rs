@@ -46,7 +46,7 @@ impl RedisStorage {
 
     pub(crate) async fn get_task(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
         let key = self.keys(ns, self.inner.layout.partition_of(id)).task(id.as_str());
-        let client = self.inner.pool.next().with_options(&self.inner.options);
+        let client = self.client()?.with_options(&self.inner.options);
         let values = array(client.hmget::<Value, _, _>(key, FIELDS.to_vec()).await.map_err(storage)?)?;
         if values.iter().all(|v| matches!(v, Value::Null)) {
             return Ok(None);
@@ -57,7 +57,7 @@ impl RedisStorage {
     pub(crate) async fn count_states(&self, ns: &Namespace) -> Result<StateCounts> {
         let mut totals = std::collections::BTreeMap::<TaskState, i64>::new();
         for p in 0..self.partitions() {
-            let client = self.inner.pool.next().with_options(&self.inner.options);
+            let client = self.client()?.with_options(&self.inner.options);
             let pairs: std::collections::HashMap<String, String> =
                 client.hgetall(self.keys(ns, p).counts()).await.map_err(storage)?;
             for (state, n) in pairs {

@@ -20,6 +20,11 @@ pub(crate) fn storage(e: RedisError) -> Error {
         | ErrorKind::Routing => true,
         _ => RETRYABLE_REPLIES.iter().any(|r| e.details().starts_with(r)),
     };
+    if *e.kind() == ErrorKind::Timeout {
+        let reason =
+            format!("Redis did not answer within the command timeout (is it down or overloaded?): {e}");
+        return Error::storage(reason, true);
+    }
     Error::storage(e, retryable)
 }
 

@@ -13,7 +13,8 @@ use std::{
 
 use executor_core::{Namespace, Result};
 use fred::{
-    clients::Pool,
+    clients::{Client, Pool},
+    interfaces::ClientLike,
     interfaces::SortedSetsInterface,
     types::{Builder, Value, config::Options},
 };
@@ -158,9 +159,24 @@ impl RedisStorage {
         Value::from(if self.inner.layout.inline_wake { "1" } else { "0" })
     }
 
+    /// The next connected client of the pool. While none is connected (Redis
+    /// is down, fred is reconnecting) calls fail at once with a retryable
+    /// error instead of waiting for the command timeout.
+    pub(crate) fn client(&self) -> Result<&Client> {
+        let client = self.inner.pool.next_connected();
+        if client.is_connected() {
+            Ok(client)
+        } else {
+            Err(executor_core::Error::storage(
+                "not connected to Redis (it is down or unreachable; reconnecting in the background)",
+                true,
+            ))
+        }
+    }
+
     /// Runs a script on the next pooled connection.
     pub(crate) async fn run(&self, lua: &Lua, keys: Vec<String>, args: Vec<Value>) -> Result<Value> {
-        lua.run(self.inner.pool.next(), &self.inner.options, keys, args).await
+        lua.run(self.client()?, &self.inner.options, keys, args).await
     }
 
     /// Runs a state-change script of partition `p`: the seven keys, then the
@@ -180,7 +196,7 @@ impl RedisStorage {
         if self.inner.layout.inline_wake {
             return Ok(());
         }
-        let client = self.inner.pool.next();
+        let client = self.client()?;
         let _: Value = fred::interfaces::ClientLike::with_options(client, &self.inner.options)
             .zadd(self.inner.layout.wake(ns), None, None, false, false, (0.0, "w"))
             .await

@@ -1,5 +1,5 @@
 //! Namespaces split into 3 partitions (separate hash tags) on the standalone
-//! Redis of `REDIS_URL`: the conformance suite, less two checks whose rule
+//! Redis of `REDIS_URL`: the conformance suite, less three checks whose rule
 //! is per partition by design (see docs/redis.md, Partitions), plus checks
 //! of rotation and of debounce within a partition.
 
@@ -17,15 +17,15 @@ async fn fresh() -> (RedisStorage, Namespace) {
 }
 
 // Not run here: `claim_orders_by_due_and_respects_limit` (earliest due first
-// holds within a partition, not across) and
-// `debounce_moves_due_and_replaces_payload` (it debounces two different ids
-// under one key, which coalesce only when they share a partition).
+// holds within a partition, not across), and
+// `debounce_moves_due_and_replaces_payload` and
+// `debounce_max_wait_caps_postponement` (they debounce two different ids
+// under one key, which coalesce only when the ids share a partition).
 executor_core::__storage_conformance_tests! {
     fresh, common::cleanup;
     submit_and_get,
     duplicate_id_refused,
     idempotent_submit_returns_existing,
-    debounce_max_wait_caps_postponement,
     delayed_task_not_claimed_before_due,
     run_at,
     claim_increments_fence_and_attempts,
@@ -102,10 +102,16 @@ async fn debounce_with_a_stable_id_coalesces() -> TestResult {
         max_wait: None,
     });
     assert_eq!(storage.submit(&ns, task.clone()).await?.outcome, SubmitOutcome::Created);
+    task.mode = SubmitMode::Debounce(Debounce {
+        key: "user-7".into(),
+        window: Duration::from_secs(30),
+        max_wait: Some(Duration::from_secs(5)),
+    });
     task.payload = br#"{"n":2}"#.to_vec();
     assert_eq!(storage.submit(&ns, task.clone()).await?.outcome, SubmitOutcome::Debounced);
     let rec = storage.get(&ns, &task.id).await?.ok_or("task vanished")?;
     assert_eq!(rec.payload, br#"{"n":2}"#.to_vec());
+    assert!(rec.due_at <= rec.created_at.saturating_add(Duration::from_secs(5)), "max_wait caps the delay");
     assert_eq!(storage.counts(&ns).await?.total(), 1);
     common::cleanup(&storage, &ns).await;
     Ok(())

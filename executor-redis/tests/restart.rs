@@ -1,0 +1,133 @@
+//! Redis stops and comes back during use: submits fail with a clear,
+//! retryable error while it is down (no hang), and claims resume within a
+//! second of it answering again. Runs its own redis-server on a free
+//! loopback port in a temp dir (AOF with `appendfsync always`, so a killed
+//! server loses nothing that was acknowledged).
+
+mod common;
+
+use std::{
+    net::TcpListener,
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use executor_core::{Storage, WorkerId, testing};
+use executor_redis::RedisStorage;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+/// A redis-server child process, killed on drop.
+struct Server {
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Server {
+    fn start(port: u16, dir: PathBuf) -> Self {
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("temp dir {}: {e}", dir.display()));
+        let mut server = Self { port, dir, child: None };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start redis-server ({e}); install it with `apt-get install redis-server`")
+            });
+        self.child = Some(child);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    async fn wait_until_up(&self) {
+        let addr = format!("127.0.0.1:{}", self.port);
+        testing::wait_until(Duration::from_secs(10), || {
+            let addr = addr.clone();
+            async move { tokio::net::TcpStream::connect(addr).await.is_ok() }
+        })
+        .await;
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_errors_while_down_and_claims_resume_after_restart() -> TestResult {
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("executor-redis-restart-{}-{port}", std::process::id()));
+    let mut server = Server::start(port, dir);
+    server.wait_until_up().await;
+    let url = format!("redis://127.0.0.1:{port}");
+    let storage = RedisStorage::builder(&url).command_timeout(Duration::from_secs(2)).connect().await?;
+    let ns = testing::unique_namespace("restart");
+    let worker = WorkerId::generate();
+    for i in 0..5 {
+        storage.submit(&ns, testing::new_task(&format!("before-{i}"))).await?;
+    }
+    let running = storage.claim(&ns, &worker, 2, Duration::from_secs(60)).await?;
+    assert_eq!(running.len(), 2);
+
+    server.kill();
+    let started = Instant::now();
+    let err = storage.submit(&ns, testing::new_task("while-down")).await.err().ok_or("submit succeeded")?;
+    let took = started.elapsed();
+    eprintln!("submit while Redis is down failed after {took:?}: {err}");
+    assert!(err.is_retryable(), "the error is retryable: {err:?}");
+    assert!(took < Duration::from_secs(3), "it fails promptly, not after a long hang: {took:?}");
+    // fred has noticed the drop by now: later calls fail at once.
+    let again = Instant::now();
+    let err = storage.submit(&ns, testing::new_task("while-down-2")).await.err().ok_or("submit succeeded")?;
+    let took = again.elapsed();
+    eprintln!("the next submit failed after {took:?}: {err}");
+    assert!(took < Duration::from_millis(500), "once the drop is known, calls fail fast: {took:?}");
+    let waited = Instant::now();
+    let _ = storage.wait_for_work(&ns, Duration::from_secs(5)).await;
+    assert!(waited.elapsed() < Duration::from_secs(3), "wait_for_work does not hang while down");
+
+    server.spawn();
+    server.wait_until_up().await;
+    let back = Instant::now();
+    let claimed =
+        testing::wait_for(Duration::from_secs(5), "a claim after the restart", || {
+            let (storage, ns, worker) = (&storage, &ns, &worker);
+            async move {
+                storage.claim(ns, worker, 10, Duration::from_secs(60)).await.ok().filter(|c| !c.is_empty())
+            }
+        })
+        .await;
+    let resumed = back.elapsed();
+    eprintln!("claims resumed {resumed:?} after Redis answered again ({} tasks)", claimed.len());
+    assert!(resumed < Duration::from_secs(1), "claims resume within a second: {resumed:?}");
+    assert_eq!(claimed.len(), 3, "the three waiting tasks survived the restart");
+    let leases: Vec<_> = running.iter().chain(&claimed).filter_map(|t| t.lease()).collect();
+    let beat = storage.heartbeat(&ns, &leases, Duration::from_secs(60)).await?;
+    assert!(beat.lost.is_empty(), "leases taken before the restart still hold: {beat:?}");
+    storage.submit(&ns, testing::new_task("after")).await?;
+    Ok(())
+}
