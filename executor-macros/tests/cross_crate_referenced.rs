@@ -1,0 +1,27 @@
+//! Handlers defined in another crate are found when the binary references
+//! that crate. `use linked_handlers as _;` is all it takes: nothing else from
+//! the crate is used here.
+
+use executor_core::{Executor, MemoryStorage, Registry};
+
+use linked_handlers as _;
+
+#[test]
+fn a_referenced_crate_registers_its_handlers() -> Result<(), executor_core::Error> {
+    let registry = Registry::collect([])?;
+    assert_eq!(registry.names(), ["linked.cleanup", "linked.ping"]);
+    let ping = registry.get("linked.ping").map(|h| h.default_options().max_attempts());
+    assert_eq!(ping, Some(2));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_executor_expecting_them_starts() -> Result<(), executor_core::Error> {
+    let executor = Executor::builder(MemoryStorage::new())
+        .namespace("macros-linked")
+        .expect_handlers(["linked.ping", "linked.cleanup"])
+        .build()
+        .await?;
+    assert_eq!(executor.registry().len(), 2);
+    Ok(())
+}

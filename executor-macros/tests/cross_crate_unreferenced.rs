@@ -1,0 +1,27 @@
+//! The failure the remedy exists for: `linked-handlers` is a dependency of
+//! this test binary (as a handler crate is of a user's binary), but nothing
+//! here references it, so the linker drops it and its `#[reliable_task]`
+//! registrations with it. `cross_crate_referenced.rs` is the same binary plus
+//! `use linked_handlers as _;`.
+
+use executor_core::{Executor, MemoryStorage, Registry};
+
+#[test]
+fn an_unreferenced_crate_registers_nothing() -> Result<(), executor_core::Error> {
+    let registry = Registry::collect([])?;
+    assert!(registry.get("linked.ping").is_none(), "{:?}", registry.names());
+    assert!(registry.is_empty(), "{:?}", registry.names());
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_executor_told_what_to_expect_says_what_is_missing_and_how_to_fix_it() {
+    let built = Executor::builder(MemoryStorage::new())
+        .namespace("macros-unlinked")
+        .expect_handlers(["linked.ping"])
+        .build()
+        .await;
+    let err = built.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("`linked.ping` was expected but is not registered"), "{err}");
+    assert!(err.contains("use my_handlers as _;"), "{err}");
+}
