@@ -24,10 +24,11 @@ impl Clock {
         self.base.saturating_add(self.start.elapsed())
     }
 
-    /// The tokio instant at which [`Clock::now`] reaches `ts` (now if `ts` has passed),
-    /// so a sleep until it wakes exactly when a due time arrives.
-    pub(super) fn instant_of(&self, ts: Timestamp) -> Instant {
-        self.start + ts.since(self.base)
+    /// The tokio instant at which [`Clock::now`] reaches `ts` (in the past if
+    /// `ts` has passed), so a sleep until it wakes exactly when a due time
+    /// arrives. `None` when `ts` is too far away for an `Instant`.
+    pub(super) fn instant_of(&self, ts: Timestamp) -> Option<Instant> {
+        self.start.checked_add(ts.since(self.base))
     }
 }
 

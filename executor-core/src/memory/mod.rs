@@ -248,10 +248,13 @@ impl Storage for MemoryStorage {
         // look and the sleep is not missed.
         woken.as_mut().enable();
         let earliest = store.lock().idx.earliest_due();
-        let give_up = tokio::time::Instant::now() + max_wait;
+        let now = tokio::time::Instant::now();
+        // A wait too long for an `Instant` (Duration::MAX) is a year: the
+        // caller gets a spurious return, which the contract allows.
+        let give_up = now.checked_add(max_wait).unwrap_or(now + Duration::from_secs(365 * 86_400));
         let until = match earliest {
             Some(due) if due <= clock.now() => return Ok(()),
-            Some(due) => clock.instant_of(due).min(give_up),
+            Some(due) => clock.instant_of(due).map_or(give_up, |at| at.min(give_up)),
             None => give_up,
         };
         tokio::select! {

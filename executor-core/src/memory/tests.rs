@@ -264,3 +264,32 @@ async fn a_debounce_key_stays_unbound_after_its_task_is_retried() -> Result<()> 
     assert_eq!(again.id.as_str(), "second");
     Ok(())
 }
+
+#[tokio::test(start_paused = true)]
+async fn extreme_due_times_and_waits_do_not_panic() -> Result<()> {
+    let store = MemoryStorage::new();
+    let ns = ns("extreme");
+    let mut t = task("end-of-time");
+    t.due = Due::At(Timestamp::from_millis(u64::MAX));
+    t.max_duration = Some(Duration::MAX);
+    store.submit(&ns, t).await?;
+    let start = Instant::now();
+    store.wait_for_work(&ns, Duration::from_secs(1)).await?;
+    assert_eq!(start.elapsed(), Duration::from_secs(1));
+    let submitter = {
+        let (store, ns) = (store.clone(), ns.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            store.submit(&ns, task("now")).await
+        })
+    };
+    store.wait_for_work(&ns, Duration::MAX).await?;
+    assert_eq!(start.elapsed(), Duration::from_secs(6), "an endless wait still wakes on submit");
+    submitter.await.map_err(|e| Error::storage(e, false))??;
+    let claimed = store.claim(&ns, &worker(), 10, Duration::MAX).await?;
+    assert_eq!(claimed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["now"]);
+    let lease = claimed[0].lease().ok_or(Error::invalid("lease", "claimed task has none"))?;
+    store.heartbeat(&ns, &[lease], Duration::MAX).await?;
+    assert!(store.reap(&ns, 10).await?.is_empty(), "a lease to the end of time never expires");
+    Ok(())
+}
