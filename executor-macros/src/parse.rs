@@ -98,6 +98,10 @@ impl TaskAttr {
             return skip_value(meta);
         }
         self.seen.push(key.to_owned());
+        if matches!(key, "retry_interval" | "levels" | "exponential") && !self.claim_retry(key, path, errors)
+        {
+            return skip_value(meta);
+        }
         if key == "exponential" {
             return self.exponential(meta, errors);
         }
@@ -110,14 +114,10 @@ impl TaskAttr {
             "name" => self.name = name(&value, errors),
             "retry_limit" => self.retry_limit = retry_limit(&value, errors),
             "retry_interval" => {
-                if let Some(ms) = duration(&value, key, errors) {
-                    self.set_retry(key, Retry::Fixed(ms), path, errors);
-                }
+                self.retry = duration(&value, key, errors).map(Retry::Fixed);
             }
             "levels" => {
-                if let Some(levels) = levels(&value, errors) {
-                    self.set_retry(key, Retry::Levels(levels), path, errors);
-                }
+                self.retry = levels(&value, errors).map(Retry::Levels);
             }
             "max_duration" => self.max_duration = positive_duration(&value, key, errors),
             "timeout" => self.timeout = positive_duration(&value, key, errors),
@@ -132,7 +132,6 @@ impl TaskAttr {
             return skip_value(meta);
         }
         let (mut base, mut factor, mut cap, mut jitter) = (None, None, None, None);
-        let (mut cap_expr, mut base_expr) = (None, None);
         meta.parse_nested_meta(|inner| {
             let key = ["base", "factor", "cap", "jitter"].into_iter().find(|k| inner.path.is_ident(k));
             let Some(key) = key else {
@@ -146,53 +145,61 @@ impl TaskAttr {
                 return skip_value(&inner);
             };
             let value: Expr = inner.value()?.parse()?;
+            // Each value is kept with its tokens, for errors that compare two of them.
             match key {
-                "base" => (base, base_expr) = (duration(&value, "base", errors), Some(value)),
-                "cap" => (cap, cap_expr) = (duration(&value, "cap", errors), Some(value)),
-                "factor" => factor = number(&value, "factor", "2.0", errors),
-                _ => jitter = number(&value, "jitter", "0.2", errors),
+                "base" => base = Some((duration(&value, "base", errors), value)),
+                "cap" => cap = Some((duration(&value, "cap", errors), value)),
+                "factor" => factor = Some((number(&value, "factor", "2.0", errors), value)),
+                _ => jitter = Some((number(&value, "jitter", "0.2", errors), value)),
             }
             Ok(())
         })?;
-        let factor = factor.unwrap_or(DEFAULT_FACTOR);
-        let jitter = jitter.unwrap_or(0.0);
-        let cap = cap.unwrap_or(DEFAULT_CAP_MS);
-        let mut ok = true;
-        if base_expr.is_none() {
+        let Some((base_ms, base_expr)) = base else {
             errors.at(&meta.path, format!("exponential(..) needs a `base`: {}", example("exponential")));
-            ok = false;
-        }
-        if !factor.is_finite() || factor < 1.0 {
-            errors.at(
-                &meta.path,
-                format!("exponential factor {factor} must be at least 1.0 (e.g. factor = 2.0)"),
-            );
-            ok = false;
-        }
-        if !(0.0..=1.0).contains(&jitter) {
-            errors
-                .at(&meta.path, format!("jitter {jitter} must be a fraction between 0.0 and 1.0 (e.g. 0.2)"));
-            ok = false;
-        }
-        if base.is_some_and(|b| b > cap) {
-            match &cap_expr {
-                Some(c) => errors.at(c, "`cap` is shorter than `base`; the cap is the longest delay"),
+            return Ok(());
+        };
+        let mut ok = base_ms.is_some();
+        let factor_value = match &factor {
+            Some((Some(f), expr)) if !f.is_finite() || *f < 1.0 => {
+                errors.at(expr, format!("the factor must be at least 1.0 (e.g. factor = 2.0), not {f}"));
+                None
+            }
+            Some((f, _)) => *f,
+            None => Some(DEFAULT_FACTOR),
+        };
+        let jitter_value = match &jitter {
+            Some((Some(j), expr)) if !(0.0..=1.0).contains(j) => {
+                errors.at(expr, format!("jitter is a fraction between 0.0 and 1.0 (e.g. 0.2), not {j}"));
+                None
+            }
+            Some((j, _)) => *j,
+            None => Some(0.0),
+        };
+        let cap_value = match &cap {
+            Some((c, _)) => *c,
+            None => Some(DEFAULT_CAP_MS),
+        };
+        if let (Some(b), Some(c)) = (base_ms, cap_value)
+            && b > c
+        {
+            match &cap {
+                Some((_, expr)) => {
+                    errors.at(expr, "`cap` is shorter than `base`; the cap is the longest delay")
+                }
                 None => errors.at(&base_expr, "`base` is longer than the default cap of 1h; set `cap` too"),
             }
             ok = false;
         }
-        if let (Some(base), true) = (base, ok) {
-            self.set_retry(
-                "exponential",
-                Retry::Exponential { base, factor, cap, jitter },
-                &meta.path,
-                errors,
-            );
+        if let (true, Some(base), Some(factor), Some(cap), Some(jitter)) =
+            (ok, base_ms, factor_value, cap_value, jitter_value)
+        {
+            self.retry = Some(Retry::Exponential { base, factor, cap, jitter });
         }
         Ok(())
     }
 
-    fn set_retry(&mut self, key: &'static str, retry: Retry, at: &Path, errors: &mut Errors) {
+    /// Records `key` as the retry policy's key, or reports the conflict.
+    fn claim_retry(&mut self, key: &'static str, at: &Path, errors: &mut Errors) -> bool {
         if let Some(first) = self.retry_key {
             errors.at(
                 at,
@@ -201,10 +208,10 @@ impl TaskAttr {
                      `retry_interval` (fixed), `exponential(..)` or `levels`"
                 ),
             );
-            return;
+            return false;
         }
         self.retry_key = Some(key);
-        self.retry = Some(retry);
+        true
     }
 }
 
