@@ -9,7 +9,7 @@ use std::{
 
 use executor_core::{
     Client, Debounce, Due, Error, Executor, Handler, MemoryStorage, Namespace, NewTask, Registry,
-    RetryPolicy, SubmitMode, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState,
+    RetryPolicy, Storage, SubmitMode, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState,
     reliable_task,
 };
 use serde::{Deserialize, Serialize};
@@ -212,6 +212,33 @@ async fn a_payload_that_does_not_decode_ends_in_error_with_the_reason() -> TestR
     let id = client.submit_json(send_notify::NAME, serde_json::json!({ "ignored": true })).await?;
     assert_eq!(finished(&executor, &id).await?.state, TaskState::Completed);
 
+    running.shutdown().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn bytes_that_are_not_json_end_in_error_for_every_handler_shape() -> TestResult {
+    // Written to the store directly, as a hand-edited or foreign record would be:
+    // the client would refuse to encode such a payload.
+    let storage = MemoryStorage::new();
+    let namespace = Namespace::new("macros-garbage")?;
+    let mut ids = Vec::new();
+    for mut task in [
+        process_order::with(OrderParam { order_id: 1 }).into_new_task()?,
+        send_notify::with().into_new_task()?,
+        context_only::with().into_new_task()?,
+    ] {
+        task.payload = b"{not json".to_vec();
+        ids.push(storage.submit(&namespace, task).await?.id);
+    }
+    let executor = Executor::builder(storage).namespace(namespace.as_str()).build().await?;
+    let running = executor.start();
+    for id in &ids {
+        let record = finished(&executor, id).await?;
+        assert_eq!(record.state, TaskState::Error, "{record:?}");
+        let reason = record.last_error.unwrap_or_default();
+        assert!(reason.starts_with("payload does not decode: key must be a string"), "{reason}");
+    }
     running.shutdown().await?;
     Ok(())
 }
