@@ -137,10 +137,10 @@ fn payload_type_ok(ty: &Type, errors: &mut Errors) -> bool {
     match ty {
         Type::Reference(TypeReference { elem, .. }) => {
             let owned = match &**elem {
-                Type::Path(p) if p.path.is_ident("str") => "String".to_owned(),
+                Type::Path(p) if p.path.is_ident("str") => "`String`".to_owned(),
                 Type::Slice(s) => {
                     let elem = &s.elem;
-                    format!("Vec<{}>", quote::quote!(#elem))
+                    format!("`Vec<{}>`", quote::quote!(#elem))
                 }
                 _ => "an owned type".to_owned(),
             };
@@ -197,8 +197,8 @@ mod tests {
             ("async fn a(ctx: TaskContext, p: u32) {}", "must come after the payload"),
             ("async fn a(ctx: TaskContext, c: TaskContext) {}", "at most one `TaskContext`"),
             ("async fn a(ctx: &TaskContext) {}", "by value"),
-            ("async fn a(p: &str) {}", "take String instead"),
-            ("async fn a(p: &[u8]) {}", "take Vec<u8> instead"),
+            ("async fn a(p: &str) {}", "take `String` instead"),
+            ("async fn a(p: &[u8]) {}", "take `Vec<u8>` instead"),
             ("async unsafe fn a() {}", "cannot be an `unsafe fn`"),
         ];
         for (item, expected) in cases {
