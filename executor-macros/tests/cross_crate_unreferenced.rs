@@ -9,8 +9,8 @@ use executor_core::{Executor, MemoryStorage, Registry};
 #[test]
 fn an_unreferenced_crate_registers_nothing() -> Result<(), executor_core::Error> {
     let registry = Registry::collect([])?;
-    assert!(registry.get("linked.ping").is_none(), "{:?}", registry.names());
-    assert!(registry.is_empty(), "{:?}", registry.names());
+    let linked: Vec<&str> = registry.names().into_iter().filter(|n| n.starts_with("linked.")).collect();
+    assert!(linked.is_empty(), "{linked:?}");
     Ok(())
 }
 
