@@ -153,7 +153,9 @@ async fn the_generated_submit_stores_the_task_through_a_client() -> TestResult {
     assert_eq!(record.max_attempts, 4);
     assert!(record.state.is_waiting(), "{:?}", record.state);
 
-    let id = send_notify::submit(&client).await?;
+    // The generated futures are `Send`: they can be spawned.
+    let spawned = client.clone();
+    let id = tokio::spawn(async move { send_notify::submit(&spawned).await }).await??;
     assert_eq!(client.status(&id).await?.map(|r| r.payload), Some(b"null".to_vec()));
 
     // The builder's id, and the store's refusal of a duplicate, come through.
