@@ -107,10 +107,11 @@ mod storage;
 mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tiered;
 mod time;
 
-pub use coalesce::{CoalesceStats, Coalescer};
 pub use client::{Client, DEFAULT_MAX_PAYLOAD, Submit, TaskBuilder};
+pub use coalesce::{CoalesceStats, Coalescer};
 pub use context::{Action, IntoTaskResult, TaskContext, TaskError};
 pub use error::{BoxError, Error, Result};
 pub use executor::{Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, shutdown_signal};
@@ -125,6 +126,7 @@ pub use storage::{
     CancelOutcome, Heartbeat, Leadership, ListQuery, Page, Reaped, Retention, StateCounts, Storage,
 };
 pub use task::{Debounce, Due, Finish, Lease, NewTask, SubmitMode, SubmitOutcome, Submitted, TaskRecord};
+pub use tiered::{DEFAULT_HORIZON, PromoteStep, Tier, TieredStorage};
 pub use time::Timestamp;
 
 pub use executor_macros::reliable_task;

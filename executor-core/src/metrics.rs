@@ -44,6 +44,11 @@ pub const TASKS: &str = "reliable_executor_tasks";
 pub const COALESCE_ABSORBED: &str = "reliable_executor_coalesce_absorbed_total";
 /// Counter: debounced submits a `Coalescer` forwarded to the store, by `task`.
 pub const COALESCE_FORWARDED: &str = "reliable_executor_coalesce_forwarded_total";
+/// Counter: tasks a `TieredStorage` moved from the cold to the hot store.
+pub const PROMOTED: &str = "reliable_executor_promoted_total";
+/// Histogram (seconds): how late a task reached the hot store, relative to
+/// the moment it came within the horizon.
+pub const PROMOTION_LAG_SECONDS: &str = "reliable_executor_promotion_lag_seconds";
 /// Gauge: 1 while this process leads housekeeping.
 pub const LEADER: &str = "reliable_executor_leader";
 
@@ -78,6 +83,12 @@ pub fn describe() {
     describe_counter!(
         COALESCE_FORWARDED,
         "Debounced submits a Coalescer forwarded to the store, by task name."
+    );
+    describe_counter!(PROMOTED, "Tasks moved from the cold to the hot store by TieredStorage.");
+    describe_histogram!(
+        PROMOTION_LAG_SECONDS,
+        Unit::Seconds,
+        "How late a task reached the hot store, relative to when it came within the horizon."
     );
     describe_gauge!(LEADER, "1 while this process leads housekeeping, else 0.");
 }

@@ -191,6 +191,62 @@ pub trait Storage: Send + Sync + 'static {
     /// Store failures.
     fn leader(&self, ns: &Namespace) -> impl Future<Output = Result<Option<Leadership>>> + Send;
 
+    /// The store's clock, for decisions that must not depend on a worker's clock.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn now(&self, ns: &Namespace) -> impl Future<Output = Result<Timestamp>> + Send {
+        let _ = ns;
+        async { Ok(Timestamp::now_system()) }
+    }
+
+    /// Waiting tasks (`CREATED`/`PENDING`) due before `before`, earliest first,
+    /// at most `limit`; nothing changes. Used to promote tasks between tiers.
+    ///
+    /// # Errors
+    /// [`crate::Error::Invalid`] from stores that cannot serve as a tier.
+    fn due_before(
+        &self,
+        ns: &Namespace,
+        before: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send {
+        let _ = (ns, before, limit);
+        async { Err(unsupported("due_before")) }
+    }
+
+    /// Stores `record` exactly as given unless a task with its id exists;
+    /// returns whether it was stored. Idempotent by id, so a move between
+    /// tiers that is repeated after a crash is a no-op.
+    ///
+    /// # Errors
+    /// [`crate::Error::Invalid`] from stores that cannot serve as a tier.
+    fn import(&self, ns: &Namespace, record: TaskRecord) -> impl Future<Output = Result<bool>> + Send {
+        let _ = (ns, record);
+        async { Err(unsupported("import")) }
+    }
+
+    /// Deletes a waiting task if its fence is still `fence`; returns whether it
+    /// was deleted. The second step of a move between tiers.
+    ///
+    /// # Errors
+    /// [`crate::Error::Invalid`] from stores that cannot serve as a tier.
+    fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> impl Future<Output = Result<bool>> + Send {
+        let _ = (ns, id, fence);
+        async { Err(unsupported("remove")) }
+    }
+
+    /// Store-specific upkeep, run by the elected leader at every housekeeping
+    /// tick beside reaping and trimming (e.g. promoting tasks between tiers).
+    /// The default does nothing.
+    ///
+    /// # Errors
+    /// Store failures; the leader logs them and tries again next tick.
+    fn housekeeping(&self, ns: &Namespace) -> impl Future<Output = Result<()>> + Send {
+        let _ = ns;
+        async { Ok(()) }
+    }
+
     /// Resolves when work may have become due in `ns`, or after `max_wait`,
     /// whichever is first: the wake-up that lets an idle executor start a due
     /// task within milliseconds without busy polling (invariant 4). Spurious
@@ -311,4 +367,11 @@ pub struct Leadership {
     pub token: u64,
     /// When the term ends unless renewed.
     pub until: Timestamp,
+}
+
+fn unsupported(method: &str) -> crate::Error {
+    crate::Error::invalid(
+        "storage",
+        format!("this store does not implement `{method}`, so it cannot serve as a tier"),
+    )
 }

@@ -13,3 +13,20 @@ async fn cleanup(storage: &MemoryStorage, ns: &Namespace) {
 }
 
 executor_core::storage_conformance_tests!(fresh, cleanup);
+executor_core::tier_conformance_tests!(fresh, cleanup);
+
+/// The whole suite again on a `TieredStorage` of two memory stores.
+mod tiered {
+    use executor_core::{MemoryStorage, Namespace, TieredStorage, testing};
+
+    async fn fresh() -> (TieredStorage<MemoryStorage, MemoryStorage>, Namespace) {
+        (TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()), testing::unique_namespace("tier"))
+    }
+
+    async fn cleanup(storage: &TieredStorage<MemoryStorage, MemoryStorage>, ns: &Namespace) {
+        storage.hot().remove_namespace(ns);
+        storage.cold().remove_namespace(ns);
+    }
+
+    executor_core::storage_conformance_tests!(fresh, cleanup);
+}

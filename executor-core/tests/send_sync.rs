@@ -2,10 +2,10 @@
 //! shared across tokio tasks and held across `.await`.
 
 use executor_core::{
-    CancelOutcome, Client, Coalescer, Error, Executor, ExecutorBuilder, Finish, Handler, Heartbeat, Leadership,
-    Lease, MemoryStorage, Namespace, NewTask, Page, Reaped, Registry, Retention, RetryPolicy, RunningExecutor,
-    StateCounts, Submitted, TaskBuilder, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState,
-    Timestamp, WorkerId,
+    CancelOutcome, Client, Coalescer, Error, Executor, ExecutorBuilder, Finish, Handler, Heartbeat,
+    Leadership, Lease, MemoryStorage, Namespace, NewTask, Page, Reaped, Registry, Retention, RetryPolicy,
+    RunningExecutor, StateCounts, Submitted, TaskBuilder, TaskContext, TaskError, TaskId, TaskOptions,
+    TaskRecord, TaskState, Timestamp, WorkerId,
 };
 
 const fn send_sync<T: Send + Sync>() {}

@@ -51,6 +51,9 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "reap failed"),
         }
+        if let Err(e) = storage.housekeeping(&ns).await {
+            tracing::warn!(error = %e, "storage housekeeping failed");
+        }
         let now = Instant::now();
         if last_trim.is_none_or(|t| now.duration_since(t) >= config.trim_every) {
             last_trim = Some(now);

@@ -6,6 +6,7 @@ mod index;
 mod space;
 #[cfg(test)]
 mod tests;
+mod tier;
 
 use std::{
     collections::HashMap,
@@ -239,6 +240,26 @@ impl Storage for MemoryStorage {
     /// Returns at once if a task is due; else sleeps until the earliest due
     /// time, a wake-up from a submit, retry, release, requeue or reap, or
     /// `max_wait`, whichever is first (invariant 4).
+    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        Ok(MemoryStorage::now(self))
+    }
+
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        Ok(self.with(ns, |space, _| space.due_before(before, limit)))
+    }
+
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        let stored = self.with(ns, |space, _| space.import(record));
+        if stored {
+            self.wake(ns);
+        }
+        Ok(stored)
+    }
+
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        Ok(self.with(ns, |space, _| space.remove_waiting(id, fence)))
+    }
+
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         let store = self.namespace(ns);
         let clock = self.shared.clock;

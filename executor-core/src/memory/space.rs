@@ -41,7 +41,7 @@ impl Space {
         Some(out)
     }
 
-    fn insert(&mut self, record: TaskRecord) {
+    pub(super) fn insert(&mut self, record: TaskRecord) {
         let seq = self.idx.next_seq();
         self.idx.insert(&record, seq);
         self.tasks.insert(record.id.clone(), Entry { record, seq });

@@ -34,6 +34,7 @@ mod housekeeping;
 mod queries;
 mod submission;
 mod support;
+mod tiering;
 
 use std::{future::Future, time::Duration};
 
@@ -45,6 +46,7 @@ pub use concurrency::*;
 pub use housekeeping::*;
 pub use queries::*;
 pub use submission::*;
+pub use tiering::*;
 
 /// Generates one `#[tokio::test]` per conformance check for a storage.
 ///
@@ -94,6 +96,21 @@ macro_rules! storage_conformance_tests {
             wait_for_work_wakes_at_due_time,
             wait_for_work_returns_by_max_wait,
             no_loss_no_double_claim_concurrent,
+        }
+    };
+}
+
+/// Generates the checks of the tier methods (`now`, `due_before`, `import`,
+/// `remove`) for a store that serves as a tier of `TieredStorage`; same
+/// arguments as [`storage_conformance_tests!`].
+#[macro_export]
+macro_rules! tier_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            tier_due_before_lists_waiting_tasks,
+            tier_import_is_idempotent_by_id,
+            tier_remove_needs_waiting_and_fence,
         }
     };
 }

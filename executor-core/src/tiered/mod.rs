@@ -1,0 +1,336 @@
+//! `TieredStorage`: a hot store for tasks due soon (Redis) and a cold one
+//! for far-future tasks (MySQL), with tasks promoted from cold to hot by the
+//! elected leader shortly before they fall due.
+
+mod promote;
+
+use std::{fmt, time::Duration};
+
+use crate::{
+    CancelOutcome, Due, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page,
+    Reaped, Result, Retention, StateCounts, Storage, SubmitMode, SubmitOutcome, Submitted, TaskId,
+    TaskRecord, TaskState, Timestamp, WorkerId,
+};
+
+pub use promote::PromoteStep;
+
+/// Default horizon: tasks due within 5 minutes live in the hot store.
+pub const DEFAULT_HORIZON: Duration = Duration::from_secs(300);
+
+/// A [`Storage`] made of a hot and a cold storage.
+///
+/// - **Submit** routes by due time: due within the horizon (default 5
+///   minutes) → hot, later → cold. Debounced submits always go hot.
+/// - **Claim, heartbeat, finish, leadership, wake-up** use the hot store only.
+/// - **Promotion**: the leader's housekeeping moves tasks that come within the
+///   horizon from cold to hot in batches: insert into hot idempotently by id,
+///   then delete from cold if unchanged. A crash between the two repeats the
+///   insert, which is a no-op: never lost, never duplicated.
+/// - **Retries** that back off past the horizon move to cold the same way.
+/// - **Status, list, cancel, requeue, counts** see one task wherever it lives.
+///
+/// Both stores must implement the tier methods of [`Storage`]
+/// (`due_before`, `import`, `remove`); `MemoryStorage`, `RedisStorage` and
+/// `MySqlStorage` do.
+///
+/// ```
+/// use std::time::Duration;
+/// use executor_core::{MemoryStorage, TieredStorage};
+///
+/// let tiered = TieredStorage::new(MemoryStorage::new(), MemoryStorage::new())
+///     .horizon(Duration::from_secs(60));
+/// assert_eq!(tiered.horizon_len(), Duration::from_secs(60));
+/// ```
+pub struct TieredStorage<H, C> {
+    hot: H,
+    cold: C,
+    horizon: Duration,
+    promote_batch: usize,
+    #[cfg(feature = "testing")]
+    crash_after: std::sync::Arc<std::sync::Mutex<Option<PromoteStep>>>,
+}
+
+impl<H, C> fmt::Debug for TieredStorage<H, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TieredStorage")
+            .field("horizon", &self.horizon)
+            .field("promote_batch", &self.promote_batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: Clone, C: Clone> Clone for TieredStorage<H, C> {
+    fn clone(&self) -> Self {
+        Self {
+            hot: self.hot.clone(),
+            cold: self.cold.clone(),
+            horizon: self.horizon,
+            promote_batch: self.promote_batch,
+            #[cfg(feature = "testing")]
+            crash_after: std::sync::Arc::clone(&self.crash_after),
+        }
+    }
+}
+
+/// Which store a task is routed to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// Due within the horizon.
+    Hot,
+    /// Due later.
+    Cold,
+}
+
+impl<H: Storage, C: Storage> TieredStorage<H, C> {
+    /// Hot and cold stores with the default horizon (5 minutes) and promotion
+    /// batches of 500.
+    pub fn new(hot: H, cold: C) -> Self {
+        Self {
+            hot,
+            cold,
+            horizon: DEFAULT_HORIZON,
+            promote_batch: 500,
+            #[cfg(feature = "testing")]
+            crash_after: std::sync::Arc::default(),
+        }
+    }
+
+    /// Sets the horizon: tasks due within it live in the hot store.
+    pub fn horizon(mut self, horizon: Duration) -> Self {
+        self.horizon = horizon;
+        self
+    }
+
+    /// The horizon.
+    pub fn horizon_len(&self) -> Duration {
+        self.horizon
+    }
+
+    /// Sets how many tasks one promotion step moves at most.
+    pub fn promote_batch(mut self, n: usize) -> Self {
+        self.promote_batch = n.max(1);
+        self
+    }
+
+    /// The hot store.
+    pub fn hot(&self) -> &H {
+        &self.hot
+    }
+
+    /// The cold store.
+    pub fn cold(&self) -> &C {
+        &self.cold
+    }
+
+    /// Where a submit goes.
+    pub async fn route(&self, ns: &Namespace, task: &NewTask) -> Result<Tier> {
+        if matches!(task.mode, SubmitMode::Debounce(_)) {
+            return Ok(Tier::Hot);
+        }
+        let far = match task.due {
+            Due::Now => false,
+            Due::After(d) => d > self.horizon,
+            Due::At(at) => at > self.hot.now(ns).await?.saturating_add(self.horizon),
+        };
+        Ok(if far { Tier::Cold } else { Tier::Hot })
+    }
+
+    /// Which store holds the task now, if any (hot first: during a move the
+    /// hot copy is the live one).
+    pub async fn locate(&self, ns: &Namespace, id: &TaskId) -> Result<Option<(Tier, TaskRecord)>> {
+        if let Some(r) = self.hot.get(ns, id).await? {
+            return Ok(Some((Tier::Hot, r)));
+        }
+        Ok(self.cold.get(ns, id).await?.map(|r| (Tier::Cold, r)))
+    }
+
+    /// A retry that backs off past the horizon moves to cold: the hot copy
+    /// is already `PENDING`; insert it into cold, then delete it from hot. A
+    /// crash in between leaves it in both, and promotion later drops the
+    /// cold copy (the hot insert is a no-op).
+    async fn demote(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        let Some(record) = self.hot.get(ns, id).await? else { return Ok(()) };
+        if !record.state.is_waiting() {
+            return Ok(());
+        }
+        self.cold.import(ns, record.clone()).await?;
+        if !self.hot.remove(ns, id, record.fence).await? {
+            // Changed meanwhile (cancelled, requeued): the hot copy wins.
+            self.cold.remove(ns, id, record.fence).await?;
+        }
+        Ok(())
+    }
+
+    fn far(&self, finish: &Finish) -> bool {
+        matches!(finish, Finish::Retry { delay, .. } if *delay > self.horizon)
+    }
+}
+
+impl<H: Storage, C: Storage> Storage for TieredStorage<H, C> {
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let tier = self.route(ns, &task).await?;
+        // Ids are unique across both tiers.
+        let other_has = match tier {
+            Tier::Hot => self.cold.get(ns, &task.id).await?.is_some(),
+            Tier::Cold => self.hot.get(ns, &task.id).await?.is_some(),
+        };
+        if other_has {
+            return match task.mode {
+                SubmitMode::Idempotent => Ok(Submitted { id: task.id, outcome: SubmitOutcome::Existing }),
+                _ => Err(Error::DuplicateId(task.id)),
+            };
+        }
+        match tier {
+            Tier::Hot => self.hot.submit(ns, task).await,
+            Tier::Cold => self.cold.submit(ns, task).await,
+        }
+    }
+
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.hot.claim(ns, worker, limit, lease).await
+    }
+
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        self.hot.heartbeat(ns, leases, lease).await
+    }
+
+    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        let far = self.far(&finish);
+        let state = self.hot.finish(ns, lease, finish).await?;
+        if far && let Err(e) = self.demote(ns, &lease.id).await {
+            tracing::warn!(error = %e, task.id = %lease.id, "moving a far retry to the cold store failed; it waits in the hot store");
+        }
+        Ok(state)
+    }
+
+    async fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> Result<Vec<Result<TaskState>>> {
+        let far: Vec<Option<TaskId>> = items.iter().map(|(l, f)| self.far(f).then(|| l.id.clone())).collect();
+        let results = self.hot.finish_many(ns, items).await?;
+        for (id, r) in far.iter().zip(&results) {
+            if let (Some(id), Ok(_)) = (id, r)
+                && let Err(e) = self.demote(ns, id).await
+            {
+                tracing::warn!(error = %e, task.id = %id, "moving a far retry to the cold store failed");
+            }
+        }
+        Ok(results)
+    }
+
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        match self.hot.cancel(ns, id).await {
+            Err(Error::NotFound(_)) => {}
+            other => return other,
+        }
+        let outcome = self.cold.cancel(ns, id).await?;
+        // A promotion may have copied the task to hot meanwhile: cancel that copy too.
+        if let Err(e) = self.hot.cancel(ns, id).await
+            && !matches!(e, Error::NotFound(_) | Error::IllegalTransition { .. })
+        {
+            return Err(e);
+        }
+        Ok(outcome)
+    }
+
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        Ok(self.locate(ns, id).await?.map(|(_, r)| r))
+    }
+
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        let (tier, inner) = match query.cursor.as_deref() {
+            None => (Tier::Hot, None),
+            Some(c) => match c.split_once(':') {
+                Some(("h", rest)) => (Tier::Hot, Some(rest.to_owned())),
+                Some(("c", rest)) => (Tier::Cold, Some(rest.to_owned())),
+                _ => return Err(Error::invalid("cursor", "not a cursor of this store")),
+            },
+        };
+        let inner = inner.filter(|c| !c.is_empty());
+        let q = ListQuery { state: query.state, cursor: inner, limit: query.limit };
+        match tier {
+            Tier::Hot => {
+                let mut page = self.hot.list(ns, q).await?;
+                if let Some(n) = page.next {
+                    return Ok(Page { tasks: page.tasks, next: Some(format!("h:{n}")) });
+                }
+                // Hot is exhausted: fill the page from cold, so a short list is one page.
+                let room = query.limit.saturating_sub(page.tasks.len());
+                let cold = self.cold.list(ns, ListQuery::new(query.state, room.max(1))).await?;
+                let next = if room == 0 {
+                    (!cold.tasks.is_empty()).then(|| "c:".to_owned())
+                } else {
+                    page.tasks.extend(cold.tasks);
+                    cold.next.map(|n| format!("c:{n}"))
+                };
+                Ok(Page { tasks: page.tasks, next })
+            }
+            Tier::Cold => {
+                let page = self.cold.list(ns, q).await?;
+                Ok(Page { tasks: page.tasks, next: page.next.map(|n| format!("c:{n}")) })
+            }
+        }
+    }
+
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        let mut hot = self.hot.counts(ns).await?;
+        for (state, n) in self.cold.counts(ns).await?.0 {
+            *hot.0.entry(state).or_default() += n;
+        }
+        Ok(hot)
+    }
+
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        match self.hot.requeue(ns, id).await {
+            Err(Error::NotFound(_)) => self.cold.requeue(ns, id).await,
+            other => other,
+        }
+    }
+
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        self.hot.reap(ns, limit).await
+    }
+
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        Ok(self.hot.trim(ns, retention, limit).await? + self.cold.trim(ns, retention, limit).await?)
+    }
+
+    async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        w: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        self.hot.acquire_leadership(ns, w, ttl).await
+    }
+
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        self.hot.release_leadership(ns, term).await
+    }
+
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        self.hot.leader(ns).await
+    }
+
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        self.hot.now(ns).await
+    }
+
+    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        self.hot.housekeeping(ns).await?;
+        self.cold.housekeeping(ns).await?;
+        self.promote(ns).await.map(|_| ())
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.hot.wait_for_work(ns, max_wait).await
+    }
+}

@@ -1,0 +1,146 @@
+//! TieredStorage on two memory stores: routing, promotion, crash between the
+//! two steps of a move, far retries going cold, one view of each task.
+
+use std::time::Duration;
+
+use executor_core::{
+    CancelOutcome, Executor, Finish, Handler, MemoryStorage, Namespace, PromoteStep, Result, Storage,
+    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId, testing,
+};
+
+type Tiered = TieredStorage<MemoryStorage, MemoryStorage>;
+
+fn tiered() -> Tiered {
+    TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()).horizon(Duration::from_secs(60))
+}
+
+fn task(id: &str, delay_secs: u64) -> executor_core::NewTask {
+    let mut t = testing::new_task(id);
+    t.due = executor_core::Due::After(Duration::from_secs(delay_secs));
+    t
+}
+
+#[tokio::test(start_paused = true)]
+async fn submit_routes_by_due_time_and_ids_are_unique_across_tiers() -> Result<()> {
+    let s = tiered();
+    let ns = Namespace::new("t")?;
+    s.submit(&ns, task("soon", 10)).await?;
+    s.submit(&ns, task("later", 3_600)).await?;
+    assert!(s.hot().get(&ns, &"soon".try_into()?).await?.is_some());
+    assert!(s.cold().get(&ns, &"later".try_into()?).await?.is_some());
+    assert!(s.hot().get(&ns, &"later".try_into()?).await?.is_none());
+    // One view: status, counts and duplicates span both tiers.
+    assert_eq!(s.get(&ns, &"later".try_into()?).await?.map(|r| r.state), Some(TaskState::Created));
+    assert_eq!(s.counts(&ns).await?.get(TaskState::Created), 2);
+    let dup = s.submit(&ns, task("later", 5)).await;
+    assert!(matches!(dup, Err(executor_core::Error::DuplicateId(_))), "{dup:?}");
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn promotion_moves_tasks_entering_the_horizon_once() -> Result<()> {
+    let s = tiered();
+    let ns = Namespace::new("t")?;
+    for i in 0..10 {
+        s.submit(&ns, task(&format!("p{i}"), 120 + i)).await?;
+    }
+    assert_eq!(s.promote(&ns).await?, 0, "nothing is within the horizon yet");
+    tokio::time::advance(Duration::from_secs(65)).await;
+    let moved = s.promote(&ns).await?;
+    assert_eq!(moved, 5, "tasks due before now + 60 s (120..124 s) moved");
+    assert_eq!(s.hot().counts(&ns).await?.total(), 5);
+    assert_eq!(s.cold().counts(&ns).await?.total(), 5);
+    assert_eq!(s.promote(&ns).await?, 0, "a second pass moves nothing new");
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crash_between_insert_and_delete_neither_loses_nor_duplicates() -> Result<()> {
+    let s = tiered();
+    let ns = Namespace::new("t")?;
+    s.submit(&ns, task("fragile", 90)).await?;
+    tokio::time::advance(Duration::from_secs(40)).await;
+    s.crash_after(PromoteStep::Inserted);
+    assert!(s.promote(&ns).await.is_err(), "the injected crash stops the promoter");
+    // Both tiers hold it now; the next run finishes the move.
+    assert!(s.hot().get(&ns, &"fragile".try_into()?).await?.is_some());
+    assert!(s.cold().get(&ns, &"fragile".try_into()?).await?.is_some());
+    assert_eq!(s.promote(&ns).await?, 1);
+    assert!(s.cold().get(&ns, &"fragile".try_into()?).await?.is_none());
+    tokio::time::advance(Duration::from_secs(60)).await;
+    let w = WorkerId::generate();
+    let claimed = s.claim(&ns, &w, 10, Duration::from_secs(30)).await?;
+    assert_eq!(claimed.len(), 1, "exactly one copy runs");
+    assert_eq!(s.claim(&ns, &w, 10, Duration::from_secs(30)).await?.len(), 0);
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_past_the_horizon_goes_cold_and_comes_back() -> Result<()> {
+    let s = tiered();
+    let ns = Namespace::new("t")?;
+    s.submit(&ns, task("retry", 0)).await?;
+    let w = WorkerId::generate();
+    let lease = s.claim(&ns, &w, 1, Duration::from_secs(30)).await?.remove(0).lease();
+    let lease = lease.ok_or_else(|| executor_core::Error::invalid("test", "no lease"))?;
+    let state = s
+        .finish(&ns, &lease, Finish::Retry { delay: Duration::from_secs(600), error: "later".into() })
+        .await?;
+    assert_eq!(state, TaskState::Pending);
+    assert!(s.hot().get(&ns, &lease.id).await?.is_none(), "far retry left hot");
+    let cold = s
+        .cold()
+        .get(&ns, &lease.id)
+        .await?
+        .ok_or_else(|| executor_core::Error::NotFound(lease.id.clone()))?;
+    assert_eq!((cold.state, cold.attempts), (TaskState::Pending, 1));
+    // A near retry stays hot.
+    s.submit(&ns, task("near", 0)).await?;
+    let l2 = s.claim(&ns, &w, 1, Duration::from_secs(30)).await?.remove(0).lease();
+    let l2 = l2.ok_or_else(|| executor_core::Error::invalid("test", "no lease"))?;
+    s.finish(&ns, &l2, Finish::Retry { delay: Duration::from_secs(5), error: "soon".into() }).await?;
+    assert!(s.hot().get(&ns, &l2.id).await?.is_some());
+    tokio::time::advance(Duration::from_secs(560)).await;
+    assert_eq!(s.promote(&ns).await?, 1, "the far retry comes back within the horizon");
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_and_list_see_cold_tasks() -> Result<()> {
+    let s = tiered();
+    let ns = Namespace::new("t")?;
+    s.submit(&ns, task("c1", 3_600)).await?;
+    s.submit(&ns, task("h1", 1)).await?;
+    assert_eq!(s.cancel(&ns, &"c1".try_into()?).await?, CancelOutcome::Cancelled);
+    assert_eq!(s.get(&ns, &"c1".try_into()?).await?.map(|r| r.state), Some(TaskState::Cancelled));
+    let page = s.list(&ns, executor_core::ListQuery::new(TaskState::Cancelled, 10)).await?;
+    assert_eq!(page.tasks.len(), 1);
+    Ok(())
+}
+
+/// End to end: an executor on tiered storage runs a far task after promotion,
+/// and a handler's far retry goes cold and comes back.
+#[tokio::test(start_paused = true)]
+async fn an_executor_runs_far_tasks_after_promotion() -> Result<()> {
+    let s = tiered();
+    let handler = Handler::new("far", |_: (), ctx: TaskContext| async move {
+        if ctx.attempt() == 1 {
+            Err(TaskError::retry_after("try much later", Duration::from_secs(300)))
+        } else {
+            Ok(())
+        }
+    });
+    let ex = Executor::builder(s.clone()).namespace("t").handler(handler).build().await?;
+    let running = ex.start();
+    let id =
+        TaskBuilder::new("far", (), TaskOptions::new()).delay(Duration::from_secs(600)).submit(&ex).await?;
+    let ns = Namespace::new("t")?;
+    assert!(s.cold().get(&ns, &id).await?.is_some(), "far task submitted cold");
+    let done = ex.wait_for(&id, Duration::from_secs(3_600)).await?;
+    assert_eq!((done.state, done.attempts), (TaskState::Completed, 2));
+    let ran_late = done.finished_at.unwrap_or_default().since(done.created_at);
+    assert!(ran_late >= Duration::from_secs(900), "600 s delay plus 300 s retry: {ran_late:?}");
+    assert!(s.cold().get(&ns, &id).await?.is_none(), "nothing left behind in cold");
+    running.shutdown().await?;
+    Ok(())
+}
