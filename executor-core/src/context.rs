@@ -190,6 +190,11 @@ impl<E: std::error::Error + Send + Sync + 'static> From<E> for TaskError {
 
 /// What a handler may return: `()` or `Result<(), E>` with `E` displayable.
 /// Used by the code `#[reliable_task]` generates.
+#[diagnostic::on_unimplemented(
+    message = "a task handler must return `()` or `Result<(), E>` with `E: Display`, not `{Self}`",
+    label = "this return type is not a task result",
+    note = "return `Ok(())` on success and `Err(TaskError::retry(..))` (or any displayable error) on failure"
+)]
 pub trait IntoTaskResult {
     /// The attempt's result.
     fn into_task_result(self) -> Result<(), TaskError>;

@@ -134,8 +134,8 @@ pub use executor_macros::reliable_task;
 /// Everything a handler module needs: `use executor_core::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Client, Handler, RetryPolicy, Submit, TaskContext, TaskError, TaskId, TaskOptions, TaskState,
-        reliable_task,
+        Client, Executor, Handler, MemoryStorage, RetryPolicy, Submit, TaskContext, TaskError, TaskId,
+        TaskOptions, TaskState, reliable_task, shutdown_signal,
     };
     pub use serde::{Deserialize, Serialize};
     pub use std::time::Duration;
@@ -150,7 +150,7 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::{
-        BoxFuture, IntoTaskResult, RetryPolicy, Submit, TaskBuilder, TaskContext, TaskError, TaskId,
-        TaskOptions, TaskRegistration, decode,
+        BoxFuture, Error, IntoTaskResult, NewTask, RetryPolicy, Submit, TaskBuilder, TaskContext, TaskError,
+        TaskId, TaskOptions, TaskRegistration, decode,
     };
 }

@@ -128,7 +128,12 @@ impl Handler {
         &self.options
     }
 
-    pub(crate) fn start(
+    /// Starts one attempt directly (the runtime's path; also handy in tests):
+    /// decodes `payload` and returns the handler's future.
+    ///
+    /// # Errors
+    /// The decode error as text, which the runtime records as the `ERROR` reason.
+    pub fn start(
         &self,
         ctx: TaskContext,
         payload: &[u8],

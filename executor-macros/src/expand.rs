@@ -72,7 +72,7 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                     #p::TaskBuilder::new(Self::NAME, (), Self::options())
                 }
                 #[doc = #submit_doc]
-                #vis async fn submit(client: &impl #p::Submit) -> ::core::result::Result<#p::TaskId, #krate::Error> {
+                #vis async fn submit(client: &impl #p::Submit) -> ::core::result::Result<#p::TaskId, #p::Error> {
                     Self::with().submit(client).await
                 }
             },
@@ -252,7 +252,7 @@ fn payload_helpers(
         #[allow(clippy::type_complexity)]
         fn #check<__P>() -> (
             fn(__P) -> #p::TaskBuilder<__P>,
-            fn(#p::TaskBuilder<__P>) -> ::core::result::Result<#krate::NewTask, #krate::Error>,
+            fn(#p::TaskBuilder<__P>) -> ::core::result::Result<#p::NewTask, #p::Error>,
             fn(&[u8]) -> ::core::result::Result<__P, ::std::string::String>,
         )
         where
@@ -274,7 +274,7 @@ fn payload_helpers(
         #vis async fn submit(
             client: &impl #p::Submit,
             payload: #ty,
-        ) -> ::core::result::Result<#p::TaskId, #krate::Error> {
+        ) -> ::core::result::Result<#p::TaskId, #p::Error> {
             let task = (#typed.1)(Self::with(payload))?;
             ::core::result::Result::Ok(#p::Submit::submit_new(client, task).await?.id)
         }
