@@ -248,5 +248,9 @@ pub(crate) async fn info_view<S: Storage>(admin: &Admin<S>) -> ApiResult<InfoVie
         handlers: w.handlers.clone(),
         is_leader: leader.as_ref().is_some_and(|l| l.worker == w.id),
     });
-    Ok(InfoView { namespace: client.namespace().as_str().to_owned(), leader: leader.map(LeaderView::from), worker })
+    Ok(InfoView {
+        namespace: client.namespace().as_str().to_owned(),
+        leader: leader.map(LeaderView::from),
+        worker,
+    })
 }

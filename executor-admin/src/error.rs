@@ -70,7 +70,9 @@ impl From<Error> for ApiError {
             Error::UnknownTask(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task"),
             Error::Encode(_) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_payload"),
             Error::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Error::Storage { .. } | Error::Timeout(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+            Error::Storage { .. } | Error::Timeout(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
+            }
             Error::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"),
             Error::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_record"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

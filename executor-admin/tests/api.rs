@@ -33,7 +33,10 @@ async fn submit_get_list_cancel_counts_info() -> BoxResult {
     // Submit with options: a delayed task with a business id, then an idempotent repeat.
     let body = r#"{"name":"echo","payload":{"n":1},"id":"order-7","delay_ms":600000}"#;
     let (status, sub) = json(&app, "POST", "/admin/api/tasks", Some(body)).await?;
-    assert_eq!((status, sub["id"].as_str(), sub["outcome"].as_str()), (StatusCode::CREATED, Some("order-7"), Some("created")));
+    assert_eq!(
+        (status, sub["id"].as_str(), sub["outcome"].as_str()),
+        (StatusCode::CREATED, Some("order-7"), Some("created"))
+    );
     let (status, err) = json(&app, "POST", "/admin/api/tasks", Some(body)).await?;
     assert_eq!((status, code(&err)), (StatusCode::CONFLICT, "duplicate_id"), "{err}");
     let idem = r#"{"name":"echo","payload":{"n":2},"id":"order-7","idempotent":true}"#;
@@ -78,7 +81,10 @@ async fn submit_get_list_cancel_counts_info() -> BoxResult {
 
     let (status, counts) = json(&app, "GET", "/admin/api/counts", None).await?;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!((counts["counts"]["CREATED"].as_u64(), counts["counts"]["CANCELLED"].as_u64()), (Some(5), Some(1)));
+    assert_eq!(
+        (counts["counts"]["CREATED"].as_u64(), counts["counts"]["CANCELLED"].as_u64()),
+        (Some(5), Some(1))
+    );
     assert_eq!((counts["counts"]["FAILED"].as_u64(), counts["total"].as_u64()), (Some(0), Some(6)));
 
     // Info: the worker and its handlers; the leader once the executor runs.
@@ -93,7 +99,7 @@ async fn submit_get_list_cancel_counts_info() -> BoxResult {
     assert_eq!(info["namespace"].as_str(), Some("api-basics"));
     assert_eq!(info["worker"]["id"].as_str(), Some(exec.worker_id().as_str()));
     assert_eq!(info["worker"]["is_leader"].as_bool(), Some(true));
-    assert_eq!(info["worker"]["handlers"], json!(["echo", "sync_crm"]));
+    assert_eq!(info["worker"]["handlers"], json!(["echo", "import_feed", "sync_crm"]));
     running.shutdown().await?;
     Ok(())
 }
@@ -134,7 +140,9 @@ async fn requeue_one_and_all_from_the_dead_letter() -> BoxResult {
     let app2 = app.clone();
     eventually("every requeued task completed", Duration::from_secs(5), || {
         let app = app2.clone();
-        async move { Ok(json(&app, "GET", "/api/counts", None).await?.1["counts"]["COMPLETED"].as_u64() == Some(7)) }
+        async move {
+            Ok(json(&app, "GET", "/api/counts", None).await?.1["counts"]["COMPLETED"].as_u64() == Some(7))
+        }
     })
     .await?;
     running.shutdown().await?;
@@ -151,9 +159,27 @@ async fn bad_input_gets_the_documented_codes() -> BoxResult {
         ("POST", "/api/tasks/nope/requeue", None, StatusCode::NOT_FOUND, "not_found"),
         ("GET", "/api/nothing-here", None, StatusCode::NOT_FOUND, "no_route"),
         ("DELETE", "/api/tasks", None, StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
-        ("POST", "/api/tasks", Some(r#"{"name":"no_such_handler"}"#), StatusCode::UNPROCESSABLE_ENTITY, "unknown_task"),
-        ("POST", "/api/tasks", Some(r#"{"name":"echo","id":"has space"}"#), StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
-        ("POST", "/api/tasks", Some(r#"{"name":"echo","colour":"red"}"#), StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+        (
+            "POST",
+            "/api/tasks",
+            Some(r#"{"name":"no_such_handler"}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_task",
+        ),
+        (
+            "POST",
+            "/api/tasks",
+            Some(r#"{"name":"echo","id":"has space"}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid",
+        ),
+        (
+            "POST",
+            "/api/tasks",
+            Some(r#"{"name":"echo","colour":"red"}"#),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+        ),
         ("POST", "/api/tasks", Some(r#"{"payload":1}"#), StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
         ("POST", "/api/tasks", Some(r#"{"name":"echo","#), StatusCode::BAD_REQUEST, "malformed_json"),
         ("POST", "/api/tasks", Some("not json at all"), StatusCode::BAD_REQUEST, "malformed_json"),
@@ -189,7 +215,8 @@ async fn bad_input_gets_the_documented_codes() -> BoxResult {
 async fn a_producer_only_client_has_no_worker_info() -> BoxResult {
     let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("producer")?);
     let app = admin_router(client);
-    let (status, sub) = json(&app, "POST", "/api/tasks", Some(r#"{"name":"runs_elsewhere","payload":[1,2]}"#)).await?;
+    let (status, sub) =
+        json(&app, "POST", "/api/tasks", Some(r#"{"name":"runs_elsewhere","payload":[1,2]}"#)).await?;
     assert_eq!(status, StatusCode::CREATED, "{sub}");
     let (_, info) = json(&app, "GET", "/api/info", None).await?;
     assert!(info["worker"].is_null() && info["leader"].is_null(), "{info}");
@@ -214,12 +241,16 @@ async fn the_dashboard_escapes_user_data() -> BoxResult {
     assert!(!html.contains("<img/src"), "unescaped id in the dashboard");
     assert!(html.contains("&lt;img/src=x/onerror=alert(1)&gt;"));
     assert!(html.contains("CRM rejected customer 5: &lt;field&gt; `email` missing"));
-    assert!(html.contains(r#"action="/ops/tasks/%3Cimg%2Fsrc%3Dx%2Fonerror%3Dalert%281%29%3E/requeue""#), "{html}");
+    assert!(
+        html.contains(r#"action="/ops/tasks/%3Cimg%2Fsrc%3Dx%2Fonerror%3Dalert%281%29%3E/requeue""#),
+        "{html}"
+    );
 
     let (status, _, page) = call(&app, "GET", "/ops/tasks/xss-2", None).await?;
     assert_eq!(status, StatusCode::OK);
     assert!(!page.contains("<script>alert(2)") && page.contains("&lt;/pre&gt;&lt;script&gt;alert(2)"));
-    let (status, _, page) = call(&app, "GET", "/ops/tasks/%3Cimg%2Fsrc%3Dx%2Fonerror%3Dalert%281%29%3E", None).await?;
+    let (status, _, page) =
+        call(&app, "GET", "/ops/tasks/%3Cimg%2Fsrc%3Dx%2Fonerror%3Dalert%281%29%3E", None).await?;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("1 of 1") && !page.contains("<img/src"));
     let (status, _, page) = call(&app, "GET", "/ops/tasks/missing", None).await?;

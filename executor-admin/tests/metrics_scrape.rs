@@ -9,7 +9,10 @@ use std::{
 };
 
 use axum::http::StatusCode;
-use executor_core::{Executor, Handler, MemoryStorage, RetryPolicy, TaskBuilder, TaskError, TaskOptions, TaskState, metrics as m};
+use executor_core::{
+    Executor, Handler, MemoryStorage, RetryPolicy, TaskBuilder, TaskError, TaskOptions, TaskState,
+    metrics as m,
+};
 use support::{BoxResult, call};
 
 /// The value of the sample `name{labels}` in a Prometheus text scrape;

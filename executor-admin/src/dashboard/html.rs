@@ -113,8 +113,10 @@ mod tests {
 
     #[test]
     fn escapes_markup_and_quotes() {
-        assert_eq!(esc(r#"<script>alert('x')</script> & "q""#),
-            "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;q&quot;");
+        assert_eq!(
+            esc(r#"<script>alert('x')</script> & "q""#),
+            "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
         assert_eq!(segment("a/b c?d"), "a%2Fb%20c%3Fd");
     }
 

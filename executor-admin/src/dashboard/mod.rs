@@ -71,7 +71,9 @@ pub(crate) async fn overview<S: Storage>(
 
     let mut dead = Vec::new();
     let mut failures = Vec::new();
-    for state in [TaskState::Pending, TaskState::Running, TaskState::Failed, TaskState::Timeout, TaskState::Error] {
+    for state in
+        [TaskState::Pending, TaskState::Running, TaskState::Failed, TaskState::Timeout, TaskState::Error]
+    {
         let page = client.list(ListQuery::new(state, SCAN)).await?;
         for task in page.tasks {
             if task.last_error.is_some() {
@@ -95,7 +97,12 @@ pub(crate) async fn overview<S: Storage>(
         None => b.push_str("<strong>No leader</strong>: expired leases are not being recovered"),
     }
     if let Some(w) = &info.worker {
-        let _ = write!(b, " · This worker: <code>{}</code> · Handlers: {}", esc(&w.id), esc(&w.handlers.join(", ")));
+        let _ = write!(
+            b,
+            " · This worker: <code>{}</code> · Handlers: {}",
+            esc(&w.id),
+            esc(&w.handlers.join(", "))
+        );
     }
     b.push_str("</div>");
     if let Some(text) = &notice.notice {
@@ -164,7 +171,9 @@ pub(crate) async fn overview<S: Storage>(
 
     b.push_str("<h2>Recent failures</h2>");
     if failures.is_empty() {
-        b.push_str("<div class=\"empty\">No failed attempts among waiting, running or dead-lettered tasks.</div>");
+        b.push_str(
+            "<div class=\"empty\">No failed attempts among waiting, running or dead-lettered tasks.</div>",
+        );
     } else {
         b.push_str(
             "<table id=\"failures\"><tr><th>Task</th><th>Name</th><th>State</th><th>Attempts</th>\
@@ -216,7 +225,11 @@ pub(crate) async fn task<S: Storage>(
     let eid = esc(t.id.as_str());
     let action = format!("{}/tasks/{}", esc(&base), segment(t.id.as_str()));
     let mut b = String::new();
-    let _ = write!(b, "<h1>Task <code>{eid}</code> <span class=\"state {s}\">{s}</span></h1>", s = t.state.as_str());
+    let _ = write!(
+        b,
+        "<h1>Task <code>{eid}</code> <span class=\"state {s}\">{s}</span></h1>",
+        s = t.state.as_str()
+    );
     if t.state.is_dead_letter() {
         let _ = write!(
             b,
@@ -247,7 +260,10 @@ pub(crate) async fn task<S: Storage>(
         ("Fence", t.fence.to_string()),
         ("Cancel requested", t.cancel_requested.to_string()),
         ("Debounce key", opt(t.debounce_key.as_deref())),
-        ("Retry policy", t.retry.as_ref().map_or_else(|| "handler default".to_owned(), |r| esc(&format!("{r:?}")))),
+        (
+            "Retry policy",
+            t.retry.as_ref().map_or_else(|| "handler default".to_owned(), |r| esc(&format!("{r:?}"))),
+        ),
     ];
     b.push_str("<h2>Record</h2><dl id=\"record\">");
     for (k, v) in rows {

@@ -17,12 +17,13 @@ use axum::{
     body::{Body, to_bytes},
     http::{Request, StatusCode, header},
 };
-use executor_core::{Executor, Handler, MemoryStorage, TaskError, TaskOptions};
+use executor_core::{Executor, Handler, MemoryStorage, RetryPolicy, TaskError, TaskOptions};
 use tower::ServiceExt as _;
 
 pub(crate) type BoxResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-/// `echo` completes; `sync_crm` fails (no retries) while `broken` is set.
+/// `echo` completes; `sync_crm` fails (no retries) while `broken` is set;
+/// `import_feed` always fails and retries in an hour.
 pub(crate) async fn executor(namespace: &str, broken: Arc<AtomicBool>) -> BoxResult<Executor<MemoryStorage>> {
     let executor = Executor::builder(MemoryStorage::new())
         .namespace(namespace)
@@ -33,13 +34,21 @@ pub(crate) async fn executor(namespace: &str, broken: Arc<AtomicBool>) -> BoxRes
                 let broken = Arc::clone(&broken);
                 async move {
                     if broken.load(Ordering::SeqCst) {
-                        Err(TaskError::abort(format!("CRM rejected customer {customer}: <field> `email` missing")))
+                        Err(TaskError::abort(format!(
+                            "CRM rejected customer {customer}: <field> `email` missing"
+                        )))
                     } else {
                         Ok(())
                     }
                 }
             })
             .options(TaskOptions::new().retry_limit(0)),
+        )
+        .handler(
+            Handler::new("import_feed", |url: String, _ctx| async move {
+                Err::<(), _>(TaskError::retry(format!("GET {url}: 502 Bad Gateway")))
+            })
+            .options(TaskOptions::new().retry_limit(5).retry(RetryPolicy::fixed(Duration::from_secs(3600)))),
         )
         .build()
         .await?;
@@ -81,12 +90,8 @@ pub(crate) async fn call(
     };
     let resp = app.clone().oneshot(req.body(body)?).await?;
     let status = resp.status();
-    let ctype = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
+    let ctype =
+        resp.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let bytes = to_bytes(resp.into_body(), 64 << 20).await?;
     Ok((status, ctype, String::from_utf8(bytes.to_vec())?))
 }

@@ -1,0 +1,182 @@
+//! An HTTP service in the shape of the seeds': its own endpoints submit
+//! tasks, and it mounts the admin API and dashboard under `/admin` and
+//! Prometheus metrics at `/metrics`. Walkthrough: `docs/service.md`.
+//!
+//! ```sh
+//! cargo run --example service                                  # MemoryStorage, port 8080
+//! REDIS_URL=redis://127.0.0.1:6379 cargo run --example service -- --storage redis
+//! MYSQL_URL=mysql://root@127.0.0.1:3306/test cargo run --example service -- --storage mysql --port 8081
+//! ```
+//!
+//! Ctrl-C or SIGTERM: stops accepting requests, drains running tasks, gives
+//! back leases of the rest, then exits.
+
+use std::net::SocketAddr;
+
+use axum::{Json, Router, extract::State, http::StatusCode, routing::post};
+use clap::{Parser, ValueEnum};
+use executor_admin::ApiError;
+use executor_core::{Executor, MemoryStorage, Storage, prelude::*, shutdown_signal};
+use executor_mysql::MySqlStorage;
+use executor_redis::RedisStorage;
+use tokio::sync::watch;
+
+// ---- handlers ----
+
+/// An order to pay for and ship.
+#[derive(Debug, Serialize, Deserialize)]
+struct OrderParam {
+    order_id: u64,
+    amount_cents: u64,
+}
+
+/// Pays for an order. Amounts over 1,000.00 are declined by the (simulated)
+/// payment gateway, so those orders retry, then land in the dead letter.
+#[reliable_task(name = "process_order", retry_limit = 2, retry_interval = "1s", max_duration = "60s")]
+async fn process_order(order: OrderParam, ctx: TaskContext) -> Result<(), TaskError> {
+    tokio::time::sleep(Duration::from_millis(50)).await; // the gateway call
+    if order.amount_cents > 100_000 {
+        return Err(TaskError::retry(format!(
+            "payment gateway declined order {}: amount {} over the limit",
+            order.order_id, order.amount_cents
+        )));
+    }
+    tracing::info!(order = order.order_id, attempt = ctx.attempt(), "order paid");
+    Ok(())
+}
+
+/// A message for a user, sent later.
+#[derive(Debug, Serialize, Deserialize)]
+struct Notification {
+    user: String,
+    message: String,
+}
+
+/// Sends a notification (here: logs it).
+#[reliable_task(name = "send_notification", retry_limit = 5, retry_interval = "10s")]
+async fn send_notification(n: Notification) {
+    tracing::info!(user = %n.user, message = %n.message, "notification sent");
+}
+
+// ---- the service's own endpoints ----
+
+#[derive(Debug, Deserialize)]
+struct NewOrder {
+    order_id: u64,
+    amount_cents: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct NewNotification {
+    user: String,
+    message: String,
+    /// Seconds from now (default 30).
+    delay_secs: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Accepted {
+    task_id: String,
+}
+
+/// `POST /api/orders`: one task per order, id `order_<id>_pay`, so a
+/// repeated request for the same order is refused (409) instead of paying twice.
+async fn create_order<S: Storage>(
+    State(executor): State<Executor<S>>,
+    Json(order): Json<NewOrder>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let param = OrderParam { order_id: order.order_id, amount_cents: order.amount_cents };
+    let id = process_order::with(param).id(format!("order_{}_pay", order.order_id)).submit(&executor).await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted { task_id: id.into_string() })))
+}
+
+/// `POST /api/notifications`: delayed by `delay_secs`.
+async fn create_notification<S: Storage>(
+    State(executor): State<Executor<S>>,
+    Json(n): Json<NewNotification>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let delay = Duration::from_secs(n.delay_secs.unwrap_or(30));
+    let id = send_notification::with(Notification { user: n.user, message: n.message })
+        .delay(delay)
+        .submit(&executor)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted { task_id: id.into_string() })))
+}
+
+// ---- wiring ----
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum StorageKind {
+    Memory,
+    Redis,
+    Mysql,
+}
+
+#[derive(Debug, Parser)]
+#[command(about = "Example HTTP service on the reliable executor")]
+struct Args {
+    /// Port to listen on (127.0.0.1).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Where tasks live.
+    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
+    storage: StorageKind,
+    /// Redis URL for `--storage redis`.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// MySQL/MariaDB URL for `--storage mysql`.
+    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
+    mysql_url: String,
+    /// Namespace (key prefix / tenant) of this application's tasks.
+    #[arg(long, default_value = "shop")]
+    namespace: String,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse();
+    match args.storage {
+        StorageKind::Memory => serve(MemoryStorage::new(), &args).await,
+        StorageKind::Redis => serve(RedisStorage::connect(&args.redis_url).await?, &args).await,
+        StorageKind::Mysql => serve(MySqlStorage::connect(&args.mysql_url).await?, &args).await,
+    }
+}
+
+async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    // The recorder first, so the executor's metrics land in it.
+    let metrics = executor_admin::install_prometheus()?;
+    let executor = Executor::builder(storage).namespace(&args.namespace).concurrency(16).build().await?;
+
+    let app = Router::new()
+        .route("/api/orders", post(create_order::<S>))
+        .route("/api/notifications", post(create_notification::<S>))
+        .with_state(executor.clone())
+        .nest("/admin", executor_admin::admin_router(&executor))
+        .merge(executor_admin::metrics_router(metrics));
+
+    let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, storage = ?args.storage, namespace = %args.namespace,
+        "listening: dashboard at /admin, API at /admin/api, metrics at /metrics");
+
+    // One signal stops both the HTTP server and the executor.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: draining requests and running tasks");
+        let _ = stop_tx.send(true);
+    });
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let http = axum::serve(listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
+    let (http, report) = tokio::join!(http.into_future(), executor.run_until(stopped(stop_rx)));
+    http?;
+    tracing::info!(report = ?report?, "stopped");
+    Ok(())
+}

@@ -1,0 +1,184 @@
+//! The dashboard in a real browser: headless Chromium driven through
+//! chromedriver opens the page, clicks "Requeue" on a dead-lettered task
+//! and sees it leave the dead letter. `scripts/test.d/chromium.sh` installs
+//! both; set `UPDATE_SCREENSHOT=1` to refresh `docs/dashboard.png`.
+
+mod support;
+
+use std::{
+    net::{SocketAddr, TcpListener as StdListener},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use executor_core::{TaskBuilder, TaskId, TaskOptions, TaskState};
+use fantoccini::{ClientBuilder, Locator};
+use support::{BoxResult, eventually};
+
+/// Kills chromedriver (and so its browser) and removes the profile, even
+/// when the test fails.
+struct Driver {
+    child: Child,
+    profile: PathBuf,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// The handler's own defaults, as its typed helper would use.
+fn defaults(exec: &executor_core::Executor<executor_core::MemoryStorage>, name: &str) -> TaskOptions {
+    exec.registry().get(name).map(|h| h.default_options().clone()).unwrap_or_default()
+}
+
+fn free_port() -> BoxResult<u16> {
+    Ok(StdListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn start_chromedriver(port: u16) -> BoxResult<Driver> {
+    let path = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".to_owned());
+    if !std::path::Path::new(&path).exists() {
+        return Err(format!(
+            "chromedriver not found at `{path}`: install Debian's chromium and chromium-driver \
+             (`source scripts/services.sh && source scripts/test.d/chromium.sh`, which scripts/test.sh does) \
+             or set CHROMEDRIVER"
+        )
+        .into());
+    }
+    let profile = std::env::temp_dir().join(format!("executor-admin-chromium-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&profile)?;
+    let child = Command::new(&path)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("could not start chromedriver `{path}`: {e}"))?;
+    Ok(Driver { child, profile })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
+    // The service: an executor with a few tasks in every interesting state.
+    let broken = Arc::new(AtomicBool::new(true));
+    let exec = support::executor("shop", Arc::clone(&broken)).await?;
+    let running = exec.start();
+    for n in 0..4 {
+        TaskBuilder::new("echo", n, TaskOptions::new()).id(format!("order-{n}-paid")).submit(&exec).await?;
+    }
+    for c in [1042, 2077] {
+        TaskBuilder::new("sync_crm", c, defaults(&exec, "sync_crm"))
+            .id(format!("crm-{c}"))
+            .submit(&exec)
+            .await?;
+    }
+    TaskBuilder::new("import_feed", "https://feeds.example/prices.xml", defaults(&exec, "import_feed"))
+        .id("feed-prices")
+        .submit(&exec)
+        .await?;
+    TaskBuilder::new("echo", "later", TaskOptions::new())
+        .id("reminder-7")
+        .delay(Duration::from_secs(3600))
+        .submit(&exec)
+        .await?;
+    for c in ["crm-1042", "crm-2077"] {
+        assert_eq!(exec.wait_for(&TaskId::new(c)?, Duration::from_secs(5)).await?.state, TaskState::Failed);
+    }
+    let feed = TaskId::new("feed-prices")?;
+    eventually("the feed import to fail once", Duration::from_secs(5), || {
+        let exec = exec.clone();
+        let feed = feed.clone();
+        async move { Ok(exec.status(&feed).await?.is_some_and(|t| t.last_error.is_some())) }
+    })
+    .await?;
+
+    let app = axum::Router::new().nest("/admin", executor_admin::admin_router(&exec));
+    let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let url = format!("http://{}/admin", listener.local_addr()?);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    // The browser.
+    let port = free_port()?;
+    let driver = start_chromedriver(port)?;
+    let webdriver = format!("http://127.0.0.1:{port}");
+    eventually("chromedriver to listen", Duration::from_secs(20), || {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        async move { Ok(tokio::net::TcpStream::connect(addr).await.is_ok()) }
+    })
+    .await?;
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".to_owned());
+    let caps = serde_json::json!({
+        "browserName": "chrome",
+        "goog:chromeOptions": {
+            "binary": chromium,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--window-size=1280,900", format!("--user-data-dir={}", driver.profile.display()),
+            ]
+        }
+    });
+    let serde_json::Value::Object(caps) = caps else { return Err("capabilities are not an object".into()) };
+    let browser = ClientBuilder::rustls()?
+        .capabilities(caps)
+        .connect(&webdriver)
+        .await
+        .map_err(|e| format!("chromedriver at {webdriver} did not start a Chromium session: {e}"))?;
+
+    let result = async {
+        browser.goto(&url).await?;
+        let button = browser
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Css("button[data-requeue='crm-1042']"))
+            .await?;
+        let rows = browser.find_all(Locator::Css("#dead-letter tr[data-task]")).await?;
+        assert_eq!(rows.len(), 2, "both failed CRM syncs are in the dead letter");
+        let shot = browser.screenshot().await?;
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+        std::fs::write(&out, &shot)?;
+        if std::env::var_os("UPDATE_SCREENSHOT").is_some() {
+            std::fs::write(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/dashboard.png"), &shot)?;
+        }
+
+        broken.store(false, Ordering::SeqCst); // the "bug" is fixed: the requeued task will succeed
+        button.click().await?;
+        let notice = browser
+            .wait()
+            .at_most(Duration::from_secs(10))
+            .for_element(Locator::Id("notice"))
+            .await?
+            .text()
+            .await?;
+        assert_eq!(notice, "Requeued crm-1042.");
+        eventually("crm-1042 to leave the dead letter on the page", Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move {
+                browser.refresh().await?;
+                let gone = browser.find_all(Locator::Css("tr[data-task='crm-1042']")).await?.is_empty();
+                let other = browser.find_all(Locator::Css("tr[data-task='crm-2077']")).await?.len() == 1;
+                Ok(gone && other)
+            }
+        })
+        .await?;
+        let done = exec.wait_for(&TaskId::new("crm-1042")?, Duration::from_secs(5)).await?;
+        assert_eq!((done.state, done.attempts), (TaskState::Completed, 1));
+        Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+    }
+    .await;
+    let closed = browser.close().await;
+    drop(driver);
+    server.abort();
+    running.shutdown().await?;
+    result?;
+    closed?;
+    Ok(())
+}
