@@ -3,6 +3,9 @@
 //!
 //! ```sh
 //! cargo run --example quickstart
+//! # the same program on a real store:
+//! cargo run --example quickstart -- --storage redis   # REDIS_URL, default redis://127.0.0.1:6379
+//! cargo run --example quickstart -- --storage mysql   # MYSQL_URL, default mysql://root@127.0.0.1:3306/test
 //! ```
 
 use std::{
@@ -13,9 +16,12 @@ use std::{
     time::Instant,
 };
 
+use clap::{Parser, ValueEnum};
 use executor_core::{
-    Executor, Listener, MemoryStorage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*,
+    Executor, Listener, MemoryStorage, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*,
 };
+use executor_mysql::MySqlStorage;
+use executor_redis::RedisStorage;
 
 // ---- handlers: plain async fns, registered by the attribute ----
 
@@ -118,16 +124,44 @@ impl Listener for Timeline {
     }
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum StorageKind {
+    Memory,
+    Redis,
+    Mysql,
+}
+
+#[derive(Debug, Parser)]
+#[command(about = "Every feature of Reliable Executor in one short run")]
+struct Args {
+    /// Where tasks live.
+    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
+    storage: StorageKind,
+    /// Redis URL for `--storage redis`.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// MySQL/MariaDB URL for `--storage mysql`.
+    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
+    mysql_url: String,
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
     start_time();
-    println!("Reliable Executor quickstart (in-memory storage)\n");
-    let executor = Executor::builder(MemoryStorage::new())
-        .namespace("quickstart")
-        .concurrency(8)
-        .listener(Timeline)
-        .build()
-        .await?;
+    println!("Reliable Executor quickstart ({:?} storage)\n", args.storage);
+    // A namespace per run, so business ids like `reminder_ada` are fresh each time.
+    let namespace = format!("quickstart-{}", std::process::id());
+    match args.storage {
+        StorageKind::Memory => run(MemoryStorage::new(), namespace).await,
+        StorageKind::Redis => run(RedisStorage::connect(&args.redis_url).await?, namespace).await,
+        StorageKind::Mysql => run(MySqlStorage::connect(&args.mysql_url).await?, namespace).await,
+    }
+}
+
+async fn run<S: Storage>(storage: S, namespace: String) -> Result<(), Box<dyn std::error::Error>> {
+    let executor =
+        Executor::builder(storage).namespace(namespace).concurrency(8).listener(Timeline).build().await?;
     let running = executor.start();
     let mut ids: Vec<TaskId> = Vec::new();
 
