@@ -1,0 +1,140 @@
+//! The stats seed: bursts of user activity each ask for a statistics refresh;
+//! a debounced task runs the refresh once per user after the activity calms
+//! down, and an in-process coalescer absorbs most repeats before they reach
+//! the store. Exits by itself in a few seconds.
+//!
+//! ```sh
+//! cargo run --example stat_refresh
+//! cargo run --example stat_refresh -- --storage redis   # REDIS_URL
+//! ```
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Instant,
+};
+
+use clap::{Parser, ValueEnum};
+use executor_core::{Coalescer, Executor, MemoryStorage, Namespace, Storage, TaskState, prelude::*};
+use executor_redis::RedisStorage;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Refresh {
+    user: u32,
+    /// Sequence number of the activity that asked for it (the last one wins).
+    seq: u64,
+}
+
+static REFRESHES: AtomicU64 = AtomicU64::new(0);
+static LAST_SEEN: Mutex<Option<HashMap<u32, u64>>> = Mutex::new(None);
+
+/// Recomputes one user's statistics (here: records which activity it saw).
+#[reliable_task(name = "refresh_user_stats", retry_limit = 2)]
+async fn refresh_user_stats(param: Refresh) {
+    REFRESHES.fetch_add(1, Ordering::SeqCst);
+    let mut seen = LAST_SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    seen.get_or_insert_with(HashMap::new).insert(param.user, param.seq);
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum StorageKind {
+    Memory,
+    Redis,
+}
+
+#[derive(Debug, Parser)]
+#[command(about = "Debounced statistics refreshes with an in-process coalescer")]
+struct Args {
+    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
+    storage: StorageKind,
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// Users whose activity triggers refreshes.
+    #[arg(long, default_value_t = 50)]
+    users: u32,
+    /// Activity events per user.
+    #[arg(long, default_value_t = 200)]
+    events: u32,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let ns = format!("stat-refresh-{}", std::process::id());
+    match args.storage {
+        StorageKind::Memory => run(MemoryStorage::new(), ns, &args).await,
+        StorageKind::Redis => {
+            let storage = RedisStorage::connect(&args.redis_url).await?;
+            let out = run(storage.clone(), ns.clone(), &args).await;
+            storage.purge(&Namespace::new(ns)?).await?;
+            out
+        }
+    }
+}
+
+async fn run<S: Storage>(storage: S, ns: String, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let executor = Executor::builder(storage).namespace(ns).concurrency(16).build().await?;
+    let running = executor.start();
+    // Repeats of one user's refresh within 100 ms are absorbed in process.
+    let coalescer = Coalescer::new(executor.clone()).rule("refresh_user_stats", Duration::from_millis(100));
+    let started = Instant::now();
+    let seq = AtomicU64::new(0);
+    let mut last: HashMap<u32, u64> = HashMap::new();
+    let mut ids = HashMap::new();
+
+    // Bursts: each round, every user is active a few times in quick succession.
+    let rounds = args.events / 10;
+    for _round in 0..rounds {
+        for user in 0..args.users {
+            for _ in 0..10 {
+                let n = seq.fetch_add(1, Ordering::SeqCst);
+                let id = refresh_user_stats::with(Refresh { user, seq: n })
+                    .debounce(format!("stats:user-{user}"), Duration::from_millis(400))
+                    .max_wait(Duration::from_secs(5))
+                    .submit(&coalescer)
+                    .await?;
+                last.insert(user, n);
+                ids.insert(user, id);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let submitted = seq.load(Ordering::SeqCst);
+    let submit_time = started.elapsed();
+
+    // Wait for every user's refresh to finish.
+    for id in ids.values() {
+        let record = executor.wait_for(id, Duration::from_secs(30)).await?;
+        assert_eq!(record.state, TaskState::Completed, "{record:?}");
+    }
+    loop {
+        let counts = executor.counts().await?;
+        if counts.get(TaskState::Created) + counts.get(TaskState::Pending) + counts.get(TaskState::Running)
+            == 0
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.shutdown().await?;
+
+    let stats = coalescer.stats();
+    let refreshes = REFRESHES.load(Ordering::SeqCst);
+    let seen =
+        LAST_SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone().unwrap_or_default();
+    let fresh = last.iter().filter(|(user, seq)| seen.get(user) == Some(seq)).count();
+    println!("activity events submitted : {submitted} over {submit_time:?}");
+    println!("absorbed in process        : {}", stats.absorbed);
+    println!(
+        "reached the store          : {} ({} first submits + {} flushes)",
+        stats.store_writes(),
+        stats.forwarded,
+        stats.flushed
+    );
+    println!("refreshes run              : {refreshes} for {} users", args.users);
+    println!("refreshes that saw the user's last activity: {fresh} of {}", args.users);
+    Ok(())
+}
