@@ -7,7 +7,7 @@ use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
     MySqlStorage, error, row,
-    sql::{BEGIN_READ_COMMITTED, ms, now_ms, task_columns, tasks},
+    sql::{BEGIN_READ_COMMITTED, ms, now_ms, push_in_list, task_columns, tasks},
 };
 
 /// Most tasks one claim or heartbeat statement names.
@@ -88,12 +88,8 @@ async fn claim_once(
             .push_bind(worker.as_str().to_owned())
             .push(", state = 'RUNNING' WHERE ns = ")
             .push_bind(ns.as_str().to_owned())
-            .push(" AND id IN (");
-        let mut ids = qb.separated(", ");
-        for t in &claimed {
-            ids.push_bind(t.id.as_str().to_owned());
-        }
-        qb.push(")");
+            .push(" AND id IN ");
+        push_in_list(&mut qb, claimed.iter().map(|t| t.id.as_str()));
         qb.build().execute(&mut *tx).await.map_err(error::storage)?;
     }
     for (id, reason) in &corrupt {
@@ -159,7 +155,9 @@ async fn heartbeat_chunk(
     push_ids(&mut qb, leases);
     qb.push(" AND state = 'RUNNING' AND (id, fence) IN (");
     let mut pairs = qb.separated(", ");
-    for l in leases {
+    // Padded like `push_in_list`, repeating the last pair.
+    let pad = leases.len().next_power_of_two() - leases.len();
+    for l in leases.iter().chain(leases.last().into_iter().flat_map(|l| std::iter::repeat_n(l, pad))) {
         pairs
             .push("(")
             .push_bind_unseparated(l.id.as_str().to_owned())
@@ -200,10 +198,6 @@ async fn heartbeat_chunk(
 }
 
 fn push_ids(qb: &mut QueryBuilder<MySql>, leases: &[Lease]) {
-    qb.push(" AND id IN (");
-    let mut ids = qb.separated(", ");
-    for l in leases {
-        ids.push_bind(l.id.as_str().to_owned());
-    }
-    qb.push(")");
+    qb.push(" AND id IN ");
+    push_in_list(qb, leases.iter().map(|l| l.id.as_str()));
 }

@@ -8,7 +8,7 @@ use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
     MySqlStorage, error,
-    sql::{BEGIN_READ_COMMITTED, ms, now_ms, tasks},
+    sql::{BEGIN_READ_COMMITTED, ms, now_ms, push_in_list, tasks},
 };
 
 /// Below this many items a batch is cheaper as single statements.
@@ -113,12 +113,9 @@ async fn finish_batch(
     let mut tx = s.pool.begin_with(BEGIN_READ_COMMITTED).await.map_err(error::storage)?;
     let mut qb: QueryBuilder<MySql> =
         QueryBuilder::new(concat!("SELECT id, fence, state FROM ", tasks!(), " WHERE ns = "));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN (");
-    let mut ids = qb.separated(", ");
-    for (lease, _) in items {
-        ids.push_bind(lease.id.as_str().to_owned());
-    }
-    qb.push(") FOR UPDATE");
+    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+    push_in_list(&mut qb, items.iter().map(|(lease, _)| lease.id.as_str()));
+    qb.push(" FOR UPDATE");
     let rows = qb.build().fetch_all(&mut *tx).await.map_err(error::storage)?;
     let mut current: HashMap<String, (u64, String)> = HashMap::with_capacity(rows.len());
     for r in rows {
@@ -159,12 +156,8 @@ async fn finish_batch(
             now_ms!(),
             ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
         ));
-        qb.push_bind(ns.as_str().to_owned()).push(" AND id IN (");
-        let mut ids = qb.separated(", ");
-        for id in completed {
-            ids.push_bind(id.as_str().to_owned());
-        }
-        qb.push(")");
+        qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+        push_in_list(&mut qb, completed.iter().map(|id| id.as_str()));
         qb.build().execute(&mut *tx).await.map_err(error::storage)?;
     }
     tx.commit().await.map_err(error::storage)?;

@@ -6,7 +6,7 @@ use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
     MySqlStorage, error, row,
-    sql::{BEGIN_READ_COMMITTED, ms, now_ms, tasks},
+    sql::{BEGIN_READ_COMMITTED, ms, now_ms, push_in_list, tasks},
 };
 
 /// The reason a reaped task records.
@@ -77,12 +77,8 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
             qb.push(", finished_at = ").push_bind(now);
         }
         qb.push(", state = ").push_bind(state).push(" WHERE ns = ").push_bind(ns.as_str().to_owned());
-        qb.push(" AND id IN (");
-        let mut sep = qb.separated(", ");
-        for id in ids {
-            sep.push_bind(id.clone());
-        }
-        qb.push(")");
+        qb.push(" AND id IN ");
+        push_in_list(&mut qb, ids.iter().map(String::as_str));
         qb.build().execute(&mut *tx).await.map_err(error::storage)?;
     }
     tx.commit().await.map_err(error::storage)?;
@@ -91,50 +87,63 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
 }
 
 /// Deletes up to `limit` finished tasks past retention: `COMPLETED` and
-/// `CANCELLED` first, then dead letter if it has a retention. Each DELETE is
-/// one `ix_finished` range scan with a LIMIT, so a huge backlog is worked
-/// off over several calls without long locks.
+/// `CANCELLED` first, then dead letter if it has a retention. Each class is
+/// one index-only range read of `ix_finished` (`SELECT id ... LIMIT n`) and
+/// one DELETE of those ids by primary key. A single `DELETE ... LIMIT n`
+/// would leave the choice of index to the optimizer, which picks a primary
+/// key scan when most of a namespace is past retention. The DELETE repeats
+/// the state and cutoff, so a task requeued in between is not deleted.
 pub(crate) async fn trim(
     s: &MySqlStorage,
     ns: &Namespace,
     retention: &Retention,
     limit: usize,
 ) -> Result<u64> {
-    let limit = u64::try_from(limit).unwrap_or(u64::MAX);
-    if limit == 0 {
-        return Ok(0);
+    let limit = limit.min(10_000);
+    let mut deleted = 0;
+    let classes = [
+        (Some(retention.completed), "('COMPLETED', 'CANCELLED')"),
+        (retention.dead_letter, "('FAILED', 'TIMEOUT', 'ERROR')"),
+    ];
+    for (keep, states) in classes {
+        let Some(keep) = keep else { continue };
+        let room = limit.saturating_sub(deleted);
+        if room == 0 {
+            break;
+        }
+        deleted += trim_class(s, ns, states, ms(keep), room).await?;
     }
-    let done = sqlx::query(concat!(
-        "DELETE FROM ",
-        tasks!(),
-        " WHERE ns = ? AND state IN ('COMPLETED', 'CANCELLED') AND finished_at <= ",
-        now_ms!(),
-        " - ? LIMIT ?"
-    ))
-    .bind(ns.as_str())
-    .bind(ms(retention.completed))
-    .bind(limit)
-    .execute(&s.pool)
-    .await
-    .map_err(error::storage)?;
-    let mut deleted = done.rows_affected();
-    if let Some(dead) = retention.dead_letter
-        && deleted < limit
-    {
-        let done = sqlx::query(concat!(
-            "DELETE FROM ",
-            tasks!(),
-            " WHERE ns = ? AND state IN ('FAILED', 'TIMEOUT', 'ERROR') AND finished_at <= ",
-            now_ms!(),
-            " - ? LIMIT ?"
-        ))
-        .bind(ns.as_str())
-        .bind(ms(dead))
-        .bind(limit - deleted)
-        .execute(&s.pool)
-        .await
-        .map_err(error::storage)?;
-        deleted += done.rows_affected();
-    }
-    Ok(deleted)
+    Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+}
+
+async fn trim_class(
+    s: &MySqlStorage,
+    ns: &Namespace,
+    states: &str,
+    keep_ms: i64,
+    limit: usize,
+) -> Result<usize> {
+    let mut qb: QueryBuilder<MySql> =
+        QueryBuilder::new(concat!("SELECT id, ", now_ms!(), " AS now_ms FROM ", tasks!(), " WHERE ns = "));
+    qb.push_bind(ns.as_str().to_owned())
+        .push(" AND state IN ")
+        .push(states)
+        .push(concat!(" AND finished_at <= ", now_ms!(), " - "))
+        .push_bind(keep_ms)
+        .push(" LIMIT ")
+        .push_bind(u32::try_from(limit).unwrap_or(u32::MAX));
+    let rows = qb.build().fetch_all(&s.pool).await.map_err(error::storage)?;
+    let Some(first) = rows.first() else { return Ok(0) };
+    let now: i64 = first.try_get("now_ms").map_err(error::storage)?;
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!("DELETE FROM ", tasks!(), " WHERE ns = "));
+    qb.push_bind(ns.as_str().to_owned())
+        .push(" AND state IN ")
+        .push(states)
+        .push(" AND finished_at <= ")
+        .push_bind(now.saturating_sub(keep_ms))
+        .push(" AND id IN ");
+    let ids: Vec<String> = rows.iter().map(row::raw_id).collect();
+    push_in_list(&mut qb, ids.iter().map(String::as_str));
+    let done = qb.build().execute(&s.pool).await.map_err(error::storage)?;
+    Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
 }

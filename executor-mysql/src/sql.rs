@@ -56,3 +56,25 @@ pub(crate) fn ms(d: std::time::Duration) -> i64 {
 pub(crate) fn ts(t: executor_core::Timestamp) -> i64 {
     i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
 }
+
+/// Appends `(?, ?, ...)` binding `ids`. The list is padded to a power of
+/// two by repeating its last id (harmless in `IN`), so a statement takes at
+/// most a dozen shapes and stays in sqlx's prepared-statement cache instead
+/// of being prepared anew for every batch size.
+pub(crate) fn push_in_list<'a>(
+    qb: &mut sqlx::QueryBuilder<sqlx::MySql>,
+    ids: impl IntoIterator<Item = &'a str>,
+) {
+    let ids: Vec<&str> = ids.into_iter().collect();
+    qb.push("(");
+    let mut sep = qb.separated(", ");
+    for id in &ids {
+        sep.push_bind((*id).to_owned());
+    }
+    if let Some(last) = ids.last() {
+        for _ in ids.len()..ids.len().next_power_of_two() {
+            sep.push_bind((*last).to_owned());
+        }
+    }
+    qb.push(")");
+}

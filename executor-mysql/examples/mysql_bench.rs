@@ -1,0 +1,313 @@
+//! Throughput and latency of `MySqlStorage` on this machine, next to the
+//! server's own ceiling measured in the same run: single-row autocommit
+//! `UPDATE ... WHERE id = ?` by primary key from as many connections.
+//!
+//! ```text
+//! cargo run --release -p executor-mysql --example mysql_bench -- \
+//!     [--tasks 20000] [--runs 3] [--large-rows 1000000] [--connections 16]
+//! ```
+//!
+//! `MYSQL_URL` (default `mysql://root@127.0.0.1:3306/test`) names the server.
+//! Each figure is the median of `--runs` runs.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use executor_core::{Due, Executor, Handler, Namespace, NewTask, Storage, SubmitMode, TaskContext, TaskId};
+use executor_mysql::{MySqlOptions, MySqlStorage};
+use tokio::{sync::mpsc, time::Instant};
+
+type Res<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+struct Args {
+    url: String,
+    tasks: usize,
+    runs: usize,
+    large_rows: usize,
+    connections: u32,
+}
+
+fn args() -> Res<Args> {
+    let mut a = Args {
+        url: std::env::var("MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned()),
+        tasks: 20_000,
+        runs: 3,
+        large_rows: 1_000_000,
+        connections: 16,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--tasks" => a.tasks = value.parse()?,
+            "--runs" => a.runs = value.parse()?,
+            "--large-rows" => a.large_rows = value.parse()?,
+            "--connections" => a.connections = value.parse()?,
+            "--url" => a.url = value,
+            other => return Err(format!("unknown flag {other}").into()),
+        }
+    }
+    Ok(a)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn task(name: &str, payload: Vec<u8>) -> NewTask {
+    NewTask {
+        id: TaskId::generate(),
+        name: name.to_owned(),
+        payload,
+        due: Due::Now,
+        max_attempts: 3,
+        max_duration: None,
+        timeout: None,
+        retry: None,
+        mode: SubmitMode::Plain,
+    }
+}
+
+async fn clear(s: &MySqlStorage, ns: &Namespace) -> Res {
+    loop {
+        let done = sqlx::query("DELETE FROM reliable_executor_tasks WHERE ns = ? LIMIT 50000")
+            .bind(ns.as_str())
+            .execute(s.pool())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// The ceiling: `connections` loops of single-row autocommit UPDATEs by
+/// primary key, each on its own row, for `secs` seconds.
+async fn update_ceiling(s: &MySqlStorage, connections: u32, secs: u64) -> Res<f64> {
+    sqlx::query("CREATE TABLE IF NOT EXISTS rex_bench_counter (id INT PRIMARY KEY, n BIGINT NOT NULL)")
+        .execute(s.pool())
+        .await?;
+    sqlx::query("INSERT IGNORE INTO rex_bench_counter SELECT seq, 0 FROM seq_1_to_256")
+        .execute(s.pool())
+        .await?;
+    let done = Arc::new(AtomicU64::new(0));
+    let end = Instant::now() + Duration::from_secs(secs);
+    let mut loops = Vec::new();
+    for i in 0..connections {
+        let (pool, done) = (s.pool().clone(), Arc::clone(&done));
+        loops.push(tokio::spawn(async move {
+            while Instant::now() < end {
+                sqlx::query("UPDATE rex_bench_counter SET n = n + 1 WHERE id = ?")
+                    .bind(i + 1)
+                    .execute(&pool)
+                    .await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<_, sqlx::Error>(())
+        }));
+    }
+    for l in loops {
+        l.await??;
+    }
+    Ok(done.load(Ordering::Relaxed) as f64 / secs as f64)
+}
+
+async fn submit_single(s: &MySqlStorage, ns: &Namespace, n: usize) -> Res<f64> {
+    let start = Instant::now();
+    for _ in 0..n {
+        s.submit(ns, task("noop", b"null".to_vec())).await?;
+    }
+    Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+async fn submit_batched(s: &MySqlStorage, ns: &Namespace, n: usize) -> Res<f64> {
+    let start = Instant::now();
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(500);
+        for r in s.submit_many(ns, (0..k).map(|_| task("noop", b"null".to_vec())).collect()).await? {
+            r?;
+        }
+        left -= k;
+    }
+    Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Tasks completed per second by one executor at `concurrency`, with `n`
+/// tasks already waiting.
+async fn processing(s: &MySqlStorage, ns: &Namespace, n: usize, concurrency: usize) -> Res<f64> {
+    submit_batched(s, ns, n).await?;
+    let executor = Executor::builder(s.clone())
+        .namespace(ns.as_str())
+        .concurrency(concurrency)
+        .handler(Handler::new("noop", |_: (), _ctx: TaskContext| async {}))
+        .build()
+        .await?;
+    let start = Instant::now();
+    let running = executor.start();
+    // Tasks not finished yet: a range of the (ns, state, finished_at)
+    // index, cheap however much history the namespace holds.
+    loop {
+        let busy: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM reliable_executor_tasks WHERE ns = ? AND state IN ('CREATED', 'PENDING', 'RUNNING')",
+        )
+        .bind(ns.as_str())
+        .fetch_one(s.pool())
+        .await?;
+        if busy == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    running.shutdown().await?;
+    Ok(rate)
+}
+
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// Due→start latency on an idle executor: tasks due now, submitted one at
+/// a time by `submitter` (the executor's own storage: in-process wake-up;
+/// another storage: polling), measured from the moment the submit returned
+/// (the row is committed, so the task is due) to the handler's start.
+/// Returns (p50, p99) in ms.
+async fn latency(s: &MySqlStorage, submitter: &MySqlStorage, ns: &Namespace, n: usize) -> Res<(f64, f64)> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<u64>();
+    let executor = Executor::builder(s.clone())
+        .namespace(ns.as_str())
+        .concurrency(16)
+        .handler(Handler::new("stamp", move |_: (), _ctx: TaskContext| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(now_us());
+            }
+        }))
+        .build()
+        .await?;
+    let running = executor.start();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut seen = Vec::with_capacity(n);
+    for i in 0..n {
+        // Irregular gaps, so the waiter is caught at every point of its backoff.
+        tokio::time::sleep(Duration::from_millis(20 + (i as u64 * 37) % 300)).await;
+        submitter.submit(ns, task("stamp", b"null".to_vec())).await?;
+        let due = now_us();
+        if let Some(started) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await? {
+            seen.push(started.saturating_sub(due) as f64 / 1000.0);
+        }
+    }
+    running.shutdown().await?;
+    seen.sort_by(|a, b| a.total_cmp(b));
+    let pick = |q: f64| seen.get(((seen.len() as f64 - 1.0) * q).round() as usize).copied().unwrap_or(0.0);
+    Ok((pick(0.5), pick(0.99)))
+}
+
+/// Fills `ns` with `rows` COMPLETED tasks (retained history), in bulk.
+async fn fill(s: &MySqlStorage, ns: &Namespace, rows: usize) -> Res {
+    let mut from = 1;
+    while from <= rows {
+        let to = (from + 99_999).min(rows);
+        let sql = format!(
+            "INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, \
+             created_at, due_at, started_at, finished_at) SELECT ?, CONCAT('bg-', seq), 'noop', 'COMPLETED', \
+             'null', 1, 3, 1, 1, 1, 1, 1000 + seq FROM seq_{from}_to_{to}"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(ns.as_str()).execute(s.pool()).await?;
+        from = to + 1;
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Res {
+    let a = args()?;
+    let s = MySqlOptions::new().max_connections(a.connections).connect(&a.url).await?;
+    let other = MySqlOptions::new().max_connections(2).connect(&a.url).await?;
+    let ns = Namespace::new("bench-mysql")?;
+    clear(&s, &ns).await?;
+    let version: String = sqlx::query_scalar("SELECT VERSION()").fetch_one(s.pool()).await?;
+    println!(
+        "server {version}; {} tasks per processing run; {} connections; median of {} runs",
+        a.tasks, a.connections, a.runs
+    );
+
+    let (mut ceiling, mut single, mut batched, mut c16, mut c64) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut ceiling_one = vec![];
+    for run in 0..a.runs {
+        ceiling_one.push(update_ceiling(&s, 1, 2).await?);
+        ceiling.push(update_ceiling(&s, a.connections, 3).await?);
+        single.push(submit_single(&s, &ns, 2_000).await?);
+        clear(&s, &ns).await?;
+        batched.push(submit_batched(&s, &ns, a.tasks).await?);
+        clear(&s, &ns).await?;
+        c16.push(processing(&s, &ns, a.tasks, 16).await?);
+        clear(&s, &ns).await?;
+        c64.push(processing(&s, &ns, a.tasks, 64).await?);
+        clear(&s, &ns).await?;
+        println!(
+            "run {run}: ceiling {:.0}/s, submit {:.0}/s single, {:.0}/s batched, process {:.0}/s at 16, {:.0}/s at 64",
+            ceiling[run], single[run], batched[run], c16[run], c64[run]
+        );
+    }
+    let ceiling = median(ceiling);
+    let c64 = median(c64);
+    println!("ceiling: single-row autocommit UPDATE by PK, {} connections: {ceiling:.0}/s", a.connections);
+    println!("ceiling: the same from one connection: {:.0}/s", median(ceiling_one));
+    println!("submit, one per call:       {:.0}/s", median(single));
+    println!("submit, batches of 500:     {:.0}/s", median(batched));
+    println!("processing, concurrency 16: {:.0}/s", median(c16));
+    println!("processing, concurrency 64: {c64:.0}/s = {:.2} x ceiling", c64 / ceiling);
+
+    let (mut in_p50, mut in_p99, mut x_p50, mut x_p99) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..a.runs {
+        let (p50, p99) = latency(&s, &s, &ns, 40).await?;
+        in_p50.push(p50);
+        in_p99.push(p99);
+        let (p50, p99) = latency(&s, &other, &ns, 40).await?;
+        x_p50.push(p50);
+        x_p99.push(p99);
+        clear(&s, &ns).await?;
+    }
+    println!(
+        "due->start, submit in the same process:    p50 {:.1} ms, p99 {:.1} ms",
+        median(in_p50),
+        median(in_p99)
+    );
+    println!(
+        "due->start, submit from another process:   p50 {:.1} ms, p99 {:.1} ms",
+        median(x_p50),
+        median(x_p99)
+    );
+
+    let mut by_rows = Vec::new();
+    for rows in [10_000, a.large_rows] {
+        clear(&s, &ns).await?;
+        let t = Instant::now();
+        fill(&s, &ns, rows).await?;
+        sqlx::query("ANALYZE TABLE reliable_executor_tasks").execute(s.pool()).await?;
+        println!("filled {rows} completed rows in {:?}", t.elapsed());
+        let mut rates = Vec::new();
+        for _ in 0..a.runs {
+            rates.push(processing(&s, &ns, a.tasks, 64).await?);
+            sqlx::query("DELETE FROM reliable_executor_tasks WHERE ns = ? AND id NOT LIKE 'bg-%'")
+                .bind(ns.as_str())
+                .execute(s.pool())
+                .await?;
+        }
+        let rate = median(rates);
+        println!("processing, concurrency 64, {rows} rows in the table: {rate:.0}/s");
+        by_rows.push(rate);
+    }
+    if let [small, large] = by_rows[..] {
+        println!("{} rows vs 10000: {:.0} %", a.large_rows, 100.0 * large / small);
+    }
+    clear(&s, &ns).await?;
+    Ok(())
+}

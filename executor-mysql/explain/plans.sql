@@ -1,0 +1,76 @@
+-- Query plans of the statements MySqlStorage runs, on a seeded copy of the
+-- schema (MariaDB: uses the SEQUENCE engine's seq_1_to_N tables).
+--   mysql -uroot -h127.0.0.1 --table < executor-mysql/explain/plans.sql
+-- (run from the repository root: it SOURCEs the migration file).
+-- ANALYZE runs the statement and adds r_rows, the rows actually read;
+-- statements that change data run inside a transaction that is rolled back.
+
+DROP DATABASE IF EXISTS rex_explain;
+CREATE DATABASE rex_explain;
+USE rex_explain;
+SOURCE executor-mysql/migrations/20261130000001_tasks.sql;
+
+SET @now = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED);
+-- Namespace 'app': 1,000,000 completed tasks (a day of history), 20,000
+-- waiting (half due, half in the future), 64 running (10 with an expired
+-- lease), 1,000 dead letter. Namespace 'other': 200,000 completed.
+INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, finished_at)
+  SELECT 'app', CONCAT('c', seq), 'noop', 'COMPLETED', 'null', 1, 3, 1, @now - 90000000, @now - 90000000, @now - 90000000, @now - 90000000 + seq * 90 FROM seq_1_to_1000000;
+INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, max_attempts, created_at, due_at)
+  SELECT 'app', CONCAT('w', seq), 'noop', IF(seq % 2, 'CREATED', 'PENDING'), 'null', 3, @now, @now + (seq - 10000) * 10 FROM seq_1_to_20000;
+INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, worker, lease_until)
+  SELECT 'app', CONCAT('r', seq), 'noop', 'RUNNING', 'null', 1, 3, 1, @now, @now, @now, 'w-1', IF(seq <= 10, @now - 1000, @now + 30000) FROM seq_1_to_64;
+INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, finished_at, last_error)
+  SELECT 'app', CONCAT('f', seq), 'noop', 'FAILED', 'null', 3, 3, 3, @now - 900000000, @now - 900000000, @now - 900000000 + seq, 'boom' FROM seq_1_to_1000;
+INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, finished_at)
+  SELECT 'other', CONCAT('c', seq), 'noop', 'COMPLETED', 'null', 1, 3, 1, @now, @now, @now, @now FROM seq_1_to_200000;
+UPDATE reliable_executor_tasks SET debounce_key = 'user-7' WHERE ns = 'app' AND id = 'w3';
+ANALYZE TABLE reliable_executor_tasks;
+
+SELECT 'claim: step 1 of the claim transaction (then one UPDATE ... WHERE ns = ? AND id IN (...))' AS statement;
+ANALYZE SELECT id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, debounce_key, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms
+  FROM reliable_executor_tasks WHERE ns = 'app' AND ready_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) ORDER BY ready_at LIMIT 64 FOR UPDATE SKIP LOCKED;
+
+SELECT 'reap: step 1 of the reap transaction' AS statement;
+ANALYZE SELECT id, deadline, attempts, max_attempts, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms
+  FROM reliable_executor_tasks WHERE ns = 'app' AND state = 'RUNNING' AND lease_until < CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) ORDER BY lease_until LIMIT 1000 FOR UPDATE SKIP LOCKED;
+
+SELECT 'trim: completed and cancelled past a 1-day retention (then DELETE by primary key)' AS statement;
+ANALYZE SELECT id, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms FROM reliable_executor_tasks
+  WHERE ns = 'app' AND state IN ('COMPLETED', 'CANCELLED') AND finished_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 86400000 LIMIT 1000;
+
+SELECT 'trim: dead letter past a 7-day retention' AS statement;
+ANALYZE SELECT id, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms FROM reliable_executor_tasks
+  WHERE ns = 'app' AND state IN ('FAILED', 'TIMEOUT', 'ERROR') AND finished_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 604800000 LIMIT 1000;
+
+SELECT 'trim: the DELETE of the ids read' AS statement;
+BEGIN;
+ANALYZE DELETE FROM reliable_executor_tasks WHERE ns = 'app' AND state IN ('COMPLETED', 'CANCELLED') AND finished_at <= @now - 86400000 AND id IN ('c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8');
+ROLLBACK;
+
+SELECT 'finish: one UPDATE conditional on the fence' AS statement;
+BEGIN;
+ANALYZE UPDATE reliable_executor_tasks SET finished_at = @now, worker = NULL, lease_until = NULL, state = 'COMPLETED'
+  WHERE ns = 'app' AND id = 'r20' AND fence = 1 AND state = 'RUNNING';
+ROLLBACK;
+
+SELECT 'heartbeat: all leases of a worker in one UPDATE' AS statement;
+BEGIN;
+ANALYZE UPDATE reliable_executor_tasks SET lease_until = @now + 30000
+  WHERE ns = 'app' AND id IN ('r20', 'r21', 'r22') AND state = 'RUNNING' AND (id, fence) IN (('r20', 1), ('r21', 1), ('r22', 1));
+ROLLBACK;
+
+SELECT 'wait_for_work: the earliest waiting due time' AS statement;
+ANALYZE SELECT MIN(ready_at) - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS wait_ms FROM reliable_executor_tasks WHERE ns = 'app';
+
+SELECT 'debounce: the task waiting under a key' AS statement;
+ANALYZE SELECT id FROM reliable_executor_tasks WHERE ns = 'app' AND waiting_key = 'user-7' FOR UPDATE;
+
+SELECT 'list: a later page of COMPLETED' AS statement;
+ANALYZE SELECT id FROM reliable_executor_tasks WHERE ns = 'app' AND state = 'COMPLETED'
+  AND (finished_at > @now - 50000000 OR (finished_at = @now - 50000000 AND id > 'c1')) ORDER BY finished_at, id LIMIT 101;
+
+SELECT 'counts' AS statement;
+ANALYZE SELECT state, COUNT(*) AS n FROM reliable_executor_tasks WHERE ns = 'app' GROUP BY state;
+
+DROP DATABASE rex_explain;
