@@ -40,10 +40,16 @@ pub fn prometheus_builder() -> Result<PrometheusBuilder, BuildError> {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use executor_core::{Client, MemoryStorage, Namespace, TaskBuilder, TaskOptions};
+///
 /// let handle = executor_admin::install_prometheus()?;
 /// let app = axum::Router::new().merge(executor_admin::metrics_router(handle.clone()));
 /// # let _ = app;
-/// assert!(handle.render().contains("reliable_executor_submitted_total"));
+/// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("shop")?);
+/// TaskBuilder::new("send_mail", "ada", TaskOptions::new()).submit(&client).await?;
+/// let scrape = handle.render();
+/// assert!(scrape.contains("# HELP reliable_executor_submitted_total Tasks submitted"));
+/// assert!(scrape.contains(r#"reliable_executor_submitted_total{task="send_mail",outcome="created"} 1"#));
 /// # Ok(())
 /// # }
 /// ```
