@@ -91,7 +91,7 @@ async fn counters_match_what_happened() -> BoxResult {
         (m::RETRIED, vec![("task", "flaky")], 2.0),
         (m::COMPLETED, vec![("task", "flaky")], 1.0),
         ("reliable_executor_execution_seconds_count", vec![("task", "echo")], 4.0),
-        (m::IN_FLIGHT, vec![], 0.0),
+        (m::IN_FLIGHT, vec![("namespace", "metrics")], 0.0),
     ];
     for (name, labels, want) in expect {
         assert_eq!(get(name, &labels), want, "{name}{labels:?} in:\n{scrape}");

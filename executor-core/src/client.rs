@@ -109,6 +109,12 @@ impl<S: Storage> Client<S> {
         &self.inner.namespace
     }
 
+    /// The handlers submits are checked against; `None` for a client built
+    /// with [`Client::without_name_check`].
+    pub fn registry(&self) -> Option<&Registry> {
+        self.inner.registry.as_deref()
+    }
+
     /// The store.
     pub fn storage(&self) -> &S {
         &self.inner.storage

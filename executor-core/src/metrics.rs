@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 
-use crate::{StateCounts, SubmitOutcome, TaskState};
+use crate::{Namespace, StateCounts, SubmitOutcome, TaskState};
 
 /// Prefix of every metric name.
 pub const PREFIX: &str = "reliable_executor_";
@@ -34,11 +34,12 @@ pub const TRIMMED: &str = "reliable_executor_trimmed_total";
 pub const EXECUTION_SECONDS: &str = "reliable_executor_execution_seconds";
 /// Histogram (seconds): due time to start, by `task`.
 pub const QUEUE_WAIT_SECONDS: &str = "reliable_executor_queue_wait_seconds";
-/// Gauge: attempts running in this process.
+/// Gauge: attempts running in this process, by `namespace`.
 pub const IN_FLIGHT: &str = "reliable_executor_in_flight";
-/// Gauge: free worker slots in this process.
+/// Gauge: free worker slots in this process, by `namespace`.
 pub const FREE_SLOTS: &str = "reliable_executor_free_slots";
-/// Gauge: tasks by `state` in the namespace (sampled by the leader).
+/// Gauge: tasks by `namespace` and `state` (sampled by the leader; read it
+/// from the process whose `reliable_executor_leader` is 1).
 pub const TASKS: &str = "reliable_executor_tasks";
 /// Counter: debounced submits absorbed by a `Coalescer` in process, by `task`.
 pub const COALESCE_ABSORBED: &str = "reliable_executor_coalesce_absorbed_total";
@@ -49,7 +50,7 @@ pub const PROMOTED: &str = "reliable_executor_promoted_total";
 /// Histogram (seconds): how late a task reached the hot store, relative to
 /// the moment it came within the horizon.
 pub const PROMOTION_LAG_SECONDS: &str = "reliable_executor_promotion_lag_seconds";
-/// Gauge: 1 while this process leads housekeeping.
+/// Gauge: 1 while this process leads housekeeping of `namespace`.
 pub const LEADER: &str = "reliable_executor_leader";
 
 /// Registers help text and units for every metric. The executor calls it
@@ -141,17 +142,18 @@ pub(crate) fn trimmed(n: u64) {
     }
 }
 
-pub(crate) fn slots(in_flight: usize, free: usize) {
-    gauge!(IN_FLIGHT).set(in_flight as f64);
-    gauge!(FREE_SLOTS).set(free as f64);
+pub(crate) fn slots(ns: &Namespace, in_flight: usize, free: usize) {
+    gauge!(IN_FLIGHT, "namespace" => ns.as_str().to_owned()).set(in_flight as f64);
+    gauge!(FREE_SLOTS, "namespace" => ns.as_str().to_owned()).set(free as f64);
 }
 
-pub(crate) fn leader(is_leader: bool) {
-    gauge!(LEADER).set(if is_leader { 1.0 } else { 0.0 });
+pub(crate) fn leader(ns: &Namespace, is_leader: bool) {
+    gauge!(LEADER, "namespace" => ns.as_str().to_owned()).set(if is_leader { 1.0 } else { 0.0 });
 }
 
-pub(crate) fn task_counts(counts: &StateCounts) {
+pub(crate) fn task_counts(ns: &Namespace, counts: &StateCounts) {
     for state in TaskState::ALL {
-        gauge!(TASKS, "state" => state.as_str()).set(counts.get(state) as f64);
+        gauge!(TASKS, "namespace" => ns.as_str().to_owned(), "state" => state.as_str())
+            .set(counts.get(state) as f64);
     }
 }

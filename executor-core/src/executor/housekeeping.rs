@@ -32,7 +32,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
                 None
             }
         };
-        m::leader(term.is_some());
+        m::leader(&ns, term.is_some());
         if term.is_none() {
             continue;
         }
@@ -65,7 +65,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         if last_counts.is_none_or(|t| now.duration_since(t) >= config.counts_every) {
             last_counts = Some(now);
             match storage.counts(&ns).await {
-                Ok(c) => m::task_counts(&c),
+                Ok(c) => m::task_counts(&ns, &c),
                 Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
             }
         }
@@ -74,6 +74,6 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         if let Err(e) = storage.release_leadership(&ns, &t).await {
             tracing::warn!(error = %e, "releasing leadership failed; it expires after one lease");
         }
-        m::leader(false);
+        m::leader(&ns, false);
     }
 }

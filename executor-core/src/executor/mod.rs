@@ -97,6 +97,11 @@ impl<S: Storage> Executor<S> {
         &self.inner.worker
     }
 
+    /// Attempts this process runs at once.
+    pub fn concurrency(&self) -> usize {
+        self.inner.config.concurrency
+    }
+
     /// The handlers this executor runs.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry

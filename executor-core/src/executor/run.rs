@@ -61,7 +61,11 @@ impl<S: Storage> Shared<S> {
 
     pub(crate) fn update_slot_gauges(&self) {
         let free = self.slots.available_permits();
-        crate::metrics::slots(self.config().concurrency.saturating_sub(free), free);
+        crate::metrics::slots(
+            self.executor.namespace(),
+            self.config().concurrency.saturating_sub(free),
+            free,
+        );
     }
 
     /// Stops one attempt: asks the handler to stop, and aborts it now (lost
