@@ -1,0 +1,183 @@
+//! The worker processes of a run, and the faults injected into them and the store.
+
+use std::{
+    fs::File,
+    io::{Read, Write},
+    net::TcpStream,
+    path::PathBuf,
+    process::{Command, Stdio},
+    time::Duration,
+};
+
+use rand::seq::IndexedRandom;
+
+use crate::{
+    ledger::{Event, Ledger, now_ms},
+    process::{Owned, Signal, signal},
+    server::{AnyError, Backend, PrivateServer, mysql_cli},
+    worker::WorkerArgs,
+};
+
+/// The live workers, how to start more, and the controller's own ledger.
+#[derive(Debug)]
+pub struct Fleet {
+    /// Template for new workers (`ledger` is replaced per worker).
+    pub template: WorkerArgs,
+    /// Where ledgers and worker logs go.
+    pub dir: PathBuf,
+    /// The controller's ledger (faults).
+    pub ledger: Ledger,
+    workers: Vec<Owned>,
+    started: usize,
+}
+
+impl Fleet {
+    /// An empty fleet.
+    pub fn new(template: WorkerArgs, dir: PathBuf, ledger: Ledger) -> Self {
+        Self { template, dir, ledger, workers: Vec::new(), started: 0 }
+    }
+
+    /// Records a fault event in the controller's ledger.
+    pub fn note(&self, kind: &str, pid: Option<u32>, note: impl Into<String>) {
+        self.ledger.record(&Event::Fault { kind: kind.to_owned(), pid, t: now_ms(), note: note.into() });
+    }
+
+    /// Starts one more worker process.
+    ///
+    /// # Errors
+    /// The process could not be started.
+    pub fn spawn(&mut self, extra: &[&str]) -> Result<u32, AnyError> {
+        self.started += 1;
+        let n = self.started;
+        let t = &self.template;
+        let out = File::create(self.dir.join(format!("worker-{n}.out")))?;
+        let mut cmd = Command::new(std::env::current_exe()?);
+        cmd.arg("worker")
+            .args(["--storage", backend_name(t.storage), "--url", &t.url, "--ns", &t.ns])
+            .arg("--ledger")
+            .arg(self.dir.join(format!("worker-{n}.log")))
+            .args(["--lease-ms", &t.lease_ms.to_string(), "--concurrency", &t.concurrency.to_string()])
+            .args(["--min-ms", &t.min_ms.to_string(), "--max-ms", &t.max_ms.to_string()])
+            .args(extra)
+            .env("RUST_LOG", std::env::var("CHAOS_WORKER_LOG").unwrap_or_else(|_| "warn".to_owned()))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        let child = Owned::new(cmd.spawn()?, format!("worker-{n}"));
+        let pid = child.pid();
+        self.note("spawn", Some(pid), format!("worker-{n}"));
+        self.workers.push(child);
+        Ok(pid)
+    }
+
+    /// Live worker pids.
+    pub fn pids(&mut self) -> Vec<u32> {
+        self.workers.retain_mut(|w| !w.exited());
+        self.workers.iter().map(Owned::pid).collect()
+    }
+
+    /// `kill -9` a random worker and start a replacement.
+    ///
+    /// # Errors
+    /// The replacement could not be started.
+    pub fn kill_one(&mut self) -> Result<(), AnyError> {
+        let Some(&pid) = self.pids().choose(&mut rand::rng()) else { return Ok(()) };
+        signal(pid, Signal::Kill);
+        self.note("kill", Some(pid), "SIGKILL");
+        if let Some(w) = self.workers.iter_mut().find(|w| w.pid() == pid) {
+            w.wait_exit(Duration::from_secs(5));
+        }
+        self.spawn(&[])?;
+        Ok(())
+    }
+
+    /// `SIGSTOP` a random worker for `pause` (past its lease), then `SIGCONT` it.
+    pub fn pause_one(&mut self, pause: Duration) {
+        let Some(&pid) = self.pids().choose(&mut rand::rng()) else { return };
+        if signal(pid, Signal::Stop) {
+            self.note("stop", Some(pid), format!("SIGSTOP for {pause:?}"));
+            std::thread::sleep(pause);
+            signal(pid, Signal::Cont);
+            self.note("cont", Some(pid), "SIGCONT");
+        }
+    }
+
+    /// Stops every worker: `SIGTERM`, then `SIGKILL` after `grace`.
+    pub fn stop_all(&mut self, grace: Duration) {
+        for w in &self.workers {
+            self.ledger.record(&Event::Fault {
+                kind: "term".to_owned(),
+                pid: Some(w.pid()),
+                t: now_ms(),
+                note: "SIGTERM at the end of the run".to_owned(),
+            });
+            signal(w.pid(), Signal::Term);
+        }
+        for w in &mut self.workers {
+            if !w.wait_exit(grace) {
+                w.kill();
+            }
+        }
+        self.workers.clear();
+    }
+}
+
+/// The CLI name of a backend.
+pub fn backend_name(b: Backend) -> &'static str {
+    match b {
+        Backend::Redis => "redis",
+        Backend::Mysql => "mysql",
+    }
+}
+
+/// Restarts the private store: clean shutdown or `kill -9` (alternating),
+/// down for `outage`.
+///
+/// # Errors
+/// It did not come back.
+pub fn restart_store(
+    fleet: &Fleet,
+    server: &mut PrivateServer,
+    crash: bool,
+    outage: Duration,
+) -> Result<(), AnyError> {
+    let how = if crash { "SIGKILL" } else { "SIGTERM" };
+    fleet.note("store_down", None, how);
+    server.down(if crash { Signal::Kill } else { Signal::Term });
+    std::thread::sleep(outage);
+    server.up()?;
+    fleet.note("store_up", None, how);
+    Ok(())
+}
+
+/// Kills every client connection of the private store but the caller's:
+/// `KILL` from `information_schema.processlist` on MariaDB, `CLIENT KILL` on Redis.
+///
+/// # Errors
+/// The store did not answer.
+pub fn drop_connections(fleet: &Fleet, backend: Backend, port: u16) -> Result<(), AnyError> {
+    let n = match backend {
+        Backend::Mysql => {
+            let ids = mysql_cli(
+                port,
+                "SELECT id FROM information_schema.processlist WHERE db = 'chaos' AND id <> CONNECTION_ID()",
+            )?;
+            let ids: Vec<&str> = ids.split_whitespace().collect();
+            for id in &ids {
+                // A connection may close by itself meanwhile: ignore "unknown thread".
+                let _ = mysql_cli(port, &format!("KILL {id}"));
+            }
+            ids.len()
+        }
+        Backend::Redis => {
+            let mut s = TcpStream::connect(("127.0.0.1", port))?;
+            s.set_read_timeout(Some(Duration::from_secs(2)))?;
+            s.write_all(b"CLIENT KILL TYPE normal SKIPME yes\r\n")?;
+            let mut buf = [0u8; 64];
+            let n = s.read(&mut buf)?;
+            String::from_utf8_lossy(&buf[..n]).trim_start_matches(':').trim().parse().unwrap_or(0)
+        }
+    };
+    fleet.note("drop", None, format!("{n} connections"));
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! The summary a run prints: one `key: value` line per figure, then `RESULT`.
+
+use std::time::Duration;
+
+use crate::{
+    check::{Report, percentile},
+    controller::RunArgs,
+    fleet::backend_name,
+};
+
+/// Prints the figures of a run and its verdict.
+pub fn print_summary(
+    args: &RunArgs,
+    r: &Report,
+    elapsed: Duration,
+    drain: Duration,
+    submit_errors: (usize, Option<String>),
+    restarts: u32,
+) {
+    let fault = |k: &str| r.faults.get(k).copied().unwrap_or(0);
+    println!("== chaos summary ({})", backend_name(args.storage));
+    println!("storage: {}", backend_name(args.storage));
+    println!("workers: {} (concurrency {}, lease {} ms)", args.workers, args.concurrency, args.lease_ms);
+    println!(
+        "run: {:.1} s of faults, {:.1} s to drain, {:.1} s in all",
+        args.seconds as f64,
+        drain.as_secs_f64(),
+        elapsed.as_secs_f64()
+    );
+    println!("tasks: {}", r.tasks);
+    println!("attempts: {}", r.attempts);
+    println!("kills: {}", fault("kill"));
+    println!("pauses: {}", fault("stop"));
+    println!("restarts: {restarts}");
+    println!("dropped connection rounds: {}", fault("drop"));
+    println!("re-runs: {} {:?}", r.reruns, r.rerun_causes);
+    println!("refused stale writes: {}", r.refused_stale);
+    println!("leases reported lost: {}", r.lost_leases);
+    println!("aborted handler futures: {}", r.aborted);
+    println!("orphan claims (claimed, never started): {}", r.orphan_claims);
+    println!("finish writes failed (store unreachable): {}", r.finish_errors);
+    println!("submit calls failed (store unreachable): {}", submit_errors.0);
+    if let Some(e) = &submit_errors.1 {
+        println!("first submit error: {e}");
+    }
+    println!("paused overlaps (late write refused): {}", r.paused_overlaps);
+    println!("accepted stale writes: {}", r.accepted_stale);
+    println!("lost: {}", r.lost);
+    println!("overlapping: {}", r.overlapping);
+    println!("final states: {:?}", r.states);
+    for (kind, v) in &r.recovery_ms {
+        let mut v = v.clone();
+        println!(
+            "recovery after {kind} (ms to next completion): n={} p50={} max={}",
+            v.len(),
+            percentile(&mut v, 50),
+            percentile(&mut v, 100)
+        );
+    }
+    let mut d = r.rerun_delay_ms.clone();
+    println!(
+        "re-run delay of a killed worker's tasks (ms): n={} p50={} max={}",
+        d.len(),
+        percentile(&mut d, 50),
+        percentile(&mut d, 100)
+    );
+    println!("violations: {}", r.violations.len());
+    for v in r.violations.iter().take(20) {
+        println!("  violation: {v}");
+    }
+    println!("RESULT: {}", if r.violations.is_empty() { "PASS" } else { "FAIL" });
+}

@@ -1,0 +1,162 @@
+//! The worker role: an executor on the run's namespace whose one handler
+//! records every attempt in this process's ledger, then sleeps 5-100 ms.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use executor_core::{Executor, Handler, Namespace, TaskContext, TaskError};
+
+use crate::{
+    ledger::{Event, Ledger, now_ms},
+    recorder::Recorded,
+    server::{AnyError, Backend},
+    store::ChaosStore,
+};
+
+/// The handler every chaos task runs.
+pub const TASK_NAME: &str = "chaos_step";
+
+/// Settings of one worker process.
+#[derive(Clone, Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// Store to use.
+    #[arg(long, value_enum)]
+    pub storage: Backend,
+    /// Store URL.
+    #[arg(long)]
+    pub url: String,
+    /// Namespace of the run.
+    #[arg(long)]
+    pub ns: String,
+    /// Ledger file (appended to).
+    #[arg(long)]
+    pub ledger: PathBuf,
+    /// Lease in milliseconds; heartbeats every quarter lease.
+    #[arg(long, default_value_t = 2_000)]
+    pub lease_ms: u64,
+    /// Attempts at once.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Shortest handler sleep, ms.
+    #[arg(long, default_value_t = 5)]
+    pub min_ms: u64,
+    /// Longest handler sleep, ms.
+    #[arg(long, default_value_t = 100)]
+    pub max_ms: u64,
+    /// Block the handler's thread this long with `std::thread::sleep`,
+    /// ignoring cancellation (fault test: a handler stuck past its lease).
+    #[arg(long, default_value_t = 0)]
+    pub block_ms: u64,
+    /// Run on a single-threaded runtime (a blocked handler then also blocks
+    /// the heartbeat, as on a starved machine).
+    #[arg(long)]
+    pub current_thread: bool,
+}
+
+/// Runs a worker until SIGTERM/Ctrl-C.
+///
+/// # Errors
+/// The runtime, the store connection or the executor could not be built.
+pub fn run(args: WorkerArgs) -> Result<(), AnyError> {
+    let rt = if args.current_thread {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?
+    };
+    rt.block_on(async move {
+        match args.storage {
+            Backend::Redis => serve::<executor_redis::RedisStorage>(args).await,
+            Backend::Mysql => serve::<executor_mysql::MySqlStorage>(args).await,
+        }
+    })
+}
+
+async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
+    let ledger = Ledger::open(&args.ledger)?;
+    let storage = S::connect(&args.url, Duration::from_secs(60)).await?;
+    Namespace::new(args.ns.clone())?;
+    let lease = Duration::from_millis(args.lease_ms);
+    let executor = Executor::builder(Recorded::new(storage, ledger.clone()))
+        .namespace(args.ns.clone())
+        .concurrency(args.concurrency)
+        .claim_batch(args.concurrency)
+        .lease(lease)
+        .heartbeat_interval(lease / 4)
+        .housekeeping_interval((lease / 4).max(Duration::from_millis(100)))
+        .max_idle_wait(Duration::from_secs(1))
+        .shutdown_grace(Duration::from_secs(2))
+        .handler(handler(ledger.clone(), &args))
+        .build()
+        .await?;
+    ledger.record(&Event::Up {
+        pid: std::process::id(),
+        worker: executor.worker_id().to_string(),
+        t: now_ms(),
+    });
+    executor.run_until(executor_core::shutdown_signal()).await?;
+    Ok(())
+}
+
+fn handler(ledger: Ledger, args: &WorkerArgs) -> Handler {
+    let (min, max) = (args.min_ms.min(args.max_ms), args.max_ms.max(args.min_ms));
+    let block = Duration::from_millis(args.block_ms);
+    let ledger = Arc::new(ledger);
+    Handler::new(TASK_NAME, move |_index: u64, ctx: TaskContext| {
+        let ledger = Arc::clone(&ledger);
+        async move {
+            let pid = std::process::id();
+            let task = ctx.id().as_str().to_owned();
+            let fence = ctx.fence();
+            ledger.record(&Event::Start {
+                task: task.clone(),
+                fence,
+                attempt: ctx.attempt(),
+                pid,
+                t: now_ms(),
+            });
+            let guard = AbortGuard { ledger: Arc::clone(&ledger), task, fence, pid, done: false };
+            if block.is_zero() {
+                tokio::time::sleep(Duration::from_millis(rand::random_range(min..=max))).await;
+            } else {
+                // Deliberately blocks the thread and ignores cancellation.
+                std::thread::sleep(block);
+            }
+            guard.finish();
+            Ok::<(), TaskError>(())
+        }
+    })
+}
+
+/// Records `End` when the handler returns, `Abort` when its future is
+/// dropped first (the runtime stopped the attempt).
+struct AbortGuard {
+    ledger: Arc<Ledger>,
+    task: String,
+    fence: u64,
+    pid: u32,
+    done: bool,
+}
+
+impl AbortGuard {
+    fn finish(mut self) {
+        self.done = true;
+        self.ledger.record(&Event::End {
+            task: std::mem::take(&mut self.task),
+            fence: self.fence,
+            pid: self.pid,
+            t: now_ms(),
+        });
+    }
+}
+
+impl Drop for AbortGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            self.ledger.record(&Event::Abort {
+                task: std::mem::take(&mut self.task),
+                fence: self.fence,
+                pid: self.pid,
+                t: now_ms(),
+            });
+        }
+    }
+}
