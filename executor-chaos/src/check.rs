@@ -60,6 +60,7 @@ struct Attempt {
     pid: u32,
     start: u64,
     end: Option<u64>,
+    returned: bool,
     accepted: Vec<String>,
     results: usize,
     claims: usize,
@@ -104,10 +105,13 @@ pub fn check(
                 a.start = *t;
             }
             Event::End { task, fence, t, .. } | Event::Abort { task, fence, t, .. } => {
+                let a = tasks.entry(task).or_default().entry(*fence).or_default();
+                a.end = Some(*t);
                 if matches!(e, Event::Abort { .. }) {
                     r.aborted += 1;
+                } else {
+                    a.returned = true;
                 }
-                tasks.entry(task).or_default().entry(*fence).or_default().end = Some(*t);
             }
             Event::Finish { task, fence, t, result, .. } => {
                 let a = tasks.entry(task).or_default().entry(*fence).or_default();
@@ -269,9 +273,11 @@ pub fn check(
         {
             let ok = match completed.first() {
                 Some(c) => *c == f.fence,
-                // The reply of the accepting write was lost (store restart,
-                // dropped connection): the record must name an attempt that ran to its end.
-                None => by_fence.get(&f.fence).is_some_and(|a| a.end.is_some() && a.results > 0),
+                // The accepting write's reply never reached the ledger (the
+                // worker was killed while it was in flight, the store restarted
+                // or the connection dropped): the record must name an attempt
+                // whose handler ran to its end.
+                None => by_fence.get(&f.fence).is_some_and(|a| a.returned),
             };
             if !ok {
                 r.violations.push(format!(

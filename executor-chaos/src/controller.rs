@@ -42,7 +42,7 @@ pub struct RunArgs {
     /// Worker processes.
     #[arg(long, default_value_t = 3)]
     pub workers: usize,
-    /// Tasks to submit (spread over 70 % of the run).
+    /// Tasks to submit (spread over 90 % of the run).
     #[arg(long, default_value_t = 3_000)]
     pub tasks: usize,
     /// How long faults are injected, in seconds.
@@ -98,7 +98,7 @@ async fn drive<S: ChaosStore>(
     dir: &TempDir,
 ) -> Result<bool, AnyError> {
     let ns = Namespace::new(format!("chaos-{}-{:06x}", std::process::id(), rand::random::<u32>() >> 8))?;
-    let storage = S::connect(url, Duration::from_secs(30)).await?;
+    let storage = S::connect_retrying(url, Duration::from_secs(30)).await?;
     let template = WorkerArgs {
         storage: args.storage,
         url: url.to_owned(),
@@ -128,7 +128,7 @@ async fn drive<S: ChaosStore>(
         (std::thread::spawn(move || inject(&fleet, server.as_ref(), &args, started + run_for)), keep)
     };
 
-    let submit_errors = submit_paced(&storage, &ns, &ids, started, run_for.mul_f64(0.7)).await;
+    let submit_errors = submit_paced(&storage, &ns, &ids, started, run_for.mul_f64(0.9)).await;
     let (handle, server) = injector;
     let faults = handle.join().map_err(|_| "fault injector panicked")?;
     if let Err(e) = faults {
@@ -182,13 +182,15 @@ fn inject(
         .copied()
         .filter(|f| server.is_some() || matches!(f, Fault::Kill | Fault::Stop))
         .collect();
-    for _ in 0..max_faults {
+    // Round robin over a shuffled order, so every kind of fault happens.
+    let offset = rand::random_range(0..enabled.len().max(1));
+    for n in 0..max_faults {
         let jitter = every.mul_f64(rand::random_range(0.5..1.5));
         if Instant::now() + jitter >= until {
             break;
         }
         std::thread::sleep(jitter);
-        let Some(&fault) = enabled.get(rand::random_range(0..enabled.len().max(1))) else { break };
+        let Some(&fault) = enabled.get((n as usize + offset) % enabled.len().max(1)) else { break };
         match (fault, server) {
             (Fault::Kill, _) => lock(fleet).kill_one()?,
             (Fault::Stop, _) => lock(fleet).pause_one(lease + lease / 2 + Duration::from_millis(1_000)),

@@ -16,7 +16,7 @@ pub trait ChaosStore: Storage + Clone + Sized {
     fn purge(&self, ns: &Namespace) -> impl Future<Output = Result<()>> + Send;
 
     /// Connects, retrying for up to `patience` (a store restarting).
-    fn connect(url: &str, patience: Duration) -> impl Future<Output = Result<Self>> + Send {
+    fn connect_retrying(url: &str, patience: Duration) -> impl Future<Output = Result<Self>> + Send {
         async move {
             let end = tokio::time::Instant::now() + patience;
             loop {

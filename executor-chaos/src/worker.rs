@@ -72,7 +72,7 @@ pub fn run(args: WorkerArgs) -> Result<(), AnyError> {
 
 async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
     let ledger = Ledger::open(&args.ledger)?;
-    let storage = S::connect(&args.url, Duration::from_secs(60)).await?;
+    let storage = S::connect_retrying(&args.url, Duration::from_secs(60)).await?;
     Namespace::new(args.ns.clone())?;
     let lease = Duration::from_millis(args.lease_ms);
     let executor = Executor::builder(Recorded::new(storage, ledger.clone()))
