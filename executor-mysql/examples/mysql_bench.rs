@@ -87,8 +87,11 @@ async fn clear(s: &MySqlStorage, ns: &Namespace) -> Res {
 }
 
 /// The ceiling: `connections` loops of single-row autocommit UPDATEs by
-/// primary key, each on its own row, for `secs` seconds.
-async fn update_ceiling(s: &MySqlStorage, connections: u32, secs: u64) -> Res<f64> {
+/// primary key, each on its own row, for `secs` seconds. `dedicated`: each
+/// loop holds one connection (what `mysqlslap` measures); otherwise each
+/// UPDATE takes a connection from the pool and gives it back, as the
+/// storage's own statements do (sqlx 0.9 pings on both).
+async fn update_ceiling(s: &MySqlStorage, connections: u32, secs: u64, dedicated: bool) -> Res<f64> {
     sqlx::query("CREATE TABLE IF NOT EXISTS rex_bench_counter (id INT PRIMARY KEY, n BIGINT NOT NULL)")
         .execute(s.pool())
         .await?;
@@ -101,11 +104,13 @@ async fn update_ceiling(s: &MySqlStorage, connections: u32, secs: u64) -> Res<f6
     for i in 0..connections {
         let (pool, done) = (s.pool().clone(), Arc::clone(&done));
         loops.push(tokio::spawn(async move {
+            let mut held = if dedicated { Some(pool.acquire().await?) } else { None };
             while Instant::now() < end {
-                sqlx::query("UPDATE rex_bench_counter SET n = n + 1 WHERE id = ?")
-                    .bind(i + 1)
-                    .execute(&pool)
-                    .await?;
+                let q = sqlx::query("UPDATE rex_bench_counter SET n = n + 1 WHERE id = ?").bind(i + 1);
+                match held.as_mut() {
+                    Some(conn) => q.execute(&mut **conn).await?,
+                    None => q.execute(&pool).await?,
+                };
                 done.fetch_add(1, Ordering::Relaxed);
             }
             Ok::<_, sqlx::Error>(())
@@ -138,20 +143,48 @@ async fn submit_batched(s: &MySqlStorage, ns: &Namespace, n: usize) -> Res<f64> 
     Ok(n as f64 / start.elapsed().as_secs_f64())
 }
 
+/// Server-wide statement counters (`SHOW GLOBAL STATUS`), to tell how many
+/// statements and commits a processed task costs.
+async fn server_counters(s: &MySqlStorage) -> Res<[f64; 3]> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_commit', 'Com_stmt_execute')",
+    )
+    .fetch_all(s.pool())
+    .await?;
+    let get = |name: &str| {
+        rows.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).and_then(|(_, v)| v.parse::<f64>().ok())
+    };
+    Ok([
+        get("Questions").unwrap_or(0.0),
+        get("Com_stmt_execute").unwrap_or(0.0),
+        get("Com_commit").unwrap_or(0.0),
+    ])
+}
+
 /// Tasks completed per second by one executor at `concurrency`, with `n`
-/// tasks already waiting.
+/// tasks already waiting; prints the statements each task cost.
 async fn processing(s: &MySqlStorage, ns: &Namespace, n: usize, concurrency: usize) -> Res<f64> {
     submit_batched(s, ns, n).await?;
+    let before = server_counters(s).await?;
+    let ran = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&ran);
     let executor = Executor::builder(s.clone())
         .namespace(ns.as_str())
         .concurrency(concurrency)
-        .handler(Handler::new("noop", |_: (), _ctx: TaskContext| async {}))
+        .handler(Handler::new("noop", move |_: (), _ctx: TaskContext| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            async {}
+        }))
         .build()
         .await?;
     let start = Instant::now();
     let running = executor.start();
-    // Tasks not finished yet: a range of the (ns, state, finished_at)
-    // index, cheap however much history the namespace holds.
+    // Watch the handler count, not the table: a COUNT(*) every few ms over
+    // thousands of waiting rows would take the server's CPU from the run.
+    while ran.load(Ordering::Relaxed) < n as u64 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Then wait for the last finishes to land.
     loop {
         let busy: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM reliable_executor_tasks WHERE ns = ? AND state IN ('CREATED', 'PENDING', 'RUNNING')",
@@ -162,10 +195,19 @@ async fn processing(s: &MySqlStorage, ns: &Namespace, n: usize, concurrency: usi
         if busy == 0 {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let rate = n as f64 / start.elapsed().as_secs_f64();
     running.shutdown().await?;
+    let after = server_counters(s).await?;
+    let per = |i: usize| (after[i] - before[i]) / n as f64;
+    println!(
+        "  concurrency {concurrency}: {rate:.0}/s; per task: {:.2} statements ({:.2} prepared executions, \
+         {:.2} explicit commits)",
+        per(0),
+        per(1),
+        per(2)
+    );
     Ok(rate)
 }
 
@@ -239,10 +281,11 @@ async fn main() -> Res {
     );
 
     let (mut ceiling, mut single, mut batched, mut c16, mut c64) = (vec![], vec![], vec![], vec![], vec![]);
-    let mut ceiling_one = vec![];
+    let (mut ceiling_one, mut ceiling_pooled, mut ratios) = (vec![], vec![], vec![]);
     for run in 0..a.runs {
-        ceiling_one.push(update_ceiling(&s, 1, 2).await?);
-        ceiling.push(update_ceiling(&s, a.connections, 3).await?);
+        ceiling_one.push(update_ceiling(&s, 1, 2, true).await?);
+        ceiling.push(update_ceiling(&s, a.connections, 3, true).await?);
+        ceiling_pooled.push(update_ceiling(&s, a.connections, 3, false).await?);
         single.push(submit_single(&s, &ns, 2_000).await?);
         clear(&s, &ns).await?;
         batched.push(submit_batched(&s, &ns, a.tasks).await?);
@@ -251,19 +294,29 @@ async fn main() -> Res {
         clear(&s, &ns).await?;
         c64.push(processing(&s, &ns, a.tasks, 64).await?);
         clear(&s, &ns).await?;
+        ratios.push(c64[run] / ceiling[run]);
         println!(
-            "run {run}: ceiling {:.0}/s, submit {:.0}/s single, {:.0}/s batched, process {:.0}/s at 16, {:.0}/s at 64",
-            ceiling[run], single[run], batched[run], c16[run], c64[run]
+            "run {run}: ceiling {:.0}/s, submit {:.0}/s single, {:.0}/s batched, process {:.0}/s at 16, \
+             {:.0}/s at 64 = {:.2} x ceiling",
+            ceiling[run], single[run], batched[run], c16[run], c64[run], ratios[run]
         );
     }
     let ceiling = median(ceiling);
     let c64 = median(c64);
     println!("ceiling: single-row autocommit UPDATE by PK, {} connections: {ceiling:.0}/s", a.connections);
     println!("ceiling: the same from one connection: {:.0}/s", median(ceiling_one));
+    let pooled = median(ceiling_pooled);
+    println!("ceiling: the same through the pool, connection taken per UPDATE: {pooled:.0}/s");
     println!("submit, one per call:       {:.0}/s", median(single));
     println!("submit, batches of 500:     {:.0}/s", median(batched));
     println!("processing, concurrency 16: {:.0}/s", median(c16));
-    println!("processing, concurrency 64: {c64:.0}/s = {:.2} x ceiling", c64 / ceiling);
+    println!(
+        "processing, concurrency 64: {c64:.0}/s = {:.2} x ceiling ({:.2} x the pooled ceiling); \
+         median of the per-run ratios: {:.2}",
+        c64 / ceiling,
+        c64 / pooled,
+        median(ratios)
+    );
 
     let (mut in_p50, mut in_p99, mut x_p50, mut x_p99) = (vec![], vec![], vec![], vec![]);
     for _ in 0..a.runs {

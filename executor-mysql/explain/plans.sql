@@ -17,7 +17,7 @@ SET @now = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED);
 INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, finished_at)
   SELECT 'app', CONCAT('c', seq), 'noop', 'COMPLETED', 'null', 1, 3, 1, @now - 90000000, @now - 90000000, @now - 90000000, @now - 90000000 + seq * 90 FROM seq_1_to_1000000;
 INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, max_attempts, created_at, due_at)
-  SELECT 'app', CONCAT('w', seq), 'noop', IF(seq % 2, 'CREATED', 'PENDING'), 'null', 3, @now, @now + (seq - 10000) * 10 FROM seq_1_to_20000;
+  SELECT 'app', CONCAT('w', seq), 'noop', IF(seq % 2, 'CREATED', 'PENDING'), 'null', 3, @now, @now + (CAST(seq AS SIGNED) - 10000) * 10 FROM seq_1_to_20000;
 INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, worker, lease_until)
   SELECT 'app', CONCAT('r', seq), 'noop', 'RUNNING', 'null', 1, 3, 1, @now, @now, @now, 'w-1', IF(seq <= 10, @now - 1000, @now + 30000) FROM seq_1_to_64;
 INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, finished_at, last_error)

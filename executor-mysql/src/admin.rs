@@ -8,7 +8,9 @@ use executor_core::{
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
-    MySqlStorage, error, row,
+    MySqlStorage,
+    conn::RunOn,
+    error, row,
     sql::{now_ms, task_columns, tasks},
 };
 
@@ -17,7 +19,7 @@ pub(crate) async fn get(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result
     let r = sqlx::query(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
         .bind(ns.as_str())
         .bind(id.as_str())
-        .fetch_optional(&s.pool)
+        .fetch_optional_on(&s.conns)
         .await
         .map_err(error::storage)?;
     r.map(|r| row::task_from_row(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason })).transpose()
@@ -55,7 +57,7 @@ pub(crate) async fn list(s: &MySqlStorage, ns: &Namespace, query: ListQuery) -> 
         }
     }
     qb.push(" ORDER BY finished_at, id LIMIT ").push_bind(u32::try_from(query.limit + 1).unwrap_or(u32::MAX));
-    let rows = qb.build().fetch_all(&s.pool).await.map_err(error::storage)?;
+    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let more = rows.len() > query.limit;
     let mut tasks = Vec::with_capacity(query.limit);
     for r in rows.iter().take(query.limit) {
@@ -91,7 +93,7 @@ pub(crate) async fn counts(s: &MySqlStorage, ns: &Namespace) -> Result<StateCoun
     let rows =
         sqlx::query(concat!("SELECT state, COUNT(*) AS n FROM ", tasks!(), " WHERE ns = ? GROUP BY state"))
             .bind(ns.as_str())
-            .fetch_all(&s.pool)
+            .fetch_all_on(&s.conns)
             .await
             .map_err(error::storage)?;
     let mut out = BTreeMap::new();
@@ -124,7 +126,7 @@ pub(crate) async fn cancel(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Res
         ))
         .bind(ns.as_str())
         .bind(id.as_str())
-        .execute(&s.pool)
+        .execute_on(&s.conns)
         .await
         .map_err(error::storage)?;
         if done.rows_affected() > 0 {
@@ -137,7 +139,7 @@ pub(crate) async fn cancel(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Res
         ))
         .bind(ns.as_str())
         .bind(id.as_str())
-        .execute(&s.pool)
+        .execute_on(&s.conns)
         .await
         .map_err(error::storage)?;
         if done.rows_affected() > 0 {
@@ -166,7 +168,7 @@ pub(crate) async fn requeue(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Re
     ))
     .bind(ns.as_str())
     .bind(id.as_str())
-    .execute(&s.pool)
+    .execute_on(&s.conns)
     .await
     .map_err(error::storage)?;
     if done.rows_affected() > 0 {
@@ -183,7 +185,7 @@ async fn state_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Optio
     let r = sqlx::query(concat!("SELECT state FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
         .bind(ns.as_str())
         .bind(id.as_str())
-        .fetch_optional(&s.pool)
+        .fetch_optional_on(&s.conns)
         .await
         .map_err(error::storage)?;
     match r {
@@ -194,5 +196,18 @@ async fn state_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Optio
                 .map(Some)
                 .map_err(|e| Error::Corrupt { id: id.clone(), reason: e.to_string() })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_foreign_ones_are_refused() {
+        assert_eq!(parse_cursor("-:a:b").ok(), Some((None, "a:b".to_owned())));
+        assert_eq!(parse_cursor("17:x").ok(), Some((Some(17), "x".to_owned())));
+        assert!(parse_cursor("garbage").is_err());
+        assert!(parse_cursor("x:y").is_err());
     }
 }

@@ -6,8 +6,10 @@ use executor_core::{Heartbeat, Lease, Namespace, Result, TaskRecord, TaskState, 
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
-    MySqlStorage, error, row,
-    sql::{BEGIN_READ_COMMITTED, ms, now_ms, push_in_list, task_columns, tasks},
+    MySqlStorage,
+    conn::RunOn,
+    error, row,
+    sql::{clip_error, ms, now_ms, push_in_list, task_columns, tasks},
 };
 
 /// Most tasks one claim or heartbeat statement names.
@@ -42,7 +44,8 @@ async fn claim_once(
     limit: usize,
     lease: Duration,
 ) -> Result<Vec<TaskRecord>> {
-    let mut tx = s.pool.begin_with(BEGIN_READ_COMMITTED).await.map_err(error::storage)?;
+    let mut c = s.conns.get().await.map_err(error::storage)?;
+    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
     let rows = sqlx::query(concat!(
         "SELECT ",
         task_columns!(),
@@ -61,6 +64,7 @@ async fn claim_once(
     .map_err(error::storage)?;
     let Some(first) = rows.first() else {
         tx.commit().await.map_err(error::storage)?;
+        c.done();
         return Ok(Vec::new());
     };
     // The server's now, read in the locking SELECT; the UPDATE stamps the
@@ -101,7 +105,7 @@ async fn claim_once(
              state = 'ERROR' WHERE ns = ? AND id = ?"
         ))
         .bind(now)
-        .bind(format!("corrupt record: {reason}"))
+        .bind(clip_error(&format!("corrupt record: {reason}")).into_owned())
         .bind(ns.as_str())
         .bind(id)
         .execute(&mut *tx)
@@ -109,6 +113,7 @@ async fn claim_once(
         .map_err(error::storage)?;
     }
     tx.commit().await.map_err(error::storage)?;
+    c.done();
     let now = Timestamp::from_millis(u64::try_from(now).unwrap_or(0));
     let lease_until = Timestamp::from_millis(u64::try_from(lease_until).unwrap_or(0));
     for t in &mut claimed {
@@ -166,7 +171,7 @@ async fn heartbeat_chunk(
             .push_unseparated(")");
     }
     qb.push(")");
-    qb.build().execute(&s.pool).await.map_err(error::storage)?;
+    qb.build().execute_on(&s.conns).await.map_err(error::storage)?;
 
     let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
         "SELECT id, fence, state, cancel_requested FROM ",
@@ -175,7 +180,7 @@ async fn heartbeat_chunk(
     ));
     qb.push_bind(ns.as_str().to_owned());
     push_ids(&mut qb, leases);
-    let rows = qb.build().fetch_all(&s.pool).await.map_err(error::storage)?;
+    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let mut current: HashMap<String, (u64, String, bool)> = HashMap::with_capacity(rows.len());
     for r in rows {
         let id: String = r.try_get("id").map_err(error::storage)?;

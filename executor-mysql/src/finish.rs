@@ -7,8 +7,10 @@ use executor_core::{Error, Finish, Lease, Namespace, Result, TaskId, TaskState};
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
-    MySqlStorage, error,
-    sql::{BEGIN_READ_COMMITTED, ms, now_ms, push_in_list, tasks},
+    MySqlStorage,
+    conn::RunOn,
+    error,
+    sql::{clip_error, ms, now_ms, push_in_list, tasks},
 };
 
 /// Below this many items a batch is cheaper as single statements.
@@ -44,7 +46,7 @@ fn finish_query<'a>(
         .bind(delay)
         .bind(delay)
         .bind(target.is_terminal())
-        .bind(finish.error())
+        .bind(finish.error().map(|e| clip_error(e).into_owned()))
         .bind(matches!(finish, Finish::Released))
         .bind(target.as_str())
         .bind(ns.as_str())
@@ -60,12 +62,12 @@ pub(crate) async fn finish(
     lease: &Lease,
     finish: Finish,
 ) -> Result<TaskState> {
-    let done = finish_query(ns, lease, &finish).execute(&s.pool).await.map_err(error::storage)?;
+    let done = finish_query(ns, lease, &finish).execute_on(&s.conns).await.map_err(error::storage)?;
     if done.rows_affected() == 0 {
         let exists = sqlx::query(concat!("SELECT 1 FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
             .bind(ns.as_str())
             .bind(lease.id.as_str())
-            .fetch_optional(&s.pool)
+            .fetch_optional_on(&s.conns)
             .await
             .map_err(error::storage)?;
         return Err(match exists {
@@ -110,7 +112,8 @@ async fn finish_batch(
     ns: &Namespace,
     items: &[(Lease, Finish)],
 ) -> Result<Vec<Result<TaskState>>> {
-    let mut tx = s.pool.begin_with(BEGIN_READ_COMMITTED).await.map_err(error::storage)?;
+    let mut c = s.conns.get().await.map_err(error::storage)?;
+    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
     let mut qb: QueryBuilder<MySql> =
         QueryBuilder::new(concat!("SELECT id, fence, state FROM ", tasks!(), " WHERE ns = "));
     qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
@@ -161,5 +164,6 @@ async fn finish_batch(
         qb.build().execute(&mut *tx).await.map_err(error::storage)?;
     }
     tx.commit().await.map_err(error::storage)?;
+    c.done();
     Ok(out)
 }

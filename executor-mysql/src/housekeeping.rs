@@ -5,8 +5,10 @@ use executor_core::{Namespace, Reaped, Result, Retention, TaskId};
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
-    MySqlStorage, error, row,
-    sql::{BEGIN_READ_COMMITTED, ms, now_ms, push_in_list, tasks},
+    MySqlStorage,
+    conn::RunOn,
+    error, row,
+    sql::{ms, now_ms, push_in_list, tasks},
 };
 
 /// The reason a reaped task records.
@@ -30,7 +32,8 @@ pub(crate) async fn reap(s: &MySqlStorage, ns: &Namespace, limit: usize) -> Resu
 }
 
 async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reaped> {
-    let mut tx = s.pool.begin_with(BEGIN_READ_COMMITTED).await.map_err(error::storage)?;
+    let mut c = s.conns.get().await.map_err(error::storage)?;
+    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
     let rows = sqlx::query(concat!(
         "SELECT id, deadline, attempts, max_attempts, ",
         now_ms!(),
@@ -82,6 +85,7 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
         qb.build().execute(&mut *tx).await.map_err(error::storage)?;
     }
     tx.commit().await.map_err(error::storage)?;
+    c.done();
     let ids = |v: Vec<String>| v.iter().map(|raw| row::id_for_error(raw)).collect::<Vec<TaskId>>();
     Ok(Reaped { retried: ids(retried), failed: ids(failed), timed_out: ids(timed_out) })
 }
@@ -132,7 +136,7 @@ async fn trim_class(
         .push_bind(keep_ms)
         .push(" LIMIT ")
         .push_bind(u32::try_from(limit).unwrap_or(u32::MAX));
-    let rows = qb.build().fetch_all(&s.pool).await.map_err(error::storage)?;
+    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let Some(first) = rows.first() else { return Ok(0) };
     let now: i64 = first.try_get("now_ms").map_err(error::storage)?;
     let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!("DELETE FROM ", tasks!(), " WHERE ns = "));
@@ -144,6 +148,6 @@ async fn trim_class(
         .push(" AND id IN ");
     let ids: Vec<String> = rows.iter().map(row::raw_id).collect();
     push_in_list(&mut qb, ids.iter().map(String::as_str));
-    let done = qb.build().execute(&s.pool).await.map_err(error::storage)?;
+    let done = qb.build().execute_on(&s.conns).await.map_err(error::storage)?;
     Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
 }

@@ -7,8 +7,10 @@ use executor_core::{Leadership, Namespace, Result, Timestamp, WorkerId};
 use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
-    MySqlStorage, error,
-    sql::{BEGIN_READ_COMMITTED, leaders, ms, now_ms},
+    MySqlStorage,
+    conn::RunOn,
+    error,
+    sql::{leaders, ms, now_ms},
 };
 
 /// Takes the term if it is free or expired (token + 1), renews it if
@@ -22,7 +24,8 @@ pub(crate) async fn acquire(
     ttl: Duration,
 ) -> Result<Option<Leadership>> {
     error::retry_lock_conflicts(|| async {
-        let mut tx = s.pool.begin_with(BEGIN_READ_COMMITTED).await.map_err(error::storage)?;
+        let mut c = s.conns.get().await.map_err(error::storage)?;
+        let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
         // Assignments run left to right: token and worker read the old
         // until_ms; until_ms reads the new worker.
         sqlx::query(concat!(
@@ -56,6 +59,7 @@ pub(crate) async fn acquire(
             .await
             .map_err(error::storage)?;
         tx.commit().await.map_err(error::storage)?;
+        c.done();
         match row.map(|r| term(&r)).transpose()? {
             Some(t) if &t.worker == worker => Ok(Some(t)),
             _ => Ok(None),
@@ -75,7 +79,7 @@ pub(crate) async fn release(s: &MySqlStorage, ns: &Namespace, term: &Leadership)
     .bind(ns.as_str())
     .bind(term.worker.as_str())
     .bind(term.token)
-    .execute(&s.pool)
+    .execute_on(&s.conns)
     .await
     .map_err(error::storage)?;
     Ok(())
@@ -90,7 +94,7 @@ pub(crate) async fn current(s: &MySqlStorage, ns: &Namespace) -> Result<Option<L
         now_ms!()
     ))
     .bind(ns.as_str())
-    .fetch_optional(&s.pool)
+    .fetch_optional_on(&s.conns)
     .await
     .map_err(error::storage)?;
     row.map(|r| term(&r)).transpose()

@@ -24,6 +24,7 @@
 
 mod admin;
 mod claim;
+mod conn;
 mod error;
 mod finish;
 mod housekeeping;

@@ -80,7 +80,10 @@ impl MySqlOptions {
         self
     }
 
-    /// Pool size for [`MySqlOptions::connect`] (default 10).
+    /// Connections the storage's statements use at most (default 10);
+    /// [`MySqlOptions::connect`] makes the pool two larger, for callers of
+    /// [`MySqlStorage::pool`]. On a pool of your own ([`MySqlOptions::open`]),
+    /// the storage uses all but two of its connections.
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n.max(1);
         self
@@ -101,8 +104,10 @@ impl MySqlOptions {
     /// answer; a non-retryable one for a bad URL, bad credentials or a failed
     /// migration.
     pub async fn connect(self, url: &str) -> Result<MySqlStorage> {
+        // Two more than the storage uses, for callers of `pool()` and the
+        // migrator (see `conn.rs`).
         let pool = MySqlPoolOptions::new()
-            .max_connections(self.max_connections)
+            .max_connections(self.max_connections.saturating_add(2))
             .acquire_timeout(self.acquire_timeout)
             .connect(url)
             .await

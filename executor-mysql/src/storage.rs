@@ -10,7 +10,7 @@ use executor_core::{
 use sqlx::{MySqlPool, migrate::Migrator};
 use tokio::sync::Notify;
 
-use crate::{MySqlOptions, admin, claim, error, finish, housekeeping, leader, submit, wake};
+use crate::{MySqlOptions, admin, claim, conn::Conns, error, finish, housekeeping, leader, submit, wake};
 
 /// Name of the table that records which migrations ran.
 pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
@@ -33,7 +33,7 @@ pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
 /// ```
 #[derive(Clone, Debug)]
 pub struct MySqlStorage {
-    pub(crate) pool: MySqlPool,
+    pub(crate) conns: Arc<Conns>,
     pub(crate) opts: Arc<MySqlOptions>,
     /// Fired by every change in this process that may make work due, so a
     /// waiting claimer here starts it without waiting for its next poll.
@@ -61,7 +61,7 @@ impl MySqlStorage {
     }
 
     pub(crate) fn with_options(pool: MySqlPool, opts: MySqlOptions) -> Self {
-        Self { pool, opts: Arc::new(opts), wake: Arc::new(Notify::new()) }
+        Self { conns: Arc::new(Conns::new(pool)), opts: Arc::new(opts), wake: Arc::new(Notify::new()) }
     }
 
     /// Creates or upgrades the schema. Safe when many processes start at
@@ -75,7 +75,7 @@ impl MySqlStorage {
         // migrations in the same database.
         let mut migrator: Migrator = sqlx::migrate!("./migrations");
         migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
-        migrator.run(&self.pool).await.map_err(|e| match e {
+        migrator.run(self.conns.pool()).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(e) => error::storage(e),
             other => executor_core::Error::storage(other, false),
         })
@@ -83,7 +83,7 @@ impl MySqlStorage {
 
     /// The pool, for operators' own queries.
     pub fn pool(&self) -> &MySqlPool {
-        &self.pool
+        self.conns.pool()
     }
 
     /// Tells waiters in this process that work may be due.

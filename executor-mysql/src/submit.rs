@@ -8,8 +8,10 @@ use executor_core::{
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
-    MySqlStorage, error,
-    sql::{BEGIN_READ_COMMITTED, ID_COLUMN_CHARS, NAME_COLUMN_CHARS, ms, now_ms, tasks, ts},
+    MySqlStorage,
+    conn::RunOn,
+    error,
+    sql::{ID_COLUMN_CHARS, NAME_COLUMN_CHARS, ms, now_ms, tasks, ts},
 };
 
 /// Most rows in one multi-row INSERT.
@@ -107,7 +109,7 @@ pub(crate) async fn submit(s: &MySqlStorage, ns: &Namespace, task: NewTask) -> R
 async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
     let mut qb = insert_head();
     qb.push_values(std::iter::once(row), |mut b, r| push_row(&mut b, ns, r));
-    match qb.build().execute(&s.pool).await {
+    match qb.build().execute_on(&s.conns).await {
         Ok(_) => Ok(Submitted { id: row.id.clone(), outcome: SubmitOutcome::Created }),
         Err(e) if error::is_duplicate(&e) => match row.mode {
             SubmitMode::Idempotent => Ok(Submitted { id: row.id.clone(), outcome: SubmitOutcome::Existing }),
@@ -202,7 +204,7 @@ async fn insert_chunk(
 ) -> Result<()> {
     let mut qb = insert_head();
     qb.push_values(chunk.iter(), |mut b, (_, r)| push_row(&mut b, ns, r));
-    match qb.build().execute(&s.pool).await {
+    match qb.build().execute_on(&s.conns).await {
         Ok(_) => {
             for (i, r) in chunk {
                 out[i] = Some(Ok(Submitted { id: r.id, outcome: SubmitOutcome::Created }));
@@ -233,7 +235,8 @@ async fn insert_chunk(
 async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
     let window = ms(d.window);
     let max_wait = d.max_wait.map(ms);
-    let mut tx = s.pool.begin_with(BEGIN_READ_COMMITTED).await.map_err(error::storage)?;
+    let mut c = s.conns.get().await.map_err(error::storage)?;
+    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
     let done = sqlx::query(concat!(
         "INSERT INTO ",
         tasks!(),
@@ -312,17 +315,19 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
                 }
                 None => {
                     tx.rollback().await.map_err(error::storage)?;
+                    c.done();
                     return Err(Error::DuplicateId(row.id.clone()));
                 }
             }
         }
     };
     tx.commit().await.map_err(error::storage)?;
+    c.done();
     Ok(outcome)
 }
 
 async fn waiting_under(
-    tx: &mut sqlx::Transaction<'static, MySql>,
+    tx: &mut sqlx::Transaction<'_, MySql>,
     ns: &Namespace,
     key: &str,
 ) -> Result<Option<TaskId>> {

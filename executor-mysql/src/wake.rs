@@ -9,7 +9,9 @@ use sqlx::Row;
 use tokio::time::Instant;
 
 use crate::{
-    MySqlStorage, error,
+    MySqlStorage,
+    conn::RunOn,
+    error,
     sql::{now_ms, tasks},
 };
 
@@ -38,7 +40,7 @@ pub(crate) async fn wait_for_work(s: &MySqlStorage, ns: &Namespace, max_wait: Du
             " WHERE ns = ?"
         ))
         .bind(ns.as_str())
-        .fetch_one(&s.pool)
+        .fetch_one_on(&s.conns)
         .await
         .map_err(error::storage)?;
         let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(error::storage)?;
