@@ -23,6 +23,7 @@ local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
 if #ids == 0 then return {int(now), 0, out} end
 redis.call('ZREM', KEYS[1], unpack(ids))
 local until_ms = int(now + lease)
+local now_s = int(now)
 local leased, claimed = {}, {}
 for _, id in ipairs(ids) do
   local tkey = task_key(id)
@@ -31,10 +32,11 @@ for _, id in ipairs(ids) do
   if st == 'CREATED' or st == 'PENDING' then
     local attempts, fence = tonumber(rec[4]), tonumber(rec[6])
     if attempts and fence then
+      local cancel_flag = rec[17]
       rec[1] = 'RUNNING'
       rec[4] = int(attempts + 1)
       rec[6] = int(fence + 1)
-      rec[9] = int(now)
+      rec[9] = now_s
       rec[15] = worker
       rec[16] = until_ms
       rec[17] = false
@@ -42,7 +44,7 @@ for _, id in ipairs(ids) do
       if rec[18] then
         if redis.call('HGET', KEYS[5], rec[18]) == id then redis.call('HDEL', KEYS[5], rec[18]) end
       end
-      redis.call('HDEL', tkey, 'q')
+      if cancel_flag then redis.call('HDEL', tkey, 'q') end
       leased[#leased + 1] = until_ms
       leased[#leased + 1] = id
       claimed[#claimed + 1] = id

@@ -25,7 +25,6 @@ for _, id in ipairs(ids) do
       target = 'PENDING'
       retried[#retried + 1] = id
     end
-    redis.call('HDEL', tkey, 'w', 'l', 'q')
     if target == 'PENDING' then
       redis.call('HSET', tkey, 's', target, 'f', fence, 'd', int(now), 'e', reason)
       redis.call('ZADD', KEYS[1], int(now), id)

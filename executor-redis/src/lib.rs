@@ -20,6 +20,7 @@
 //! `docs/redis.md` in the repository.
 
 mod admin;
+mod batch;
 mod builder;
 mod error;
 mod keys;
@@ -70,8 +71,7 @@ impl Storage for RedisStorage {
     }
 
     async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        let mut out = self.finish_leases(ns, vec![(lease.clone(), finish)]).await?;
-        out.pop().unwrap_or_else(|| Err(error::shape("finish gave no answer")))
+        self.finish_one(ns, lease, finish).await
     }
 
     async fn finish_many(

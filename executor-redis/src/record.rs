@@ -111,6 +111,10 @@ pub(crate) fn parse(id: &str, values: &[Value]) -> Result<TaskRecord> {
         None => None,
         Some(w) => Some(WorkerId::new(w).map_err(|e| f.corrupt(format!("field `w` (worker): {e}")))?),
     };
+    // Worker, lease and cancel flag stay in the hash after an attempt ends
+    // (finish.lua writes less that way); they mean something only while RUNNING.
+    let running = state == TaskState::Running;
+    let worker = worker.filter(|_| running);
     let created_at = f.time(6)?.ok_or_else(|| f.corrupt("field `c` is missing".into()))?;
     let due_at = f.time(7)?.ok_or_else(|| f.corrupt("field `d` is missing".into()))?;
     Ok(TaskRecord {
@@ -130,8 +134,8 @@ pub(crate) fn parse(id: &str, values: &[Value]) -> Result<TaskRecord> {
         retry,
         last_error: f.text(13)?,
         worker,
-        lease_until: f.time(15)?,
-        cancel_requested: f.text(16)?.as_deref() == Some("1"),
+        lease_until: f.time(15)?.filter(|_| running),
+        cancel_requested: running && f.text(16)?.as_deref() == Some("1"),
         debounce_key: f.text(17)?,
     })
 }
@@ -180,7 +184,16 @@ mod tests {
 
     #[test]
     fn garbage_is_corrupt_with_the_field_named() {
-        let v = values(&[("s", "CREATED"), ("n", "x"), ("p", "{}"), ("a", "zero"), ("m", "3"), ("f", "0")]);
+        let v = values(&[
+            ("s", "CREATED"),
+            ("n", "x"),
+            ("p", "{}"),
+            ("a", "zero"),
+            ("m", "3"),
+            ("f", "0"),
+            ("c", "1"),
+            ("d", "1"),
+        ]);
         let err = parse("t1", &v).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("`a`") && err.contains("zero"), "{err}");
         let v = values(&[("s", "SLEEPING")]);

@@ -18,7 +18,6 @@ use fred::{
     interfaces::SortedSetsInterface,
     types::{Builder, Value, config::Options},
 };
-use tokio::sync::watch;
 
 use crate::{
     RedisStorageBuilder,
@@ -59,8 +58,10 @@ pub(crate) struct Inner {
     rotation: AtomicUsize,
     nonce_seed: u64,
     nonce_counter: AtomicU64,
+    /// Where `finish` calls queue for the next batch (see `batch.rs`).
+    pub(crate) finisher: Mutex<Option<tokio::sync::mpsc::UnboundedSender<crate::batch::FinishRequest>>>,
     /// One wake-up watcher per namespace waited on (see `wake.rs`).
-    pub(crate) watchers: Mutex<HashMap<Namespace, watch::Receiver<u64>>>,
+    pub(crate) watchers: Mutex<HashMap<Namespace, crate::wake::Watch>>,
 }
 
 impl Inner {
@@ -75,6 +76,7 @@ impl Inner {
             rotation: AtomicUsize::new(0),
             nonce_seed: std::collections::hash_map::RandomState::new().build_hasher().finish(),
             nonce_counter: AtomicU64::new(0),
+            finisher: Mutex::new(None),
             watchers: Mutex::new(HashMap::new()),
         }
     }

@@ -5,12 +5,19 @@
 //! work behind); the marker is a single ZSET member, so one process wakes per
 //! marker and, if it leaves work behind, sets it again for the next.
 //!
+//! The watcher pops only while a caller of this process waits: a busy process
+//! leaves the marker to idle ones. A marker popped after the last waiter left
+//! is put back.
+//!
 //! A waiter also sleeps at most until the earliest due time, measured on the
 //! store's clock (`peek.lua`) and timed locally, so a delayed task starts on
 //! time without anyone setting the marker.
 
 use std::{
-    sync::{Arc, Weak},
+    sync::{
+        Arc, PoisonError, Weak,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::Duration,
 };
 
@@ -19,7 +26,7 @@ use fred::{
     interfaces::{ClientLike, SortedSetsInterface},
     types::Value,
 };
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::{
     RedisStorage,
@@ -31,9 +38,29 @@ use crate::{
 /// watcher connection.
 const POP_TIMEOUT: f64 = 1.0;
 
+/// This process's view of one namespace's wake marker.
+#[derive(Clone, Debug)]
+pub(crate) struct Watch {
+    woken: watch::Receiver<u64>,
+    waiters: Arc<AtomicUsize>,
+    wanted: Arc<Notify>,
+}
+
+/// Counts a waiter for as long as it lives.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 impl RedisStorage {
     pub(crate) async fn wait(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        let mut woken = self.watcher(ns);
+        let Watch { mut woken, waiters, wanted } = self.watcher(ns);
+        waiters.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&waiters);
+        wanted.notify_one();
         woken.borrow_and_update();
         let mut wait = max_wait;
         for p in 0..self.partitions() {
@@ -55,30 +82,47 @@ impl RedisStorage {
         Ok(())
     }
 
-    fn watcher(&self, ns: &Namespace) -> watch::Receiver<u64> {
-        let mut watchers = self.inner.watchers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    fn watcher(&self, ns: &Namespace) -> Watch {
+        let mut watchers = self.inner.watchers.lock().unwrap_or_else(PoisonError::into_inner);
         // A watcher whose task ended (its runtime shut down) is replaced.
-        if let Some(rx) = watchers.get(ns)
-            && rx.has_changed().is_ok()
+        if let Some(w) = watchers.get(ns)
+            && w.woken.has_changed().is_ok()
         {
-            return rx.clone();
+            return w.clone();
         }
         let (tx, rx) = watch::channel(0u64);
-        watchers.insert(ns.clone(), rx.clone());
-        tokio::spawn(watch_marker(Arc::downgrade(&self.inner), self.inner.layout.wake(ns), tx));
-        rx
+        let w = Watch { woken: rx, waiters: Arc::new(AtomicUsize::new(0)), wanted: Arc::new(Notify::new()) };
+        watchers.insert(ns.clone(), w.clone());
+        let (inner, key) = (Arc::downgrade(&self.inner), self.inner.layout.wake(ns));
+        tokio::spawn(watch_marker(inner, key, tx, Arc::clone(&w.waiters), Arc::clone(&w.wanted)));
+        w
     }
 }
 
-/// Blocks on the wake marker until the storage is dropped.
-async fn watch_marker(inner: Weak<Inner>, key: String, tx: watch::Sender<u64>) {
+/// Blocks on the wake marker while someone waits, until the storage is dropped.
+async fn watch_marker(
+    inner: Weak<Inner>,
+    key: String,
+    tx: watch::Sender<u64>,
+    waiters: Arc<AtomicUsize>,
+    wanted: Arc<Notify>,
+) {
     let Some(client) = inner.upgrade().and_then(|i| i.builder.build().ok()) else { return };
     let _connection = client.init().await;
     let options = fred::types::config::Options { fail_fast: true, ..Default::default() };
     while inner.strong_count() > 0 {
+        if waiters.load(Ordering::SeqCst) == 0 {
+            let _ = tokio::time::timeout(Duration::from_secs(1), wanted.notified()).await;
+            continue;
+        }
         match client.with_options(&options).bzpopmin::<Value, _>(key.as_str(), POP_TIMEOUT).await {
             Ok(Value::Null) => {}
-            Ok(_) => tx.send_modify(|n| *n = n.wrapping_add(1)),
+            Ok(_) if waiters.load(Ordering::SeqCst) > 0 => tx.send_modify(|n| *n = n.wrapping_add(1)),
+            Ok(_) => {
+                // Nobody here waits any more: leave the marker to other processes.
+                let _: std::result::Result<Value, _> =
+                    client.zadd(key.as_str(), None, None, false, false, (0.0, "w")).await;
+            }
             Err(e) => {
                 // Redis is away: let waiters retry (their calls report the
                 // error) and try again shortly; reconnecting is fred's job.

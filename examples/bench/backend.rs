@@ -1,0 +1,79 @@
+//! What the phases need beyond `Storage`: cleanup, and Redis's own figures.
+
+use std::future::Future;
+
+use executor_core::{MemoryStorage, Namespace, Storage};
+use executor_mysql::MySqlStorage;
+use executor_redis::RedisStorage;
+use fred::interfaces::ClientLike;
+
+/// A store the benchmark can run on.
+pub(crate) trait Backend: Storage + Clone {
+    /// Deletes a namespace's tasks.
+    fn drop_namespace(&self, ns: &Namespace) -> impl Future<Output = ()> + Send;
+    /// Redis `used_memory`, when the store is Redis.
+    fn used_memory(&self) -> impl Future<Output = Option<u64>> + Send;
+    /// CPU seconds the Redis server has used (`INFO cpu`), when the store is Redis.
+    fn server_cpu(&self) -> impl Future<Output = Option<f64>> + Send;
+    /// The Redis storage, when the store is Redis.
+    fn redis(&self) -> Option<&RedisStorage>;
+}
+
+impl Backend for RedisStorage {
+    async fn drop_namespace(&self, ns: &Namespace) {
+        if let Err(e) = self.purge(ns).await {
+            eprintln!("purge of {ns} failed: {e}");
+        }
+    }
+
+    async fn used_memory(&self) -> Option<u64> {
+        let info: String = self.pool().next().info(Some(fred::types::InfoKind::Memory)).await.ok()?;
+        info.lines().find_map(|l| l.strip_prefix("used_memory:")).and_then(|v| v.trim().parse().ok())
+    }
+
+    async fn server_cpu(&self) -> Option<f64> {
+        let info: String = self.pool().next().info(Some(fred::types::InfoKind::Cpu)).await.ok()?;
+        let field = |name: &str| -> Option<f64> {
+            info.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse().ok())
+        };
+        Some(field("used_cpu_sys:")? + field("used_cpu_user:")?)
+    }
+
+    fn redis(&self) -> Option<&RedisStorage> {
+        Some(self)
+    }
+}
+
+impl Backend for MemoryStorage {
+    async fn drop_namespace(&self, ns: &Namespace) {
+        self.remove_namespace(ns);
+    }
+
+    async fn used_memory(&self) -> Option<u64> {
+        None
+    }
+
+    async fn server_cpu(&self) -> Option<f64> {
+        None
+    }
+
+    fn redis(&self) -> Option<&RedisStorage> {
+        None
+    }
+}
+
+impl Backend for MySqlStorage {
+    async fn drop_namespace(&self, _ns: &Namespace) {}
+
+    async fn used_memory(&self) -> Option<u64> {
+        None
+    }
+
+    async fn server_cpu(&self) -> Option<f64> {
+        None
+    }
+
+    fn redis(&self) -> Option<&RedisStorage> {
+        None
+    }
+}

@@ -1,0 +1,141 @@
+//! Benchmarks of the executor on one machine: submit rates, processing rates
+//! at several concurrencies, pickup latency, lateness of a burst due at one
+//! instant, a large backlog, Redis memory per queued task and the executor's
+//! peak RSS, printed beside `redis-benchmark` figures from the same run.
+//!
+//! ```sh
+//! cargo run --release --example bench -- --storage redis
+//! cargo run --release --example bench -- --storage memory --big-backlog 100000
+//! ```
+//!
+//! Results and the exact commands behind them: `docs/redis.md`, Benchmarks.
+
+mod backend;
+mod phases;
+mod stats;
+mod worker;
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use executor_core::MemoryStorage;
+use executor_redis::RedisStorage;
+
+/// Which store to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Store {
+    Redis,
+    Memory,
+    Mysql,
+}
+
+/// A part of the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Phase {
+    Ceiling,
+    Submit,
+    Process,
+    Latency,
+    Lateness,
+    Backlog,
+    Rss,
+}
+
+/// Command line.
+#[derive(Clone, Debug, Parser)]
+#[command(about = "Benchmarks of the reliable executor")]
+struct Args {
+    /// The store.
+    #[arg(long, value_enum, default_value = "redis")]
+    storage: Store,
+    /// Redis URL.
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// MySQL URL.
+    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
+    mysql_url: String,
+    /// Phases to run (default all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    phases: Vec<Phase>,
+    /// Single submits, by `--submitters` concurrent producers.
+    #[arg(long, default_value_t = 20_000)]
+    single_submits: usize,
+    /// Concurrent producers for single submits (redis-benchmark uses 50 clients).
+    #[arg(long, default_value_t = 50)]
+    submitters: usize,
+    /// Tasks submitted with `submit_many`.
+    #[arg(long, default_value_t = 100_000)]
+    batched_submits: usize,
+    /// Tasks per `submit_many` call.
+    #[arg(long, default_value_t = 500)]
+    batch_size: usize,
+    /// Pre-loaded no-op tasks per processing run.
+    #[arg(long, default_value_t = 100_000)]
+    backlog: usize,
+    /// Pre-loaded tasks for the concurrency-1 run (it is slow by nature).
+    #[arg(long, default_value_t = 10_000)]
+    backlog_c1: usize,
+    /// Concurrencies of the processing runs.
+    #[arg(long, value_delimiter = ',', default_value = "1,16,64,256")]
+    concurrency: Vec<usize>,
+    /// Submit rate of the latency run, tasks per second.
+    #[arg(long, default_value_t = 500)]
+    rate: u64,
+    /// Length of the latency run, seconds.
+    #[arg(long, default_value_t = 5)]
+    latency_secs: u64,
+    /// Tasks due at the same instant.
+    #[arg(long, default_value_t = 2_000)]
+    simultaneous: usize,
+    /// Executor concurrency of the lateness run.
+    #[arg(long, default_value_t = 256)]
+    lateness_concurrency: usize,
+    /// The large backlog.
+    #[arg(long, default_value_t = 1_000_000)]
+    big_backlog: usize,
+    /// The small backlog it is compared with.
+    #[arg(long, default_value_t = 10_000)]
+    small_backlog: usize,
+    /// Tasks processed (and timed) out of the large backlog.
+    #[arg(long, default_value_t = 100_000)]
+    big_sample: usize,
+    /// Internal: run as the worker child of the RSS phase.
+    #[arg(long, hide = true)]
+    worker_ns: Option<String>,
+    /// Internal: tasks the worker child waits for.
+    #[arg(long, hide = true, default_value_t = 0)]
+    worker_count: usize,
+    /// Internal: the worker child's concurrency.
+    #[arg(long, hide = true, default_value_t = 64)]
+    worker_concurrency: usize,
+}
+
+impl Args {
+    fn runs(&self, phase: Phase) -> bool {
+        self.phases.is_empty() || self.phases.contains(&phase)
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    runtime.block_on(async move {
+        if let Some(ns) = args.worker_ns.clone() {
+            return worker::run(&args, &ns).await;
+        }
+        match args.storage {
+            Store::Redis => {
+                let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;
+                phases::run_all(storage, &args).await
+            }
+            Store::Memory => phases::run_all(MemoryStorage::new(), &args).await,
+            Store::Mysql => {
+                let storage = executor_mysql::MySqlStorage::connect(&args.mysql_url).await?;
+                phases::run_all(storage, &args).await
+            }
+        }
+    })?;
+    // Give background connections a moment to close before the runtime ends.
+    std::thread::sleep(Duration::from_millis(50));
+    Ok(())
+}

@@ -1,0 +1,370 @@
+//! The measurements, each on its own namespace, one after another.
+
+use std::{
+    process::Command,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use executor_core::{
+    Client, Due, Executor, Handler, Namespace, NewTask, Submit, SubmitMode, TaskContext, TaskId, Timestamp,
+};
+
+use crate::{Args, Phase, backend::Backend, stats};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// A no-op task (payload `null`, one attempt).
+pub(crate) fn noop(name: &str, payload: Vec<u8>, due: Due) -> NewTask {
+    NewTask {
+        id: TaskId::generate(),
+        name: name.to_owned(),
+        payload,
+        due,
+        max_attempts: 1,
+        max_duration: None,
+        timeout: None,
+        retry: None,
+        mode: SubmitMode::Plain,
+    }
+}
+
+pub(crate) fn namespace(what: &str) -> Res<Namespace> {
+    let id = TaskId::generate();
+    Ok(Namespace::new(format!("bench-{what}-{}", &id.as_str()[24..]))?)
+}
+
+/// Submits `n` no-op tasks with `submit_many`; returns the time it took.
+pub(crate) async fn preload<S: Backend>(
+    storage: &S,
+    ns: &Namespace,
+    n: usize,
+    batch: usize,
+) -> Res<Duration> {
+    let started = Instant::now();
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(batch);
+        let tasks = (0..k).map(|_| noop("noop", b"null".to_vec(), Due::Now)).collect();
+        for r in storage.submit_many(ns, tasks).await? {
+            r?;
+        }
+        left -= k;
+    }
+    Ok(started.elapsed())
+}
+
+/// An executor of no-op tasks that counts the attempts it starts.
+pub(crate) async fn counting_executor<S: Backend>(
+    storage: S,
+    ns: &Namespace,
+    concurrency: usize,
+    started: Arc<AtomicUsize>,
+) -> Res<Executor<S>> {
+    let handler = Handler::new("noop", move |_: (), _ctx: TaskContext| {
+        let started = Arc::clone(&started);
+        async move {
+            started.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    Ok(Executor::builder(storage)
+        .namespace(ns.as_str())
+        .concurrency(concurrency)
+        .handler(handler)
+        .build()
+        .await?)
+}
+
+/// Polls until `counter` reaches `n`; the time from `since`.
+pub(crate) async fn wait_count(
+    counter: &AtomicUsize,
+    n: usize,
+    since: Instant,
+    limit: Duration,
+) -> Res<Duration> {
+    while counter.load(Ordering::Relaxed) < n {
+        if since.elapsed() > limit {
+            return Err(format!(
+                "only {} of {n} tasks ran within {limit:?}",
+                counter.load(Ordering::Relaxed)
+            )
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(since.elapsed())
+}
+
+/// Processes `n` of the namespace's pre-loaded tasks at `concurrency`;
+/// tasks/s, and the Redis server's CPU time per task in µs.
+async fn process<S: Backend>(
+    storage: &S,
+    ns: &Namespace,
+    concurrency: usize,
+    n: usize,
+) -> Res<(f64, Option<f64>)> {
+    let cpu_before = storage.server_cpu().await;
+    let started = Arc::new(AtomicUsize::new(0));
+    let executor = counting_executor(storage.clone(), ns, concurrency, Arc::clone(&started)).await?;
+    let t0 = Instant::now();
+    let running = executor.start();
+    let took = wait_count(&started, n, t0, Duration::from_secs(600)).await?;
+    running.shutdown().await?;
+    let cpu = match (cpu_before, storage.server_cpu().await) {
+        (Some(b), Some(a)) => Some((a - b) * 1e6 / n as f64),
+        _ => None,
+    };
+    Ok((stats::rate(n, took), cpu))
+}
+
+fn redis_benchmark(url: &str) -> Res<(f64, f64)> {
+    let rest = url.split("://").nth(1).unwrap_or("127.0.0.1:6379");
+    let hostport = rest.rsplit('@').next().unwrap_or(rest).split('/').next().unwrap_or(rest);
+    let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "6379"));
+    let out = Command::new("redis-benchmark")
+        .args(["-h", host, "-p", port, "-q", "-t", "set,zadd", "-n", "200000"])
+        .output()
+        .map_err(|e| format!("redis-benchmark: {e} (install redis-tools)"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let find = |name: &str| -> Res<f64> {
+        let line = text
+            .split(['\r', '\n'])
+            .rfind(|l| l.starts_with(name) && l.contains("requests per second"))
+            .ok_or_else(|| format!("no {name} line in redis-benchmark output: {text}"))?;
+        let figure = line.split(':').nth(1).and_then(|s| s.split_whitespace().next()).unwrap_or("");
+        Ok(figure.parse()?)
+    };
+    Ok((find("SET")?, find("ZADD")?))
+}
+
+fn server_time(cpu: Option<f64>, per_command: Option<f64>) -> String {
+    match (cpu, per_command) {
+        (Some(c), Some(p)) => format!("; Redis CPU {c:.1} us/task = {:.1} plain commands", c / p),
+        (Some(c), None) => format!("; Redis CPU {c:.1} us/task"),
+        _ => String::new(),
+    }
+}
+
+fn ratio(rate: f64, ceiling: Option<f64>) -> String {
+    ceiling.map(|c| format!(" = {:.2} x SET", rate / c)).unwrap_or_default()
+}
+
+/// Runs every selected phase and prints one line per figure.
+pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
+    let mut set_rps = None;
+    let mut set_cpu = None;
+    if args.runs(Phase::Ceiling) && storage.redis().is_some() {
+        let before = storage.server_cpu().await;
+        let (set, zadd) = redis_benchmark(&args.redis_url)?;
+        let after = storage.server_cpu().await;
+        println!(
+            "ceiling   redis-benchmark -q -t set,zadd -n 200000: SET {set:.0} req/s, ZADD {zadd:.0} req/s"
+        );
+        if let (Some(b), Some(a)) = (before, after) {
+            let per = (a - b) * 1e6 / 400_000.0;
+            println!("ceiling   Redis CPU per plain command (SET/ZADD): {per:.1} us");
+            set_cpu = Some(per);
+        }
+        set_rps = Some(set);
+    }
+    if args.runs(Phase::Submit) {
+        let ns = namespace("submit")?;
+        let client = Client::without_name_check(storage.clone(), ns.clone());
+        let next = Arc::new(AtomicUsize::new(0));
+        let t0 = Instant::now();
+        let mut producers = Vec::new();
+        for _ in 0..args.submitters {
+            let (client, next, n) = (client.clone(), Arc::clone(&next), args.single_submits);
+            producers.push(tokio::spawn(async move {
+                while next.fetch_add(1, Ordering::Relaxed) < n {
+                    client.submit_new(noop("noop", b"null".to_vec(), Due::Now)).await?;
+                }
+                Ok::<_, executor_core::Error>(())
+            }));
+        }
+        for p in producers {
+            p.await??;
+        }
+        let single = stats::rate(args.single_submits, t0.elapsed());
+        println!(
+            "submit    single, {} producers: {single:.0} tasks/s{}",
+            args.submitters,
+            ratio(single, set_rps)
+        );
+        storage.drop_namespace(&ns).await;
+        let took = preload(&storage, &ns, args.batched_submits, args.batch_size).await?;
+        let batched = stats::rate(args.batched_submits, took);
+        println!(
+            "submit    submit_many of {}: {batched:.0} tasks/s{}",
+            args.batch_size,
+            ratio(batched, set_rps)
+        );
+        storage.drop_namespace(&ns).await;
+    }
+    if args.runs(Phase::Process) {
+        for &c in &args.concurrency {
+            let n = if c == 1 { args.backlog.min(args.backlog_c1) } else { args.backlog };
+            let ns = namespace(&format!("c{c}"))?;
+            preload(&storage, &ns, n, args.batch_size).await?;
+            let (r, cpu) = process(&storage, &ns, c, n).await?;
+            println!(
+                "process   backlog {n}, concurrency {c}: {r:.0} tasks/s{}{}",
+                ratio(r, set_rps),
+                server_time(cpu, set_cpu)
+            );
+            storage.drop_namespace(&ns).await;
+        }
+    }
+    if args.runs(Phase::Latency) {
+        latency(&storage, args).await?;
+    }
+    if args.runs(Phase::Lateness) {
+        lateness(&storage, args).await?;
+    }
+    if args.runs(Phase::Backlog) {
+        backlog(&storage, args).await?;
+    }
+    if args.runs(Phase::Rss) {
+        crate::worker::rss(&storage, args, set_rps).await?;
+    }
+    Ok(())
+}
+
+/// Due→start latency on an idle executor at a steady submit rate.
+async fn latency<S: Backend>(storage: &S, args: &Args) -> Res<()> {
+    let ns = namespace("latency")?;
+    let n = usize::try_from(args.rate * args.latency_secs)?;
+    let sent: Arc<Vec<Mutex<Option<Instant>>>> = Arc::new((0..n).map(|_| Mutex::new(None)).collect());
+    let waits = Arc::new(Mutex::new(Vec::with_capacity(n)));
+    let handler = Handler::new("latency", {
+        let (sent, waits) = (Arc::clone(&sent), Arc::clone(&waits));
+        move |seq: usize, _ctx: TaskContext| {
+            let now = Instant::now();
+            let at = sent.get(seq).and_then(|m| *m.lock().unwrap_or_else(|e| e.into_inner()));
+            if let Some(at) = at {
+                waits
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(now.duration_since(at).as_secs_f64() * 1e3);
+            }
+            async {}
+        }
+    });
+    let executor = Executor::builder(storage.clone())
+        .namespace(ns.as_str())
+        .concurrency(64)
+        .handler(handler)
+        .build()
+        .await?;
+    let running = executor.start();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / args.rate.max(1)));
+    for seq in 0..n {
+        tick.tick().await;
+        *sent[seq].lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        executor.submit_new(noop("latency", seq.to_string().into_bytes(), Due::Now)).await?;
+    }
+    let t0 = Instant::now();
+    while waits.lock().unwrap_or_else(|e| e.into_inner()).len() < n && t0.elapsed() < Duration::from_secs(30)
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    running.shutdown().await?;
+    let values = std::mem::take(&mut *waits.lock().unwrap_or_else(|e| e.into_inner()));
+    let got = values.len();
+    let (_, p50, p99, max) = stats::summary(values);
+    println!(
+        "latency   submit->start at {}/s for {}s ({got} tasks): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
+        args.rate, args.latency_secs
+    );
+    storage.drop_namespace(&ns).await;
+    Ok(())
+}
+
+fn now_us() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+/// Lateness of a burst of tasks all due at the same millisecond.
+async fn lateness<S: Backend>(storage: &S, args: &Args) -> Res<()> {
+    let ns = namespace("lateness")?;
+    let late = Arc::new(Mutex::new(Vec::with_capacity(args.simultaneous)));
+    let due_ms = (now_us() / 1000 + 1500) as u64;
+    let handler = Handler::new("lateness", {
+        let late = Arc::clone(&late);
+        move |due: u64, _ctx: TaskContext| {
+            let us = now_us() - (due as i64) * 1000;
+            late.lock().unwrap_or_else(|e| e.into_inner()).push(us as f64 / 1e3);
+            async {}
+        }
+    });
+    let executor = Executor::builder(storage.clone())
+        .namespace(ns.as_str())
+        .concurrency(args.lateness_concurrency)
+        .handler(handler)
+        .build()
+        .await?;
+    let running = executor.start();
+    let tasks = (0..args.simultaneous)
+        .map(|_| noop("lateness", due_ms.to_string().into_bytes(), Due::At(Timestamp::from_millis(due_ms))))
+        .collect();
+    for r in storage.submit_many(&ns, tasks).await? {
+        r?;
+    }
+    let t0 = Instant::now();
+    while late.lock().unwrap_or_else(|e| e.into_inner()).len() < args.simultaneous
+        && t0.elapsed() < Duration::from_secs(30)
+    {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    running.shutdown().await?;
+    let values = std::mem::take(&mut *late.lock().unwrap_or_else(|e| e.into_inner()));
+    let early = values.iter().filter(|v| **v < 0.0).count();
+    let got = values.len();
+    let (min, p50, p99, max) = stats::summary(values);
+    println!(
+        "lateness  {got} of {} due at one instant, concurrency {}: early {early}, min {min:.2} ms, p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
+        args.simultaneous, args.lateness_concurrency
+    );
+    storage.drop_namespace(&ns).await;
+    Ok(())
+}
+
+/// Processing rate with a large backlog vs a small one; memory per task.
+async fn backlog<S: Backend>(storage: &S, args: &Args) -> Res<()> {
+    let ns = namespace("small")?;
+    preload(storage, &ns, args.small_backlog, args.batch_size).await?;
+    let (small, _) = process(storage, &ns, 64, args.small_backlog).await?;
+    storage.drop_namespace(&ns).await;
+
+    let ns = namespace("big")?;
+    let before = storage.used_memory().await;
+    let took = preload(storage, &ns, args.big_backlog, args.batch_size).await?;
+    let after = storage.used_memory().await;
+    println!(
+        "backlog   pre-loaded {} tasks in {:.1} s ({:.0} tasks/s)",
+        args.big_backlog,
+        took.as_secs_f64(),
+        stats::rate(args.big_backlog, took)
+    );
+    if let (Some(b), Some(a)) = (before, after) {
+        let per_task = (a as f64 - b as f64) / args.big_backlog as f64;
+        println!(
+            "memory    Redis used_memory per queued task: {per_task:.0} bytes (payload `null`, 4 bytes; {:.0} bytes beyond it)",
+            per_task - 4.0
+        );
+    }
+    let sample = args.big_sample.min(args.big_backlog);
+    let (big, _) = process(storage, &ns, 64, sample).await?;
+    println!(
+        "backlog   concurrency 64: {small:.0} tasks/s with {} queued, {big:.0} tasks/s with {} queued (first {sample}): {:.0} %",
+        args.small_backlog,
+        args.big_backlog,
+        big / small * 100.0
+    );
+    storage.drop_namespace(&ns).await;
+    Ok(())
+}
