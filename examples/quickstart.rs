@@ -16,12 +16,8 @@ use std::{
     time::Instant,
 };
 
-use clap::{Parser, ValueEnum};
-use executor_core::{
-    Executor, Listener, MemoryStorage, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*,
-};
-use executor_mysql::MySqlStorage;
-use executor_redis::RedisStorage;
+use clap::Parser;
+use executor_core::{Executor, Listener, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
 
 // ---- handlers: plain async fns, registered by the attribute ----
 
@@ -124,39 +120,21 @@ impl Listener for Timeline {
     }
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum StorageKind {
-    Memory,
-    Redis,
-    Mysql,
-}
-
 #[derive(Debug, Parser)]
 #[command(about = "Every feature of Reliable Executor in one short run")]
 struct Args {
-    /// Where tasks live.
-    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
-    storage: StorageKind,
-    /// Redis URL for `--storage redis`.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    redis_url: String,
-    /// MySQL/MariaDB URL for `--storage mysql`.
-    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
-    mysql_url: String,
+    #[command(flatten)]
+    store: examples::StoreArgs,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     start_time();
-    println!("Reliable Executor quickstart ({:?} storage)\n", args.storage);
+    println!("Reliable Executor quickstart ({:?} storage)\n", args.store.storage);
     // A namespace per run, so business ids like `reminder_ada` are fresh each time.
     let namespace = format!("quickstart-{}", std::process::id());
-    match args.storage {
-        StorageKind::Memory => run(MemoryStorage::new(), namespace).await,
-        StorageKind::Redis => run(RedisStorage::connect(&args.redis_url).await?, namespace).await,
-        StorageKind::Mysql => run(MySqlStorage::connect(&args.mysql_url).await?, namespace).await,
-    }
+    examples::with_storage!(args.store, |storage| run(storage, namespace).await)
 }
 
 async fn run<S: Storage>(storage: S, namespace: String) -> Result<(), Box<dyn std::error::Error>> {

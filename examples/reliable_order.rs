@@ -10,12 +10,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use clap::{Parser, ValueEnum};
-use executor_core::{
-    Executor, Listener, MemoryStorage, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*,
-};
-use executor_mysql::MySqlStorage;
-use executor_redis::RedisStorage;
+use clap::Parser;
+use executor_core::{Executor, Listener, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct PayOrder {
@@ -73,33 +69,18 @@ impl Listener for OrderDesk {
     }
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum StorageKind {
-    Memory,
-    Redis,
-    Mysql,
-}
-
 #[derive(Debug, Parser)]
 #[command(about = "Order payments with business ids, retries, a deadline and a listener")]
 struct Args {
-    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
-    storage: StorageKind,
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    redis_url: String,
-    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
-    mysql_url: String,
+    #[command(flatten)]
+    store: examples::StoreArgs,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let ns = format!("orders-{}", std::process::id());
-    match args.storage {
-        StorageKind::Memory => run(MemoryStorage::new(), ns).await,
-        StorageKind::Redis => run(RedisStorage::connect(&args.redis_url).await?, ns).await,
-        StorageKind::Mysql => run(MySqlStorage::connect(&args.mysql_url).await?, ns).await,
-    }
+    examples::with_storage!(args.store, |storage| run(storage, ns).await)
 }
 
 async fn run<S: Storage>(storage: S, ns: String) -> Result<(), Box<dyn std::error::Error>> {

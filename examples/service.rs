@@ -14,11 +14,9 @@
 use std::net::SocketAddr;
 
 use axum::{Json, Router, extract::State, http::StatusCode, routing::post};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use executor_admin::ApiError;
-use executor_core::{Executor, MemoryStorage, Storage, prelude::*, shutdown_signal};
-use executor_mysql::MySqlStorage;
-use executor_redis::RedisStorage;
+use executor_core::{Executor, Storage, prelude::*, shutdown_signal};
 use tokio::sync::watch;
 
 // ---- handlers ----
@@ -105,28 +103,14 @@ async fn create_notification<S: Storage>(
 
 // ---- wiring ----
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum StorageKind {
-    Memory,
-    Redis,
-    Mysql,
-}
-
 #[derive(Debug, Parser)]
 #[command(about = "Example HTTP service on the reliable executor")]
 struct Args {
     /// Port to listen on (127.0.0.1).
     #[arg(long, default_value_t = 8080)]
     port: u16,
-    /// Where tasks live.
-    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
-    storage: StorageKind,
-    /// Redis URL for `--storage redis`.
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    redis_url: String,
-    /// MySQL/MariaDB URL for `--storage mysql`.
-    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
-    mysql_url: String,
+    #[command(flatten)]
+    store: examples::StoreArgs,
     /// Namespace (key prefix / tenant) of this application's tasks.
     #[arg(long, default_value = "shop")]
     namespace: String,
@@ -140,11 +124,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
     let args = Args::parse();
-    match args.storage {
-        StorageKind::Memory => serve(MemoryStorage::new(), &args).await,
-        StorageKind::Redis => serve(RedisStorage::connect(&args.redis_url).await?, &args).await,
-        StorageKind::Mysql => serve(MySqlStorage::connect(&args.mysql_url).await?, &args).await,
-    }
+    examples::with_storage!(args.store, |storage| serve(storage, &args).await)
 }
 
 async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -161,7 +141,7 @@ async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::e
 
     let addr = SocketAddr::from(([127, 0, 0, 1], args.port));
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(%addr, storage = ?args.storage, namespace = %args.namespace,
+    tracing::info!(%addr, storage = ?args.store.storage, namespace = %args.namespace,
         "listening: dashboard at /admin, API at /admin/api, metrics at /metrics");
 
     // One signal stops both the HTTP server and the executor.
