@@ -22,7 +22,9 @@ fn down(e: impl std::fmt::Display) -> ! {
 
 /// A small pool on `MYSQL_URL`; panics saying how to start the server.
 pub(crate) async fn pool(max: u32) -> MySqlPool {
-    match MySqlPoolOptions::new().max_connections(max).connect(&url()).await {
+    let opts =
+        MySqlPoolOptions::new().max_connections(max).acquire_timeout(std::time::Duration::from_secs(5));
+    match opts.connect(&url()).await {
         Ok(p) => p,
         Err(e) => down(e),
     }
