@@ -99,6 +99,9 @@ struct Args {
     /// Tasks processed (and timed) out of the large backlog.
     #[arg(long, default_value_t = 100_000)]
     big_sample: usize,
+    /// Claim batch of every executor (default: the runtime's, 64).
+    #[arg(long)]
+    claim_batch: Option<usize>,
     /// Internal: run as the worker child of the RSS phase.
     #[arg(long, hide = true)]
     worker_ns: Option<String>,
@@ -118,6 +121,9 @@ impl Args {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    if let Some(n) = args.claim_batch {
+        let _ = phases::CLAIM_BATCH.set(n);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         if let Some(ns) = args.worker_ns.clone() {

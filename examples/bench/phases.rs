@@ -10,7 +10,8 @@ use std::{
 };
 
 use executor_core::{
-    Client, Due, Executor, Handler, Namespace, NewTask, Submit, SubmitMode, TaskContext, TaskId, Timestamp,
+    Client, Due, Executor, ExecutorBuilder, Handler, Namespace, NewTask, Submit, SubmitMode, TaskContext,
+    TaskId, Timestamp,
 };
 
 use crate::{Args, Phase, backend::Backend, stats};
@@ -37,7 +38,8 @@ pub(crate) fn namespace(what: &str) -> Res<Namespace> {
     Ok(Namespace::new(format!("bench-{what}-{}", &id.as_str()[24..]))?)
 }
 
-/// Submits `n` no-op tasks with `submit_many`; returns the time it took.
+/// Submits `n` no-op tasks with `submit_many` from 4 concurrent producers
+/// (so the client's encoding overlaps the server's work); the time it took.
 pub(crate) async fn preload<S: Backend>(
     storage: &S,
     ns: &Namespace,
@@ -45,16 +47,40 @@ pub(crate) async fn preload<S: Backend>(
     batch: usize,
 ) -> Res<Duration> {
     let started = Instant::now();
-    let mut left = n;
-    while left > 0 {
-        let k = left.min(batch);
-        let tasks = (0..k).map(|_| noop("noop", b"null".to_vec(), Due::Now)).collect();
-        for r in storage.submit_many(ns, tasks).await? {
-            r?;
-        }
-        left -= k;
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut producers = Vec::new();
+    for _ in 0..4 {
+        let (storage, ns, next) = (storage.clone(), ns.clone(), Arc::clone(&next));
+        producers.push(tokio::spawn(async move {
+            loop {
+                let from = next.fetch_add(batch, Ordering::Relaxed);
+                if from >= n {
+                    return Ok::<_, executor_core::Error>(());
+                }
+                let k = batch.min(n - from);
+                let tasks = (0..k).map(|_| noop("noop", b"null".to_vec(), Due::Now)).collect();
+                for r in storage.submit_many(&ns, tasks).await? {
+                    r?;
+                }
+            }
+        }));
+    }
+    for p in producers {
+        p.await??;
     }
     Ok(started.elapsed())
+}
+
+/// `--claim-batch`, set once by `main`.
+pub(crate) static CLAIM_BATCH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// An executor builder with the benchmark's settings.
+pub(crate) fn builder<S: Backend>(storage: S) -> ExecutorBuilder<S> {
+    let b = Executor::builder(storage);
+    match CLAIM_BATCH.get() {
+        Some(&n) => b.claim_batch(n),
+        None => b,
+    }
 }
 
 /// An executor of no-op tasks that counts the attempts it starts.
@@ -70,12 +96,7 @@ pub(crate) async fn counting_executor<S: Backend>(
             started.fetch_add(1, Ordering::Relaxed);
         }
     });
-    Ok(Executor::builder(storage)
-        .namespace(ns.as_str())
-        .concurrency(concurrency)
-        .handler(handler)
-        .build()
-        .await?)
+    Ok(builder(storage).namespace(ns.as_str()).concurrency(concurrency).handler(handler).build().await?)
 }
 
 /// Polls until `counter` reaches `n`; the time from `since`.
@@ -198,7 +219,7 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
         let took = preload(&storage, &ns, args.batched_submits, args.batch_size).await?;
         let batched = stats::rate(args.batched_submits, took);
         println!(
-            "submit    submit_many of {}: {batched:.0} tasks/s{}",
+            "submit    submit_many of {}, 4 producers: {batched:.0} tasks/s{}",
             args.batch_size,
             ratio(batched, set_rps)
         );
@@ -253,12 +274,8 @@ async fn latency<S: Backend>(storage: &S, args: &Args) -> Res<()> {
             async {}
         }
     });
-    let executor = Executor::builder(storage.clone())
-        .namespace(ns.as_str())
-        .concurrency(64)
-        .handler(handler)
-        .build()
-        .await?;
+    let executor =
+        builder(storage.clone()).namespace(ns.as_str()).concurrency(64).handler(handler).build().await?;
     let running = executor.start();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / args.rate.max(1)));
@@ -301,7 +318,7 @@ async fn lateness<S: Backend>(storage: &S, args: &Args) -> Res<()> {
             async {}
         }
     });
-    let executor = Executor::builder(storage.clone())
+    let executor = builder(storage.clone())
         .namespace(ns.as_str())
         .concurrency(args.lateness_concurrency)
         .handler(handler)

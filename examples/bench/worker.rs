@@ -59,6 +59,7 @@ pub(crate) async fn rss<S: Backend>(storage: &S, args: &Args, set_rps: Option<f6
         .args(["--storage", storage_flag, "--redis-url", &args.redis_url, "--mysql-url", &args.mysql_url])
         .args(["--worker-ns", ns.as_str(), "--worker-count", &args.backlog.to_string()])
         .args(["--worker-concurrency", "64"])
+        .args(args.claim_batch.map(|n| vec!["--claim-batch".to_owned(), n.to_string()]).unwrap_or_default())
         .output()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text

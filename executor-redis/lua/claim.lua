@@ -19,8 +19,15 @@ if previous and string.sub(previous, 1, #nonce + 1) == nonce .. '\n' then
   return {int(now), 1, out}
 end
 
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+-- One more than asked tells whether due work is left behind.
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit + 1)
 if #ids == 0 then return {int(now), 0, out} end
+local more = 0
+if #ids > limit then
+  ids[#ids] = nil
+  more = 1
+  wake()
+end
 redis.call('ZREM', KEYS[1], unpack(ids))
 local until_ms = int(now + lease)
 local now_s = int(now)
@@ -69,9 +76,4 @@ if #leased > 0 then
   redis.call('SET', last_key, nonce .. '\n' .. table.concat(claimed, '\n'), 'PX', int(lease))
 end
 flush_counts()
-local more = 0
-if #ids == limit and redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1] then
-  more = 1
-  wake()
-end
 return {int(now), more, out}

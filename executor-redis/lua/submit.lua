@@ -6,6 +6,9 @@
 local n = tonumber(ARGV[3])
 local now = now_ms()
 local out = {}
+-- Due entries are written with one ZADD at the end (a later entry for the
+-- same id wins, as it would have one by one).
+local queued = {}
 for i = 0, n - 1 do
   local b = 3 + i * 14
   local id, name, payload = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
@@ -23,7 +26,8 @@ for i = 0, n - 1 do
         created = tonumber(created)
         if max_wait ~= '' and created then due = math.min(due, created + tonumber(max_wait)) end
         redis.call('HSET', bkey, 'p', payload, 'd', int(due))
-        redis.call('ZADD', KEYS[1], int(due), bound)
+        queued[#queued + 1] = int(due)
+        queued[#queued + 1] = bound
         result = {'debounced', bound}
       end
     end
@@ -61,13 +65,15 @@ for i = 0, n - 1 do
       end
       if nonce ~= '' then f[#f + 1] = 'u'; f[#f + 1] = nonce end
       redis.call('HSET', tkey, unpack(f))
-      redis.call('ZADD', KEYS[1], int(due), id)
+      queued[#queued + 1] = int(due)
+      queued[#queued + 1] = id
       move(nil, 'CREATED')
       result = {'created', id}
     end
   end
   out[#out + 1] = result
 end
+if #queued > 0 then redis.call('ZADD', KEYS[1], unpack(queued)) end
 flush_counts()
 wake()
 return {int(now), out}

@@ -1,31 +1,41 @@
-//! Group commit of finishes: concurrent `finish` calls of one process are
-//! gathered by a background task and sent as one `finish.lua` call per
-//! namespace, while the previous call is in flight. Under load a batch holds
-//! as many finishes as attempts ended during one round trip, so a no-op task
-//! costs a fraction of a script call to finish; an idle process sends each
-//! finish at once. Each item keeps its own answer (new state or stale fence).
+//! Group commit: concurrent `submit` and `finish` calls of one process are
+//! gathered by a background task per kind and sent as one script call per
+//! namespace while the previous call is in flight. An idle process sends
+//! each call at once; under load a batch holds every call that arrived
+//! during one round trip, so a no-op task costs a fraction of a script call
+//! to submit and to finish. Each item keeps its own answer (a duplicate id,
+//! a stale fence), exactly as if it had been sent alone.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, PoisonError, Weak},
+    future::Future,
+    sync::{Arc, Mutex, PoisonError, Weak},
 };
 
-use executor_core::{Error, Finish, Lease, Namespace, Result, TaskState};
+use executor_core::{Error, Finish, Lease, Namespace, NewTask, Result, Submitted, TaskState};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::{RedisStorage, storage::Inner};
+use crate::{RedisStorage, error::shape, storage::Inner};
 
-/// Finishes in one batch, at most.
+/// Calls in one batch, at most.
 const MAX_BATCH: usize = 500;
 
-/// One waiting `finish` call.
+/// One waiting call: its namespace, its item and where its answer goes.
 #[derive(Debug)]
-pub(crate) struct FinishRequest {
+pub(crate) struct Request<I, O> {
     ns: Namespace,
-    lease: Lease,
-    finish: Finish,
-    reply: oneshot::Sender<Result<TaskState>>,
+    item: I,
+    reply: oneshot::Sender<Result<O>>,
 }
+
+/// The queue of one kind of call; the batcher task is started on first use
+/// (and again if the tokio runtime it ran on has shut down).
+pub(crate) type Queue<I, O> = Mutex<Option<mpsc::UnboundedSender<Request<I, O>>>>;
+
+pub(crate) type FinishItem = (Lease, Finish);
+
+/// The items of one namespace in a batch, and where their answers go.
+type Group<I, O> = (Vec<I>, Vec<oneshot::Sender<Result<O>>>);
 
 impl RedisStorage {
     pub(crate) async fn finish_one(
@@ -34,52 +44,100 @@ impl RedisStorage {
         lease: &Lease,
         finish: Finish,
     ) -> Result<TaskState> {
-        let (reply, answer) = oneshot::channel();
-        let request = FinishRequest { ns: ns.clone(), lease: lease.clone(), finish: finish.clone(), reply };
-        if self.finisher().send(request).is_ok()
-            && let Ok(result) = answer.await
-        {
-            return result;
+        match enqueue(&self.inner, |i| &i.finishes, ns, (lease.clone(), finish), run_finishes) {
+            Ok(answer) => answer.await,
+            // The batcher's runtime is gone (it shut down): send it alone.
+            Err(item) => {
+                self.finish_leases(ns, vec![item]).await?.pop().unwrap_or_else(|| Err(shape("no answer")))
+            }
         }
-        // The batcher's runtime is gone (it shut down): finish directly.
-        let mut out = self.finish_leases(ns, vec![(lease.clone(), finish)]).await?;
-        out.pop().unwrap_or_else(|| Err(crate::error::shape("finish gave no answer")))
     }
 
-    fn finisher(&self) -> mpsc::UnboundedSender<FinishRequest> {
-        let mut slot = self.inner.finisher.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(tx) = slot.as_ref()
-            && !tx.is_closed()
-        {
-            return tx.clone();
+    pub(crate) async fn submit_one(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        match enqueue(&self.inner, |i| &i.submits, ns, task, run_submits) {
+            Ok(answer) => answer.await,
+            Err(task) => {
+                self.submit_tasks(ns, vec![task]).await?.pop().unwrap_or_else(|| Err(shape("no answer")))
+            }
         }
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(run_batches(Arc::downgrade(&self.inner), rx));
-        *slot = Some(tx.clone());
-        tx
     }
 }
 
-async fn run_batches(inner: Weak<Inner>, mut requests: mpsc::UnboundedReceiver<FinishRequest>) {
+async fn run_finishes(
+    storage: RedisStorage,
+    ns: Namespace,
+    items: Vec<FinishItem>,
+) -> Result<Vec<Result<TaskState>>> {
+    storage.finish_leases(&ns, items).await
+}
+
+async fn run_submits(
+    storage: RedisStorage,
+    ns: Namespace,
+    items: Vec<NewTask>,
+) -> Result<Vec<Result<Submitted>>> {
+    storage.submit_tasks(&ns, items).await
+}
+
+/// Queues one call; gives the item back when the batcher cannot take it.
+fn enqueue<I, O, F, Fut>(
+    inner: &Arc<Inner>,
+    queue: fn(&Inner) -> &Queue<I, O>,
+    ns: &Namespace,
+    item: I,
+    run: F,
+) -> std::result::Result<impl Future<Output = Result<O>> + use<I, O, F, Fut>, I>
+where
+    I: Send + 'static,
+    O: Send + 'static,
+    F: Fn(RedisStorage, Namespace, Vec<I>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Vec<Result<O>>>> + Send + 'static,
+{
+    let (reply, answer) = oneshot::channel();
+    let request = Request { ns: ns.clone(), item, reply };
+    let sender = {
+        let mut slot = queue(inner).lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(tx) if !tx.is_closed() => tx.clone(),
+            _ => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(run_batches(Arc::downgrade(inner), rx, run));
+                *slot = Some(tx.clone());
+                tx
+            }
+        }
+    };
+    sender.send(request).map_err(|e| e.0.item)?;
+    Ok(async move { answer.await.unwrap_or_else(|_| Err(Error::storage("the batcher stopped", true))) })
+}
+
+async fn run_batches<I, O, F, Fut>(
+    inner: Weak<Inner>,
+    mut requests: mpsc::UnboundedReceiver<Request<I, O>>,
+    run: F,
+) where
+    F: Fn(RedisStorage, Namespace, Vec<I>) -> Fut,
+    Fut: Future<Output = Result<Vec<Result<O>>>>,
+{
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while requests.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let Some(inner) = inner.upgrade() else { return };
-        let storage = RedisStorage { inner };
-        let mut by_ns: HashMap<Namespace, Vec<FinishRequest>> = HashMap::new();
-        for request in batch.drain(..) {
-            by_ns.entry(request.ns.clone()).or_default().push(request);
+        let mut by_ns: HashMap<Namespace, Group<I, O>> = HashMap::new();
+        for Request { ns, item, reply } in batch.drain(..) {
+            let entry = by_ns.entry(ns).or_default();
+            entry.0.push(item);
+            entry.1.push(reply);
         }
-        for (ns, requests) in by_ns {
-            let items = requests.iter().map(|r| (r.lease.clone(), r.finish.clone())).collect();
-            match storage.finish_leases(&ns, items).await {
+        for (ns, (items, replies)) in by_ns {
+            match run(RedisStorage { inner: Arc::clone(&inner) }, ns, items).await {
                 Ok(results) => {
-                    for (request, result) in requests.into_iter().zip(results) {
-                        let _ = request.reply.send(result);
+                    for (reply, result) in replies.into_iter().zip(results) {
+                        let _ = reply.send(result);
                     }
                 }
                 Err(e) => {
-                    for request in requests {
-                        let _ = request.reply.send(Err(Error::storage(e.to_string(), e.is_retryable())));
+                    for reply in replies {
+                        let _ = reply.send(Err(Error::storage(e.to_string(), e.is_retryable())));
                     }
                 }
             }

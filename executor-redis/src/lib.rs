@@ -45,8 +45,7 @@ pub use storage::RedisStorage;
 
 impl Storage for RedisStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        let mut out = self.submit_tasks(ns, vec![task]).await?;
-        out.pop().unwrap_or_else(|| Err(error::shape("submit gave no answer")))
+        self.submit_one(ns, task).await
     }
 
     async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {

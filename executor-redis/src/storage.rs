@@ -58,8 +58,9 @@ pub(crate) struct Inner {
     rotation: AtomicUsize,
     nonce_seed: u64,
     nonce_counter: AtomicU64,
-    /// Where `finish` calls queue for the next batch (see `batch.rs`).
-    pub(crate) finisher: Mutex<Option<tokio::sync::mpsc::UnboundedSender<crate::batch::FinishRequest>>>,
+    /// Where `finish` and `submit` calls queue for the next batch (`batch.rs`).
+    pub(crate) finishes: crate::batch::Queue<crate::batch::FinishItem, executor_core::TaskState>,
+    pub(crate) submits: crate::batch::Queue<executor_core::NewTask, executor_core::Submitted>,
     /// One wake-up watcher per namespace waited on (see `wake.rs`).
     pub(crate) watchers: Mutex<HashMap<Namespace, crate::wake::Watch>>,
 }
@@ -76,7 +77,8 @@ impl Inner {
             rotation: AtomicUsize::new(0),
             nonce_seed: std::collections::hash_map::RandomState::new().build_hasher().finish(),
             nonce_counter: AtomicU64::new(0),
-            finisher: Mutex::new(None),
+            finishes: Mutex::new(None),
+            submits: Mutex::new(None),
             watchers: Mutex::new(HashMap::new()),
         }
     }

@@ -67,12 +67,13 @@ impl RedisStorage {
             let keys = self.keys(ns, p);
             let args = vec![Value::from(keys.base.as_str()), Value::from("0")];
             let reply = array(self.run(&self.inner.scripts.peek, vec![keys.due().to_owned()], args).await?)?;
-            let now = reply.first().and_then(text).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0);
-            if let Some(first) = reply.get(1).and_then(text).and_then(|t| t.parse::<f64>().ok()) {
-                if first <= now {
+            let now_us = reply.first().and_then(text).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+            if let Some(first_ms) = reply.get(1).and_then(text).and_then(|t| t.parse::<f64>().ok()) {
+                let first_us = (first_ms as u64).saturating_mul(1000);
+                if first_us <= now_us {
                     return Ok(());
                 }
-                wait = wait.min(Duration::from_millis((first - now) as u64));
+                wait = wait.min(Duration::from_micros(first_us - now_us));
             }
         }
         tokio::select! {
