@@ -10,7 +10,11 @@ use executor_core::{
 use sqlx::{MySqlPool, migrate::Migrator};
 use tokio::sync::Notify;
 
-use crate::{MySqlOptions, admin, claim, conn::Conns, error, finish, housekeeping, leader, submit, wake};
+use crate::{
+    MySqlOptions, admin, claim,
+    conn::{Conns, RunOn},
+    error, finish, housekeeping, leader, submit, wake,
+};
 
 /// Name of the table that records which migrations ran.
 pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
@@ -79,6 +83,35 @@ impl MySqlStorage {
             sqlx::migrate::MigrateError::Execute(e) => error::storage(e),
             other => executor_core::Error::storage(other, false),
         })
+    }
+
+    /// Deletes every task and the leadership row of `ns`, in batches of
+    /// 10,000 rows so no statement holds locks for long. Returns the number
+    /// of tasks deleted. For tests and for retiring a namespace; running
+    /// executors on `ns` lose their tasks.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
+        let mut deleted = 0;
+        loop {
+            let done =
+                sqlx::query(concat!("DELETE FROM ", crate::sql::tasks!(), " WHERE ns = ? LIMIT 10000"))
+                    .bind(ns.as_str())
+                    .execute_on(&self.conns)
+                    .await
+                    .map_err(error::storage)?;
+            deleted += done.rows_affected();
+            if done.rows_affected() == 0 {
+                break;
+            }
+        }
+        sqlx::query(concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = ?"))
+            .bind(ns.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        Ok(deleted)
     }
 
     /// The pool, for operators' own queries.

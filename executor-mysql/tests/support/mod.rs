@@ -45,11 +45,7 @@ pub(crate) async fn fresh() -> (MySqlStorage, Namespace) {
 
 /// Deletes the namespace's rows.
 pub(crate) async fn cleanup(storage: &MySqlStorage, ns: &Namespace) {
-    for table in ["reliable_executor_tasks", "reliable_executor_leaders"] {
-        let sql = format!("DELETE FROM {table} WHERE ns = ?");
-        let res = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(ns.as_str()).execute(storage.pool()).await;
-        if let Err(e) = res {
-            eprintln!("cleanup of {ns} in {table} failed: {e}");
-        }
+    if let Err(e) = storage.purge(ns).await {
+        eprintln!("cleanup of {ns} failed: {e}");
     }
 }
