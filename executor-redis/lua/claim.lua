@@ -37,7 +37,7 @@ for _, id in ipairs(ids) do
   local rec = record(tkey)
   local st = rec[1]
   if st == 'CREATED' or st == 'PENDING' then
-    local attempts, fence = tonumber(rec[4]), tonumber(rec[6])
+    local attempts, fence = tonumber(rec[4] or '0'), tonumber(rec[6] or '0')
     if attempts and fence then
       local cancel_flag = rec[17]
       rec[1] = 'RUNNING'

@@ -5,6 +5,7 @@
 -- A resent plain submit (same nonce) answers `created` again, not `duplicate`.
 local n = tonumber(ARGV[3])
 local now = now_ms()
+local now_s = int(now)
 local out = {}
 -- Due entries are written with one ZADD at the end (a later entry for the
 -- same id wins, as it would have one by one).
@@ -52,10 +53,11 @@ for i = 0, n - 1 do
       elseif due_kind == 't' then
         due = due_value
       end
-      local f = {'s', 'CREATED', 'n', name, 'p', payload, 'a', '0', 'm', max_attempts, 'f', '0',
-        'c', int(now), 'd', int(due)}
+      -- Attempts and fence start at 0 and are left out until a claim sets them.
+      local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', now_s, 'd', int(due)}
       if max_duration ~= '' then
-        f[#f + 1] = 'x'; f[#f + 1] = int(now + tonumber(max_duration))
+        f[#f + 1] = 'x'
+        f[#f + 1] = int(now + tonumber(max_duration))
       end
       if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
       if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end

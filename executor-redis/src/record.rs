@@ -122,9 +122,10 @@ pub(crate) fn parse(id: &str, values: &[Value]) -> Result<TaskRecord> {
         name: f.required(1)?,
         state,
         payload,
-        attempts: f.required_number(3)?,
+        // A fresh task has no attempts and no fence yet: submit.lua leaves them out.
+        attempts: f.number(3)?.unwrap_or(0),
         max_attempts: f.required_number(4)?,
-        fence: f.required_number(5)?,
+        fence: f.number(5)?.unwrap_or(0),
         created_at,
         due_at,
         started_at: f.time(8)?,
@@ -164,16 +165,8 @@ mod tests {
 
     #[test]
     fn a_fresh_task_parses() -> Result<()> {
-        let v = values(&[
-            ("s", "CREATED"),
-            ("n", "noop"),
-            ("p", "{}"),
-            ("a", "0"),
-            ("m", "3"),
-            ("f", "0"),
-            ("c", "1000"),
-            ("d", "1500"),
-        ]);
+        let v =
+            values(&[("s", "CREATED"), ("n", "noop"), ("p", "{}"), ("m", "3"), ("c", "1000"), ("d", "1500")]);
         let r = parse("t1", &v)?;
         assert_eq!(r.state, TaskState::Created);
         assert_eq!(r.max_attempts, 3);

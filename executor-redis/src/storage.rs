@@ -155,7 +155,7 @@ impl RedisStorage {
     /// A value unique to one call, so a resent script recognises itself.
     pub(crate) fn nonce(&self) -> String {
         let c = self.inner.nonce_counter.fetch_add(1, Ordering::Relaxed);
-        format!("{:016x}{c:x}", self.inner.nonce_seed)
+        format!("{:x}", self.inner.nonce_seed.wrapping_add(c))
     }
 
     /// Whether scripts set the wake marker themselves.
