@@ -34,14 +34,17 @@ pub(crate) async fn run(args: &Args, ns: &str) -> Res<()> {
 async fn work<S: Backend>(storage: S, ns: &Namespace, args: &Args) -> Res<()> {
     let started = Arc::new(AtomicUsize::new(0));
     let executor = counting_executor(storage, ns, args.worker_concurrency, Arc::clone(&started)).await?;
+    let cpu0 = stats::process_cpu_secs().unwrap_or(0.0);
     let t0 = Instant::now();
     let running = executor.start();
     let took = wait_count(&started, args.worker_count, t0, Duration::from_secs(600)).await?;
     running.shutdown().await?;
+    let cpu = stats::process_cpu_secs().unwrap_or(0.0) - cpu0;
     println!(
-        "RESULT rate={:.0} vmhwm_kb={}",
+        "RESULT rate={:.0} vmhwm_kb={} cpu_us={:.1}",
         stats::rate(args.worker_count, took),
-        stats::peak_rss_kb().unwrap_or(0)
+        stats::peak_rss_kb().unwrap_or(0),
+        cpu * 1e6 / args.worker_count as f64
     );
     Ok(())
 }
@@ -74,10 +77,11 @@ pub(crate) async fn rss<S: Backend>(storage: &S, args: &Args, set_rps: Option<f6
     };
     let rate = field("rate=");
     println!(
-        "rss       executor process, concurrency 64, backlog {}: {rate:.0} tasks/s{}, peak RSS (VmHWM) {:.1} MB",
+        "rss       executor process, concurrency 64, backlog {}: {rate:.0} tasks/s{}, peak RSS (VmHWM) {:.1} MB, executor CPU {:.1} us/task",
         args.backlog,
         set_rps.map(|c| format!(" = {:.2} x SET", rate / c)).unwrap_or_default(),
-        field("vmhwm_kb=") / 1024.0
+        field("vmhwm_kb=") / 1024.0,
+        field("cpu_us=")
     );
     storage.drop_namespace(&ns).await;
     Ok(())
