@@ -63,7 +63,11 @@ impl Backend for MemoryStorage {
 }
 
 impl Backend for MySqlStorage {
-    async fn drop_namespace(&self, _ns: &Namespace) {}
+    async fn drop_namespace(&self, ns: &Namespace) {
+        if let Err(e) = self.purge(ns).await {
+            eprintln!("purge of {ns} failed: {e}");
+        }
+    }
 
     async fn used_memory(&self) -> Option<u64> {
         None
