@@ -64,17 +64,23 @@ impl Fields<'_> {
         self.text(i)?.ok_or_else(|| self.corrupt(format!("field `{}` is missing", FIELDS[i])))
     }
 
+    /// A numeric field, parsed without copying the reply (most replies are
+    /// bulk strings; integers come from RESP3 or hand edits).
     fn number<T: FromStr>(&self, i: usize) -> Result<Option<T>> {
-        match self.text(i)? {
-            None => Ok(None),
-            Some(t) => t.parse().map(Some).map_err(|_| {
-                self.corrupt(format!(
-                    "field `{}` should be a number, found `{}`",
-                    FIELDS[i],
-                    t.escape_debug()
-                ))
-            }),
-        }
+        let owned;
+        let t: &str = match self.raw(i) {
+            None => return Ok(None),
+            Some(Value::String(s)) => s,
+            Some(Value::Bytes(b)) => std::str::from_utf8(b)
+                .map_err(|_| self.corrupt(format!("field `{}` is not UTF-8", FIELDS[i])))?,
+            Some(_) => {
+                owned = self.text(i)?.unwrap_or_default();
+                &owned
+            }
+        };
+        t.parse().map(Some).map_err(|_| {
+            self.corrupt(format!("field `{}` should be a number, found `{}`", FIELDS[i], t.escape_debug()))
+        })
     }
 
     fn required_number<T: FromStr>(&self, i: usize) -> Result<T> {
