@@ -13,9 +13,10 @@
 # A cluster of your own: export REDIS_CLUSTER_URL before running test.sh.
 
 redis_cluster_ok() { # redis_cluster_ok <port>...
-    local p
+    local p info
     for p in "$@"; do
-        redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+        info=$(redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null) || return 1
+        [[ $info == *cluster_state:ok* ]] || return 1
     done
 }
 
