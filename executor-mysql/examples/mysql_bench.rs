@@ -91,18 +91,16 @@ async fn clear(s: &MySqlStorage, ns: &Namespace) -> Res {
 /// loop holds one connection (what `mysqlslap` measures); otherwise each
 /// UPDATE takes a connection from the pool and gives it back, as the
 /// storage's own statements do (sqlx 0.9 pings on both).
-async fn update_ceiling(s: &MySqlStorage, connections: u32, secs: u64, dedicated: bool) -> Res<f64> {
+async fn update_ceiling(pool: &sqlx::MySqlPool, connections: u32, secs: u64, dedicated: bool) -> Res<f64> {
     sqlx::query("CREATE TABLE IF NOT EXISTS rex_bench_counter (id INT PRIMARY KEY, n BIGINT NOT NULL)")
-        .execute(s.pool())
+        .execute(pool)
         .await?;
-    sqlx::query("INSERT IGNORE INTO rex_bench_counter SELECT seq, 0 FROM seq_1_to_256")
-        .execute(s.pool())
-        .await?;
+    sqlx::query("INSERT IGNORE INTO rex_bench_counter SELECT seq, 0 FROM seq_1_to_256").execute(pool).await?;
     let done = Arc::new(AtomicU64::new(0));
     let end = Instant::now() + Duration::from_secs(secs);
     let mut loops = Vec::new();
     for i in 0..connections {
-        let (pool, done) = (s.pool().clone(), Arc::clone(&done));
+        let (pool, done) = (pool.clone(), Arc::clone(&done));
         loops.push(tokio::spawn(async move {
             let mut held = if dedicated { Some(pool.acquire().await?) } else { None };
             while Instant::now() < end {
@@ -305,6 +303,10 @@ async fn main() -> Res {
     let a = args()?;
     let s = MySqlOptions::new().max_connections(a.connections).connect(&a.url).await?;
     let other = MySqlOptions::new().max_connections(2).connect(&a.url).await?;
+    // The ceiling runs on a pool of its own: the storage keeps the
+    // connections it used, so they are not free in its pool.
+    let ceiling_pool =
+        sqlx::mysql::MySqlPoolOptions::new().max_connections(a.connections).connect(&a.url).await?;
     let ns = Namespace::new("bench-mysql")?;
     clear(&s, &ns).await?;
     let version: String = sqlx::query_scalar("SELECT VERSION()").fetch_one(s.pool()).await?;
@@ -316,8 +318,8 @@ async fn main() -> Res {
     let (mut ceiling, mut single, mut batched, mut c16, mut c64) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut ceiling_one, mut ceiling_pooled, mut ratios) = (vec![], vec![], vec![]);
     for run in 0..a.runs {
-        ceiling_one.push(update_ceiling(&s, 1, 2, true).await?);
-        ceiling_pooled.push(update_ceiling(&s, a.connections, 3, false).await?);
+        ceiling_one.push(update_ceiling(&ceiling_pool, 1, 2, true).await?);
+        ceiling_pooled.push(update_ceiling(&ceiling_pool, a.connections, 3, false).await?);
         single.push(submit_single(&s, &ns, 2_000).await?);
         clear(&s, &ns).await?;
         batched.push(submit_batched(&s, &ns, a.tasks).await?);
@@ -326,9 +328,9 @@ async fn main() -> Res {
         clear(&s, &ns).await?;
         // The ceiling right before and right after the run it is compared
         // with: other load on the machine moves both alike.
-        let before = update_ceiling(&s, a.connections, 4, true).await?;
+        let before = update_ceiling(&ceiling_pool, a.connections, 4, true).await?;
         c64.push(processing(&s, &ns, a.tasks, 64).await?);
-        let after = update_ceiling(&s, a.connections, 4, true).await?;
+        let after = update_ceiling(&ceiling_pool, a.connections, 4, true).await?;
         clear(&s, &ns).await?;
         let alone = storage_only(&s, &ns, a.tasks, 4, 16).await?;
         clear(&s, &ns).await?;

@@ -34,6 +34,7 @@ mod row;
 mod sql;
 mod storage;
 mod submit;
+mod tier;
 mod wake;
 
 pub use options::MySqlOptions;

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use executor_core::{
     CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, WorkerId,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
 };
 use sqlx::{MySqlPool, migrate::Migrator};
 use tokio::sync::Notify;
@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use crate::{
     MySqlOptions, admin, claim,
     conn::{Conns, RunOn},
-    error, finish, housekeeping, leader, submit, wake,
+    error, finish, housekeeping, leader, submit, tier, wake,
 };
 
 /// Name of the table that records which migrations ran.
@@ -203,6 +203,22 @@ impl Storage for MySqlStorage {
 
     async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
         leader::current(self, ns).await
+    }
+
+    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        tier::now(self).await
+    }
+
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        tier::due_before(self, ns, before, limit).await
+    }
+
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        tier::import(self, ns, record).await
+    }
+
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        tier::remove(self, ns, id, fence).await
     }
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {

@@ -7,3 +7,10 @@ mod support;
 use support::{cleanup, fresh};
 
 executor_core::storage_conformance_tests!(fresh, cleanup);
+
+/// The tier methods, for use as a tier of `TieredStorage`.
+mod tier {
+    use super::support::{cleanup, fresh};
+
+    executor_core::tier_conformance_tests!(fresh, cleanup);
+}
