@@ -1,0 +1,172 @@
+//! The hot/cold seed: notifications with delays from seconds to days. Tasks
+//! due within the horizon live in Redis (hot); later ones in MySQL (cold),
+//! promoted shortly before they fall due. Handlers fail at first and retry at
+//! escalating levels, then dead-letter. Levels and horizon are shortened
+//! (seconds for minutes) so the run ends in about half a minute; it prints
+//! where each task lives as time passes.
+//!
+//! ```sh
+//! cargo run --example delay_tiered                    # Redis (REDIS_URL) hot, MySQL (MYSQL_URL) cold
+//! cargo run --example delay_tiered -- --storage memory  # two in-memory tiers, no server
+//! ```
+
+use std::{
+    sync::atomic::{AtomicU32, Ordering},
+    time::Instant,
+};
+
+use clap::{Parser, ValueEnum};
+use executor_core::{
+    Executor, MemoryStorage, Namespace, Storage, TaskId, TaskRecord, TaskState, Tier, TieredStorage,
+    prelude::*,
+};
+use executor_mysql::MySqlStorage;
+use executor_redis::RedisStorage;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Notice {
+    to: String,
+    /// How many attempts fail before this one succeeds (99: never).
+    failures: u32,
+}
+
+static SENT: AtomicU32 = AtomicU32::new(0);
+
+/// The seed's levels were 10 s, 1 min, 10 min, then dead letter; here 1 s, 3 s, 6 s.
+#[reliable_task(name = "notify", retry_limit = 3, levels = ["1s", "3s", "6s"])]
+async fn notify(notice: Notice, ctx: TaskContext) -> Result<(), TaskError> {
+    if ctx.attempt() <= notice.failures {
+        return Err(TaskError::retry(format!(
+            "SMS gateway refused {} (attempt {})",
+            notice.to,
+            ctx.attempt()
+        )));
+    }
+    SENT.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum StorageKind {
+    /// Redis hot, MySQL cold.
+    Tiered,
+    /// Two in-memory tiers.
+    Memory,
+}
+
+#[derive(Debug, Parser)]
+#[command(about = "Hot/cold tiered delays with escalating retry levels")]
+struct Args {
+    #[arg(long, value_enum, default_value_t = StorageKind::Tiered)]
+    storage: StorageKind,
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
+    mysql_url: String,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let ns = Namespace::new(format!("tiered-demo-{}", std::process::id()))?;
+    // The seed's horizon was 5 minutes; 3 seconds here.
+    let horizon = Duration::from_secs(3);
+    match args.storage {
+        StorageKind::Memory => {
+            let storage = TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()).horizon(horizon);
+            run(storage, &ns).await
+        }
+        StorageKind::Tiered => {
+            let hot = RedisStorage::connect(&args.redis_url).await?;
+            let cold = MySqlStorage::connect(&args.mysql_url).await?;
+            let storage = TieredStorage::new(hot.clone(), cold.clone()).horizon(horizon);
+            let out = run(storage, &ns).await;
+            hot.purge(&ns).await?;
+            cold.purge(&ns).await?;
+            out
+        }
+    }
+}
+
+async fn run<H: Storage + Clone, C: Storage + Clone>(
+    storage: TieredStorage<H, C>,
+    ns: &Namespace,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let executor = Executor::builder(storage.clone())
+        .namespace(ns.as_str())
+        .concurrency(8)
+        .housekeeping_interval(Duration::from_millis(250))
+        .build()
+        .await?;
+    let running = executor.start();
+    let started = Instant::now();
+    let plan: [(&str, Duration, u32); 6] = [
+        ("now_ok", Duration::ZERO, 0),
+        ("in_2s_ok", Duration::from_secs(2), 0),
+        ("in_8s_retry_once", Duration::from_secs(8), 1),
+        ("in_15s_retry_twice", Duration::from_secs(15), 2),
+        ("now_always_fails", Duration::ZERO, 99),
+        ("in_2_days", Duration::from_secs(2 * 86_400), 0),
+    ];
+    let mut ids: Vec<TaskId> = Vec::new();
+    for (id, delay, failures) in plan {
+        let task = notify::with(Notice { to: format!("+1-555-{id}"), failures }).id(id).delay(delay);
+        ids.push(task.submit(&executor).await?);
+    }
+
+    println!("{:>5}  {}", "t(s)", ids.iter().map(|i| format!("{:<22}", i.as_str())).collect::<String>());
+    let mut last_line = String::new();
+    loop {
+        let mut line = String::new();
+        let mut settled = true;
+        for id in &ids {
+            let place = storage.locate(ns, id).await?;
+            let cell = match &place {
+                Some((tier, r)) => format!("{}:{}", tier_name(*tier), short(r)),
+                None => "-".to_owned(),
+            };
+            if id.as_str() != "in_2_days" && place.as_ref().is_none_or(|(_, r)| !r.state.is_terminal()) {
+                settled = false;
+            }
+            line.push_str(&format!("{cell:<22}"));
+        }
+        if line != last_line {
+            println!("{:>5.1}  {line}", started.elapsed().as_secs_f64());
+            last_line = line;
+        }
+        if settled || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    running.shutdown().await?;
+    let far = storage.locate(ns, &TaskId::new("in_2_days")?).await?;
+    println!("\nnotifications sent: {}", SENT.load(Ordering::SeqCst));
+    if let Some((tier, r)) = far {
+        println!(
+            "in_2_days waits in the {} store, due in {:?}",
+            tier_name(tier),
+            r.due_at.since(r.created_at)
+        );
+    }
+    for id in &ids {
+        if let Some(r) = executor.status(id).await?
+            && r.state == TaskState::Failed
+        {
+            let error = r.last_error.unwrap_or_default();
+            println!("{} dead-lettered after {} attempts: {error}", r.id, r.attempts);
+        }
+    }
+    Ok(())
+}
+
+fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Hot => "hot",
+        Tier::Cold => "cold",
+    }
+}
+
+fn short(r: &TaskRecord) -> String {
+    format!("{}#{}", r.state, r.attempts)
+}
