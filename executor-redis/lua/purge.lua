@@ -1,13 +1,9 @@
--- purge: deletes every key matching ARGV[1] (one namespace partition, whose
--- keys share a hash tag and so live on this node). An admin and test tool:
--- it scans the node's keyspace inside one script call.
-local cursor, n = '0', 0
-repeat
-  local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
-  cursor = r[1]
-  for _, k in ipairs(r[2]) do
-    redis.call('DEL', k)
-    n = n + 1
-  end
-until cursor == '0'
-return n
+-- purge: one step of deleting the keys of a namespace partition. ARGV[1] is
+-- the SCAN cursor ('0' to start), ARGV[2] the pattern of the partition's keys
+-- (they share a hash tag, so they live on this node, the one holding
+-- KEYS[1]). Returns {next cursor, keys deleted}; the caller repeats until
+-- the cursor is '0', so no single call holds the server for long.
+local r = redis.call('SCAN', ARGV[1], 'MATCH', ARGV[2], 'COUNT', 1000)
+local keys = r[2]
+if #keys > 0 then redis.call('DEL', unpack(keys)) end
+return {r[1], #keys}

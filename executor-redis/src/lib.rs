@@ -31,13 +31,14 @@ mod record;
 mod scripts;
 mod storage;
 mod submit;
+mod tier;
 mod wake;
 
 use std::time::Duration;
 
 use executor_core::{
     CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, WorkerId,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
 };
 
 pub use builder::RedisStorageBuilder;
@@ -124,6 +125,22 @@ impl Storage for RedisStorage {
 
     async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
         self.current_leader(ns).await
+    }
+
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        self.tier_now(ns).await
+    }
+
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        self.tier_due_before(ns, before, limit).await
+    }
+
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        self.tier_import(ns, record).await
+    }
+
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        self.tier_remove(ns, id, fence).await
     }
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {

@@ -73,6 +73,10 @@ pub(crate) struct Scripts {
     pub(crate) leader_release: Lua,
     pub(crate) leader_get: Lua,
     pub(crate) purge: Lua,
+    pub(crate) tier_now: Lua,
+    pub(crate) due_before: Lua,
+    pub(crate) import: Lua,
+    pub(crate) remove: Lua,
 }
 
 impl Scripts {
@@ -92,10 +96,14 @@ impl Scripts {
             leader_release: Lua::new("leader_release", with_common!("leader_release.lua")),
             leader_get: Lua::new("leader_get", with_common!("leader_get.lua")),
             purge: Lua::new("purge", include_str!("../lua/purge.lua")),
+            tier_now: Lua::new("tier_now", include_str!("../lua/tier_now.lua")),
+            due_before: Lua::new("due_before", with_common!("due_before.lua")),
+            import: Lua::new("import", with_common!("import.lua")),
+            remove: Lua::new("remove", with_common!("remove.lua")),
         }
     }
 
-    fn all(&self) -> [&Lua; 14] {
+    fn all(&self) -> [&Lua; 18] {
         [
             &self.submit,
             &self.claim,
@@ -111,6 +119,10 @@ impl Scripts {
             &self.leader_release,
             &self.leader_get,
             &self.purge,
+            &self.tier_now,
+            &self.due_before,
+            &self.import,
+            &self.remove,
         ]
     }
 

@@ -118,21 +118,28 @@ impl RedisStorage {
     }
 
     /// Deletes every key of `ns` (all partitions): tasks, indexes, leader.
-    /// Scans the keyspace of the node holding each partition; meant for
-    /// tests and for retiring an application, not for a busy production
-    /// server.
+    /// Walks the keyspace of the node holding each partition with `SCAN`, in
+    /// short script calls (1,000 keys looked at per call); meant for tests
+    /// and for retiring an application.
     ///
     /// # Errors
     /// Store failures.
     pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
         let mut n = 0;
         for p in 0..self.inner.layout.partitions {
-            let keys = self.keys(ns, p);
+            let keys = vec![self.keys(ns, p).due().to_owned()];
             let pattern = self.inner.layout.pattern(ns, p);
-            let v = self
-                .run(&self.inner.scripts.purge, vec![keys.due().to_owned()], vec![pattern.into()])
-                .await?;
-            n += v.as_u64().unwrap_or(0);
+            let mut cursor = "0".to_owned();
+            loop {
+                let args = vec![Value::from(cursor.as_str()), Value::from(pattern.as_str())];
+                let reply =
+                    crate::record::array(self.run(&self.inner.scripts.purge, keys.clone(), args).await?)?;
+                cursor = reply.first().and_then(crate::record::text).unwrap_or_else(|| "0".to_owned());
+                n += reply.get(1).and_then(Value::as_u64).unwrap_or(0);
+                if cursor == "0" {
+                    break;
+                }
+            }
         }
         Ok(n)
     }

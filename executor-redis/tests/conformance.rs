@@ -7,3 +7,10 @@ mod common;
 use common::{cleanup, fresh};
 
 executor_core::storage_conformance_tests!(fresh, cleanup);
+
+/// The tier methods, for use as the hot tier of `TieredStorage`.
+mod tier {
+    use super::common::{cleanup, fresh};
+
+    executor_core::tier_conformance_tests!(fresh, cleanup);
+}

@@ -1,0 +1,140 @@
+//! The tier methods of [`executor_core::Storage`] (`now`, `due_before`,
+//! `import`, `remove`), so Redis can serve as the hot tier of
+//! `TieredStorage`: `tier_now.lua`, `due_before.lua`, `import.lua`,
+//! `remove.lua`.
+
+use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, TaskState, Timestamp};
+use fred::types::Value;
+
+use crate::{
+    RedisStorage,
+    error::shape,
+    record::{self, array, text},
+};
+
+/// Index entries one `due_before` call looks at per partition beyond the
+/// limit: stale entries are skipped, never removed (the call changes nothing).
+const STALE_SLACK: usize = 64;
+
+fn ms(d: std::time::Duration) -> String {
+    d.as_millis().to_string()
+}
+
+fn time(t: Timestamp) -> String {
+    t.as_millis().to_string()
+}
+
+impl RedisStorage {
+    /// Redis `TIME` on the node of the namespace's first partition, in ms.
+    pub(crate) async fn tier_now(&self, ns: &Namespace) -> Result<Timestamp> {
+        let keys = self.keys(ns, 0);
+        let v = self.run(&self.inner.scripts.tier_now, vec![keys.due().to_owned()], Vec::new()).await?;
+        v.as_u64().map(Timestamp::from_millis).ok_or_else(|| shape("TIME did not answer a number"))
+    }
+
+    /// Waiting tasks due before `before`, earliest first, at most `limit`,
+    /// merged over the partitions. Read only.
+    pub(crate) async fn tier_due_before(
+        &self,
+        ns: &Namespace,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = limit.min(crate::lease::MAX_CLAIM);
+        let mut out = Vec::new();
+        for p in 0..self.partitions() {
+            let args = vec![
+                Value::from(time(before)),
+                Value::from(limit.to_string()),
+                Value::from((limit + STALE_SLACK).to_string()),
+            ];
+            let reply = self.run_in(&self.inner.scripts.due_before, &self.keys(ns, p), args).await?;
+            for entry in array(reply)? {
+                let (id, values) = record::parse_entry(entry)?;
+                out.push(record::parse(&id, &values)?);
+            }
+        }
+        out.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// Stores `record` as given unless its id exists; indexes it by state and
+    /// wakes sleepers when it is due.
+    pub(crate) async fn tier_import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        if record.payload.len() > self.inner.max_payload {
+            return Err(Error::PayloadTooLarge { size: record.payload.len(), limit: self.inner.max_payload });
+        }
+        let score = match record.state {
+            TaskState::Created | TaskState::Pending => record.due_at,
+            TaskState::Running => record.lease_until.unwrap_or(record.due_at),
+            _ => record.finished_at.unwrap_or(record.created_at),
+        };
+        let due = record.state.is_waiting().then_some(record.due_at);
+        let keys = self.keys(ns, self.inner.layout.partition_of(&record.id));
+        let mut args = vec![
+            Value::from(record.id.as_str()),
+            Value::from(record.state.to_string()),
+            Value::from(time(score)),
+        ];
+        args.extend(fields(record)?);
+        let reply = array(self.run_in(&self.inner.scripts.import, &keys, args).await?)?;
+        let stored = reply.first().and_then(text).as_deref() == Some("1");
+        let now = reply.get(1).and_then(text).and_then(|t| t.parse::<u64>().ok()).map(Timestamp::from_millis);
+        if stored
+            && let (Some(due), Some(now)) = (due, now)
+            && due <= now
+        {
+            self.poke(ns).await?;
+        }
+        Ok(stored)
+    }
+
+    /// Deletes a waiting task with fence `fence` and its index entries.
+    pub(crate) async fn tier_remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        let keys = self.keys(ns, self.inner.layout.partition_of(id));
+        let args = vec![Value::from(id.as_str()), Value::from(fence.to_string())];
+        let reply = self.run_in(&self.inner.scripts.remove, &keys, args).await?;
+        Ok(reply.as_u64() == Some(1))
+    }
+}
+
+/// The hash fields of a record beyond its state, as `import.lua` writes
+/// them (names of `lua/common.lua`). Fields a record does not have are left
+/// out, as `submit.lua` leaves them out.
+fn fields(r: TaskRecord) -> Result<Vec<Value>> {
+    let mut f: Vec<(&str, Value)> = vec![
+        ("n", Value::from(r.name)),
+        ("p", Value::Bytes(r.payload.into())),
+        ("m", Value::from(r.max_attempts.to_string())),
+        ("c", Value::from(time(r.created_at))),
+        ("d", Value::from(time(r.due_at))),
+    ];
+    if r.attempts > 0 {
+        f.push(("a", Value::from(r.attempts.to_string())));
+    }
+    if r.fence > 0 {
+        f.push(("f", Value::from(r.fence.to_string())));
+    }
+    let optional = [
+        ("b", r.started_at.map(time)),
+        ("z", r.finished_at.map(time)),
+        ("x", r.deadline.map(time)),
+        ("o", r.timeout.map(ms)),
+        ("e", r.last_error),
+        ("w", r.worker.map(|w| w.as_str().to_owned())),
+        ("l", r.lease_until.map(time)),
+        ("q", r.cancel_requested.then(|| "1".to_owned())),
+        ("k", r.debounce_key),
+    ];
+    f.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, Value::from(v)))));
+    if let Some(policy) = &r.retry {
+        let json = serde_json::to_string(policy)
+            .map_err(|e| Error::invalid("retry policy", format!("{e}; a custom policy cannot be moved")))?;
+        f.push(("r", Value::from(json)));
+    }
+    Ok(f.into_iter().flat_map(|(k, v)| [Value::from(k), v]).collect())
+}
