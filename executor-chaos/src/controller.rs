@@ -191,18 +191,27 @@ fn inject(
         }
         std::thread::sleep(jitter);
         let Some(&fault) = enabled.get((n as usize + offset) % enabled.len().max(1)) else { break };
-        match (fault, server) {
-            (Fault::Kill, _) => lock(fleet).kill_one()?,
-            (Fault::Stop, _) => lock(fleet).pause_one(lease + lease / 2 + Duration::from_millis(1_000)),
+        let done = match (fault, server) {
+            (Fault::Kill, _) => lock(fleet).kill_one(),
+            (Fault::Stop, _) => {
+                lock(fleet).pause_one(lease + lease / 2 + Duration::from_millis(1_000));
+                Ok(())
+            }
             (Fault::Restart, Some(s)) => {
                 crash = !crash;
-                restart_store(&lock(fleet), &mut lock(s), crash, Duration::from_millis(1_000))?;
+                restart_store(&lock(fleet), &mut lock(s), crash, Duration::from_millis(1_000))
             }
             (Fault::Drop, Some(s)) => {
                 let port = lock(s).port();
-                drop_connections(&lock(fleet), args.storage, port)?;
+                drop_connections(&lock(fleet), args.storage, port)
             }
-            _ => {}
+            _ => Ok(()),
+        };
+        // One failed injection (e.g. the binary was replaced on disk) must
+        // not end the run's faults: report it and go on.
+        if let Err(e) = done {
+            eprintln!("fault {fault:?} failed: {e}");
+            lock(fleet).note("fault_error", None, format!("{fault:?}: {e}"));
         }
     }
     Ok(())

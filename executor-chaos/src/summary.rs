@@ -33,6 +33,7 @@ pub fn print_summary(
     println!("pauses: {}", fault("stop"));
     println!("restarts: {restarts}");
     println!("dropped connection rounds: {}", fault("drop"));
+    println!("fault injections that failed: {}", fault("fault_error"));
     println!("re-runs: {} {:?}", r.reruns, r.rerun_causes);
     println!("refused stale writes: {}", r.refused_stale);
     println!("leases reported lost: {}", r.lost_leases);

@@ -90,11 +90,11 @@ where
     F: FnOnce(S, Namespace, Vec<TaskId>) -> Fut,
     Fut: std::future::Future<Output = Vec<String>>,
 {
-    let fail = |e: Error| TestCaseError::fail(e.to_string());
-    let ns = Namespace::new(common::unique_ns("garbage")).map_err(fail)?;
+    let step = |what: &'static str| move |e: Error| TestCaseError::fail(format!("{what}: {e}"));
+    let ns = Namespace::new(common::unique_ns("garbage")).map_err(step("namespace"))?;
     let mut ids = Vec::new();
     for i in 0..corrupt + HEALTHY {
-        let id = TaskId::new(format!("g{i}")).map_err(fail)?;
+        let id = TaskId::new(format!("g{i}")).map_err(step("id"))?;
         let task = NewTask {
             id: id.clone(),
             name: NAME.to_owned(),
@@ -106,7 +106,7 @@ where
             retry: None,
             mode: SubmitMode::Plain,
         };
-        storage.submit(&ns, task).await.map_err(fail)?;
+        storage.submit(&ns, task).await.map_err(step("submit"))?;
         ids.push(id);
     }
     let edits = edit(storage.clone(), ns.clone(), ids[..corrupt].to_vec()).await;
@@ -120,7 +120,7 @@ where
         .handler(Handler::new(NAME, |_: u64, _: TaskContext| async { Ok::<(), TaskError>(()) }))
         .build()
         .await
-        .map_err(fail)?;
+        .map_err(step("build"))?;
     let running = executor.start();
     for id in &ids[corrupt..] {
         let rec = executor.wait_for(id, Duration::from_secs(10)).await.map_err(|e| {
@@ -166,7 +166,7 @@ where
         tally(format!("{label} {field} ({how}) -> {outcome}"));
     }
     // The claim loop is alive: a fresh task still runs.
-    let fresh = TaskId::new("fresh").map_err(fail)?;
+    let fresh = TaskId::new("fresh").map_err(step("id"))?;
     let task = NewTask {
         id: fresh.clone(),
         name: NAME.to_owned(),
@@ -178,11 +178,11 @@ where
         retry: None,
         mode: SubmitMode::Plain,
     };
-    storage.submit(&ns, task).await.map_err(fail)?;
-    let rec = executor.wait_for(&fresh, Duration::from_secs(10)).await.map_err(fail)?;
+    storage.submit(&ns, task).await.map_err(step("submit fresh"))?;
+    let rec = executor.wait_for(&fresh, Duration::from_secs(10)).await.map_err(step("fresh task"))?;
     prop_assert_eq!(rec.state, TaskState::Completed);
-    running.shutdown().await.map_err(fail)?;
-    storage.purge(&ns).await.map_err(fail)?;
+    running.shutdown().await.map_err(step("shutdown"))?;
+    storage.purge(&ns).await.map_err(step("purge"))?;
     Ok(())
 }
 
