@@ -43,9 +43,18 @@ pub(crate) async fn fresh() -> (MySqlStorage, Namespace) {
     (storage().await, testing::unique_namespace("my"))
 }
 
-/// Deletes the namespace's rows.
+/// Deletes the namespace's rows. Retries retryable failures: after a test
+/// that kills connections, a kept connection may fail once.
 pub(crate) async fn cleanup(storage: &MySqlStorage, ns: &Namespace) {
-    if let Err(e) = storage.purge(ns).await {
-        eprintln!("cleanup of {ns} failed: {e}");
+    for _ in 0..5 {
+        match storage.purge(ns).await {
+            Ok(_) => return,
+            Err(e) if e.is_retryable() => continue,
+            Err(e) => {
+                eprintln!("cleanup of {ns} failed: {e}");
+                return;
+            }
+        }
     }
+    eprintln!("cleanup of {ns} kept failing");
 }
