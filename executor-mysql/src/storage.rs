@@ -79,6 +79,10 @@ impl MySqlStorage {
         // migrations in the same database.
         let mut migrator: Migrator = sqlx::migrate!("./migrations");
         migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
+        // During a rolling upgrade, processes of the previous release start
+        // against a schema a newer one already migrated; migrations are
+        // written to be additive so they keep working.
+        migrator.set_ignore_missing(true);
         migrator.run(self.conns.pool()).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(e) => error::storage(e),
             other => executor_core::Error::storage(other, false),
