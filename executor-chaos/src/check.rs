@@ -37,6 +37,9 @@ pub struct Report {
     pub finish_errors: usize,
     /// Submitted tasks not terminal (or missing) at the end.
     pub lost: usize,
+    /// Attempts started after a newer fence of their task had started: the
+    /// worker was paused between its claim and the handler's start.
+    pub stale_starts: usize,
     /// Attempts of one task that overlapped in time without a stopped process.
     pub overlapping: usize,
     /// Overlaps explained by a SIGSTOPped process whose write was refused.
@@ -202,13 +205,39 @@ pub fn check(
         for pair in started.windows(2) {
             let ((fa, a), (fb, b)) = (pair[0], pair[1]);
             if fb <= fa {
-                r.violations.push(format!("task {id}: fence {fb} started after fence {fa}"));
+                // A worker paused between receiving its claim and starting the
+                // handler starts a lease that expired meanwhile (executor-core
+                // computes the lease's local expiry from the attempt's start,
+                // not from the claim). Counted apart; it is a violation only if
+                // it ran at the same time as the newer attempt or its write was
+                // accepted.
+                let paused = windows
+                    .iter()
+                    .any(|w| w.kind == "stop" && w.pid == Some(b.pid) && w.to >= a.start && w.to <= b.start);
+                let overlaps = a.end.is_none_or(|end| end > b.start);
+                if paused && !overlaps && b.accepted.is_empty() {
+                    r.stale_starts += 1;
+                    *r.rerun_causes.entry("stale start after stop").or_default() += 1;
+                    continue;
+                }
+                r.violations.push(format!(
+                    "task {id}: fence {fb} (pid {}) started at {} after fence {fa} (pid {}) started at {}{}",
+                    b.pid,
+                    b.start,
+                    a.pid,
+                    a.start,
+                    if paused { " and ran at the same time" } else { "" }
+                ));
             }
             let killed =
                 kills.iter().find(|(p, t)| *p == a.pid && *t >= a.start && *t <= b.start).map(|k| k.1);
-            let stopped = windows
-                .iter()
-                .any(|w| w.kind == "stop" && w.pid == Some(a.pid) && w.from <= b.start && w.to >= a.start);
+            let stopped = windows.iter().any(|w| {
+                w.kind == "stop"
+                    && w.pid == Some(a.pid)
+                    && w.from <= b.start
+                    // A claim in flight during the pause is delivered after it.
+                    && w.to.saturating_add(lease_ms) >= a.start
+            });
             let end = a.end.or(killed);
             match end {
                 Some(end) if end > b.start => {

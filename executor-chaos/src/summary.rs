@@ -45,6 +45,7 @@ pub fn print_summary(
         println!("first submit error: {e}");
     }
     println!("paused overlaps (late write refused): {}", r.paused_overlaps);
+    println!("stale starts (paused between claim and start, write refused): {}", r.stale_starts);
     println!("accepted stale writes: {}", r.accepted_stale);
     println!("lost: {}", r.lost);
     println!("overlapping: {}", r.overlapping);
