@@ -33,6 +33,7 @@ mod one_partition {
     use super::{common::cleanup, fresh};
 
     executor_core::storage_conformance_tests!(fresh, cleanup);
+    executor_core::tier_conformance_tests!(fresh, cleanup);
 }
 
 mod four_partitions {
@@ -69,4 +70,5 @@ mod four_partitions {
         wait_for_work_wakes_at_due_time,
         no_loss_no_double_claim_concurrent,
     }
+    executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);
 }
