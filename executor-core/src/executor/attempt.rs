@@ -12,13 +12,18 @@ use crate::{
     Action, Error, Finish, Lease, Storage, TaskContext, TaskError, TaskRecord, TaskState, metrics as m,
 };
 
-pub(super) fn spawn<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, permit: OwnedSemaphorePermit) {
+pub(super) fn spawn<S: Storage>(
+    shared: &Arc<Shared<S>>,
+    task: TaskRecord,
+    permit: OwnedSemaphorePermit,
+    claim_sent: Instant,
+) {
     let shared_for_task = Arc::clone(shared);
     let span =
         tracing::info_span!("attempt", task.id = %task.id, task.name = %task.name, attempt = task.attempts);
     shared.attempts.spawn(
         async move {
-            run(&shared_for_task, task).await;
+            run(&shared_for_task, task, claim_sent).await;
             drop(permit);
             shared_for_task.update_slot_gauges();
         }
@@ -38,11 +43,22 @@ struct Outcome {
     failed_attempt: bool,
 }
 
-async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord) {
+async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: Instant) {
     let Some(lease) = task.lease() else {
         tracing::error!(task.id = %task.id, state = %task.state, "store returned a claimed task without a lease; skipped");
         return;
     };
+    let config = shared.config();
+    let lease_expires = claim_sent + config.lease;
+    if Instant::now() + config.heartbeat >= lease_expires {
+        // The claim reply came so late (a paused process, a stalled store)
+        // that the lease may run out before the first heartbeat: the task
+        // may already be reaped and running elsewhere, so do not start it
+        // (invariant 2). Give the lease back if it is still ours.
+        tracing::warn!(task.id = %task.id, waited = ?claim_sent.elapsed(), "claim arrived too late to start safely; releasing it");
+        write(shared, &lease, Finish::Released).await;
+        return;
+    }
     let cancel = CancellationToken::new();
     let kill = CancellationToken::new();
     let claimed_at = Instant::now();
@@ -53,7 +69,7 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord) {
             cancel: cancel.clone(),
             kill: kill.clone(),
             reason: None,
-            lease_expires: claimed_at + shared.config().lease,
+            lease_expires,
         },
     );
     let listeners = shared.executor.client().listeners();

@@ -209,6 +209,9 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
             }
         }
         let wanted = permits.len();
+        // The lease runs from when the store granted it, which is after this
+        // instant: count its local expiry from here, never from a later point.
+        let sent = tokio::time::Instant::now();
         let claimed = tokio::select! {
             biased;
             () = stop.cancelled() => return,
@@ -225,7 +228,7 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
                         attempt::release_excess(shared, task).await;
                         continue;
                     };
-                    attempt::spawn(shared, task, permit);
+                    attempt::spawn(shared, task, permit, sent);
                 }
                 drop(permits);
                 shared.update_slot_gauges();
