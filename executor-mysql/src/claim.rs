@@ -74,6 +74,13 @@ async fn claim_once(
     let mut corrupt = Vec::new();
     for r in &rows {
         match row::task_from_row(r) {
+            // A counter at its column's maximum (edited by hand) would make the
+            // batch UPDATE fail "out of range" for every task in it, forever:
+            // send that one task to ERROR instead (invariant 6).
+            Ok(task) if task.attempts == u32::MAX || task.fence == u64::MAX => corrupt.push((
+                task.id.as_str().to_owned(),
+                format!("attempts {} or fence {} is at its column's maximum", task.attempts, task.fence),
+            )),
             Ok(task) => claimed.push(task),
             Err(reason) => corrupt.push((row::raw_id(r), reason)),
         }
@@ -101,7 +108,9 @@ async fn claim_once(
         sqlx::query(concat!(
             "UPDATE ",
             tasks!(),
-            " SET fence = fence + 1, finished_at = ?, last_error = ?, worker = NULL, lease_until = NULL, \
+            // No fence bump: the row waited, so no worker holds a lease on
+            // it, and its fence may be the very value that overflows.
+            " SET finished_at = ?, last_error = ?, worker = NULL, lease_until = NULL, \
              state = 'ERROR' WHERE ns = ? AND id = ?"
         ))
         .bind(now)
