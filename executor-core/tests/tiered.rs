@@ -144,3 +144,18 @@ async fn an_executor_runs_far_tasks_after_promotion() -> Result<()> {
     running.shutdown().await?;
     Ok(())
 }
+
+#[tokio::test(start_paused = true)]
+async fn submit_many_routes_each_task_and_answers_in_order() -> Result<()> {
+    let s = tiered();
+    let ns = Namespace::new("t")?;
+    s.submit(&ns, task("taken", 3_600)).await?;
+    let batch = vec![task("a", 1), task("b", 3_600), task("taken", 1), task("c", 7_200)];
+    let results = s.submit_many(&ns, batch).await?;
+    let ok: Vec<bool> = results.iter().map(Result::is_ok).collect();
+    assert_eq!(ok, [true, true, false, true], "{results:?}");
+    assert!(matches!(results[2], Err(executor_core::Error::DuplicateId(_))), "duplicate across tiers");
+    assert_eq!(s.hot().counts(&ns).await?.total(), 1);
+    assert_eq!(s.cold().counts(&ns).await?.total(), 3);
+    Ok(())
+}
