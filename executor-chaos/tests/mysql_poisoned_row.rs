@@ -5,7 +5,7 @@
 //! "out of range" for the whole batch. The claim is retried with the same
 //! earliest-due batch forever, so no other task in the namespace runs: a
 //! stuck worker. Invariant 6 wants that task sent to ERROR (or skipped) and
-//! the rest to carry on. These tests fail until executor-mysql handles it.
+//! the rest to carry on. Fixed in executor-mysql's claim; these tests keep it fixed.
 
 mod common;
 

@@ -8,7 +8,7 @@
 //! Instant::now()`, `lease_expires: claimed_at + lease`) instead of from
 //! when the claim was sent, and starts the handler without checking it.
 //! Here a store whose claim reply is delayed past the lease stands in for
-//! the pause. This test fails until the runtime refuses to start an attempt
+//! the pause. Fixed: the runtime refuses to start an attempt
 //! whose lease may have run out.
 
 use std::{
