@@ -7,7 +7,7 @@ use axum::{
     Json,
     extract::{
         Path, Query, State,
-        rejection::{JsonRejection, QueryRejection},
+        rejection::{JsonRejection, PathRejection, QueryRejection},
     },
     http::StatusCode,
 };
@@ -92,8 +92,9 @@ pub(crate) async fn submit<S: Storage>(
     ))]
 pub(crate) async fn get_task<S: Storage>(
     State(admin): State<Admin<S>>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<TaskView>> {
+    let Path(id) = path?;
     let id = task_id(&id)?;
     match admin.client().status(&id).await? {
         Some(record) => Ok(Json(record.into())),
@@ -132,8 +133,9 @@ pub(crate) async fn list<S: Storage>(
     ))]
 pub(crate) async fn cancel<S: Storage>(
     State(admin): State<Admin<S>>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<CancelResponse>> {
+    let Path(id) = path?;
     let id = task_id(&id)?;
     let outcome = match admin.client().cancel(&id).await? {
         CancelOutcome::Cancelled => "cancelled",
@@ -153,8 +155,9 @@ pub(crate) async fn cancel<S: Storage>(
     ))]
 pub(crate) async fn requeue<S: Storage>(
     State(admin): State<Admin<S>>,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<RequeueResponse>> {
+    let Path(id) = path?;
     let id = task_id(&id)?;
     admin.client().requeue(&id).await?;
     Ok(Json(RequeueResponse { id: id.into_string(), state: TaskState::Pending.as_str().to_owned() }))

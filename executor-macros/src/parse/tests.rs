@@ -157,3 +157,69 @@ fn edit_distance_is_levenshtein() {
     assert_eq!(edit_distance("", "abc"), 3);
     assert_eq!(edit_distance("kitten", "sitting"), 3);
 }
+
+mod fuzz {
+    //! Random attribute and signature text through the whole macro: it must
+    //! always answer (code or errors), never panic. `PROPTEST_CASES=100000`
+    //! runs more.
+
+    use proc_macro2::TokenStream;
+    use proptest::{prelude::*, test_runner::Config};
+
+    fn fragment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("name".to_owned()),
+            Just("retry_limit".to_owned()),
+            Just("retry_interval".to_owned()),
+            Just("exponential".to_owned()),
+            Just("levels".to_owned()),
+            Just("max_duration".to_owned()),
+            Just("timeout".to_owned()),
+            Just("crate".to_owned()),
+            Just("base".to_owned()),
+            Just("factor".to_owned()),
+            Just("cap".to_owned()),
+            Just("jitter".to_owned()),
+            Just("=".to_owned()),
+            Just(",".to_owned()),
+            Just("(".to_owned()),
+            Just(")".to_owned()),
+            Just("[".to_owned()),
+            Just("]".to_owned()),
+            Just("::".to_owned()),
+            "\"[0-9a-z ]{0,8}\"",
+            "-?[0-9]{1,25}(\\.[0-9]{1,3})?",
+            "[a-z_]{1,8}",
+        ]
+    }
+
+    fn signature() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("async fn h() {}".to_owned()),
+            Just("async fn h(p: u64) -> Result<(), String> { Ok(()) }".to_owned()),
+            Just("async fn h(p: u64, ctx: TaskContext) {}".to_owned()),
+            Just("fn h() {}".to_owned()),
+            Just("async fn h<T>(p: T) {}".to_owned()),
+            Just("async fn h(&self) {}".to_owned()),
+            Just("async fn h(a: u8, b: u8) {}".to_owned()),
+            "async fn h\\([a-z]{1,3}: [A-Za-z&<>]{1,12}\\) \\{\\}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(Config { cases: 512, ..Config::default() })]
+
+        #[test]
+        fn any_attribute_text_expands_without_panicking(
+            parts in proptest::collection::vec(fragment(), 0..16),
+            item in signature(),
+        ) {
+            let attr_text = parts.join(" ");
+            let (Ok(attr), Ok(item)) = (attr_text.parse::<TokenStream>(), item.parse::<TokenStream>()) else {
+                return Ok(()); // not even tokens: rustc would refuse it first
+            };
+            let out = crate::expand::reliable_task(attr, item);
+            prop_assert!(!out.is_empty(), "no output for `{}`", attr_text);
+        }
+    }
+}
