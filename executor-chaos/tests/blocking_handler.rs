@@ -111,8 +111,19 @@ async fn blocked_handler_is_rerun_elsewhere_and_its_late_result_refused() -> Tes
             .then_some(())
     })
     .ok_or("worker A never came back from its blocked handler")?;
-    // Give A's runtime time to write (or skip) its late finish.
-    std::thread::sleep(Duration::from_millis(1_000));
+    // A's runtime then either writes its late finish (refused) or learns from
+    // its heartbeat that the lease is lost and skips the write: wait for one.
+    wait_for(Duration::from_secs(10), || {
+        events(dir.path())
+            .iter()
+            .any(|e| match e {
+                Event::Finish { pid, fence, .. } => *pid == a.pid() && *fence == first.0,
+                Event::Lost { pid, tasks, .. } => *pid == a.pid() && tasks.iter().any(|t| t == id.as_str()),
+                _ => false,
+            })
+            .then_some(())
+    })
+    .ok_or("worker A neither wrote its late finish nor saw its lease lost")?;
     let late = events(dir.path());
     let a_finish: Vec<&String> = late
         .iter()
