@@ -11,6 +11,11 @@ pub struct Final {
     pub state: String,
     /// Its fence.
     pub fence: u64,
+    /// The tier it was found in (`store` for a single store; the first
+    /// listed, `hot`, if it is in both).
+    pub tier: &'static str,
+    /// How many tiers hold it (1 unless a move between tiers was left half done).
+    pub copies: usize,
 }
 
 /// Everything the checker measured. `violations` empty means every invariant held.
@@ -48,6 +53,16 @@ pub struct Report {
     pub accepted_stale: usize,
     /// Tasks by final state.
     pub states: BTreeMap<String, usize>,
+    /// Tasks by the tier that holds them at the end.
+    pub final_tiers: BTreeMap<&'static str, usize>,
+    /// Most tasks waiting (`CREATED`/`PENDING`) in each tier at once, sampled.
+    pub waiting_peak: BTreeMap<&'static str, u64>,
+    /// Tasks submitted with a delay (past a tiered store's horizon).
+    pub delayed: usize,
+    /// Delayed tasks whose first attempt started before they were due (must be 0).
+    pub early_starts: usize,
+    /// Delayed tasks: ms from the earliest they could be due to their first start.
+    pub start_lateness_ms: Vec<u64>,
     /// Milliseconds from each fault to the next completed task, by fault kind.
     pub recovery_ms: BTreeMap<String, Vec<u64>>,
     /// Milliseconds from a kill to the re-start of each task the killed worker held.
@@ -184,6 +199,13 @@ pub fn check(
             }
             Some(f) => {
                 *r.states.entry(f.state.clone()).or_default() += 1;
+                *r.final_tiers.entry(f.tier).or_default() += 1;
+                if f.copies > 1 {
+                    r.violations.push(format!(
+                        "task {id}: held by {} tiers at the end ({} copy {})",
+                        f.copies, f.tier, f.state
+                    ));
+                }
                 if !matches!(f.state.as_str(), "COMPLETED" | "FAILED" | "TIMEOUT" | "ERROR" | "CANCELLED") {
                     r.lost += 1;
                     r.violations.push(format!("task {id}: still {} at the end", f.state));
@@ -317,6 +339,33 @@ pub fn check(
         }
     }
     r
+}
+
+/// Slack for three clocks (the controller's, the store's, the worker's; one
+/// machine) read at millisecond granularity.
+const DUE_SLACK_MS: u64 = 5;
+
+/// Checks delayed tasks: `due_ms` holds, per delayed task, the earliest
+/// moment it can be due (its submit call's start plus its delay). Its first
+/// attempt must not start before then: a promotion from the cold tier keeps
+/// the due time.
+pub fn check_due(r: &mut Report, events: &[Event], due_ms: &HashMap<String, u64>) {
+    r.delayed = due_ms.len();
+    let mut first: HashMap<&str, u64> = HashMap::new();
+    for e in events {
+        if let Event::Start { task, t, .. } = e {
+            first.entry(task.as_str()).and_modify(|f| *f = (*f).min(*t)).or_insert(*t);
+        }
+    }
+    for (id, due) in due_ms {
+        let Some(start) = first.get(id.as_str()) else { continue };
+        if start + DUE_SLACK_MS < *due {
+            r.early_starts += 1;
+            r.violations.push(format!("task {id}: started at {start}, {} ms before it was due", due - start));
+        } else {
+            r.start_lateness_ms.push(start.saturating_sub(*due));
+        }
+    }
 }
 
 /// The p-th percentile (0-100) of `v` (sorted in place); 0 when empty.

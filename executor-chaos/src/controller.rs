@@ -2,17 +2,20 @@
 //! a steady pace, injects faults for a bounded time, drains, then checks.
 
 use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
+    collections::{BTreeMap, HashMap},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::{Duration, Instant},
 };
 
-use executor_core::{Due, ListQuery, Namespace, NewTask, Storage, SubmitMode, TaskId, TaskState};
+use executor_core::{Due, Namespace, NewTask, Storage, SubmitMode, TaskId, TaskState};
 
 use crate::{
-    check::{Final, check},
-    fleet::{Fleet, drop_connections, restart_store},
-    ledger::{Ledger, read_dir},
+    check::{Final, check, check_due},
+    fleet::{Fleet, backend_name, drop_connections, restart_store},
+    ledger::{Ledger, now_ms, read_dir},
     process::TempDir,
     server::{AnyError, Backend, PrivateServer},
     store::ChaosStore,
@@ -60,9 +63,18 @@ pub struct RunArgs {
     /// Faults to inject.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "kill,stop,restart,drop")]
     pub faults: Vec<Fault>,
-    /// Use this store instead of a private one (then no restarts or drops).
+    /// Use this store instead of a private one (then no restarts or drops);
+    /// for `tiered`, the hot tier (Redis).
     #[arg(long)]
     pub url: Option<String>,
+    /// With `--url` and `tiered`: the cold tier (MariaDB).
+    #[arg(long)]
+    pub cold_url: Option<String>,
+    /// Percent of the tasks submitted with a delay past the horizon of a
+    /// `tiered` store (so they go cold and are promoted during the run);
+    /// other backends submit every task due now.
+    #[arg(long, default_value_t = 30)]
+    pub far_percent: u8,
     /// Most time to wait for the last tasks after the faults stop, seconds.
     #[arg(long, default_value_t = 120)]
     pub drain_seconds: u64,
@@ -74,15 +86,19 @@ pub struct RunArgs {
 /// Setup failed (store, processes); invariant violations are not errors.
 pub fn run(args: RunArgs) -> Result<bool, AnyError> {
     let mut dir = TempDir::new("chaos-run")?;
-    let server = match &args.url {
-        Some(_) => None,
-        None => Some(PrivateServer::start(args.storage)?),
+    // One server per tier, hot first.
+    let servers = match &args.url {
+        Some(_) => Vec::new(),
+        None => args.storage.servers().iter().map(|b| PrivateServer::start(*b)).collect::<Result<_, _>>()?,
     };
-    let url = args.url.clone().or_else(|| server.as_ref().map(PrivateServer::url)).unwrap_or_default();
+    let url = args.url.clone().or_else(|| servers.first().map(PrivateServer::url)).unwrap_or_default();
+    let cold_url = args.cold_url.clone().or_else(|| servers.get(1).map(PrivateServer::url));
+    let stores = Stores { url, cold_url, servers };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let ok = match args.storage {
-        Backend::Redis => rt.block_on(drive::<executor_redis::RedisStorage>(&args, &url, server, &dir))?,
-        Backend::Mysql => rt.block_on(drive::<executor_mysql::MySqlStorage>(&args, &url, server, &dir))?,
+        Backend::Redis => rt.block_on(drive::<executor_redis::RedisStorage>(&args, stores, &dir))?,
+        Backend::Mysql => rt.block_on(drive::<executor_mysql::MySqlStorage>(&args, stores, &dir))?,
+        Backend::Tiered => rt.block_on(drive::<crate::tiered::Tiered>(&args, stores, &dir))?,
     };
     if !ok {
         dir.keep();
@@ -91,17 +107,22 @@ pub fn run(args: RunArgs) -> Result<bool, AnyError> {
     Ok(ok)
 }
 
-async fn drive<S: ChaosStore>(
-    args: &RunArgs,
-    url: &str,
-    server: Option<PrivateServer>,
-    dir: &TempDir,
-) -> Result<bool, AnyError> {
+/// Where a run's store lives: its URLs and the private servers behind them.
+#[derive(Debug)]
+struct Stores {
+    url: String,
+    cold_url: Option<String>,
+    servers: Vec<PrivateServer>,
+}
+
+async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> Result<bool, AnyError> {
     let ns = Namespace::new(format!("chaos-{}-{:06x}", std::process::id(), rand::random::<u32>() >> 8))?;
-    let storage = S::connect_retrying(url, Duration::from_secs(30)).await?;
+    let Stores { url, cold_url, servers } = stores;
+    let storage = S::connect_run(&url, cold_url.as_deref(), Duration::from_secs(30)).await?;
     let template = WorkerArgs {
         storage: args.storage,
-        url: url.to_owned(),
+        url: url.clone(),
+        cold_url,
         ns: ns.as_str().to_owned(),
         ledger: dir.path().join("unused.log"),
         lease_ms: args.lease_ms,
@@ -119,17 +140,28 @@ async fn drive<S: ChaosStore>(
     let started = Instant::now();
     let run_for = Duration::from_secs(args.seconds);
     let ids: Vec<String> = (0..args.tasks).map(|i| format!("t{i:07}")).collect();
+    // A share of a tiered run's tasks due past the horizon: cold, then promoted.
+    let delays: Vec<Option<Duration>> = (0..args.tasks)
+        .map(|i| {
+            (args.storage == Backend::Tiered && i % 100 < usize::from(args.far_percent))
+                .then(crate::tiered::far_delay)
+        })
+        .collect();
 
+    let servers: Vec<Arc<Mutex<PrivateServer>>> =
+        servers.into_iter().map(|s| Arc::new(Mutex::new(s))).collect();
     let injector = {
         let fleet = Arc::clone(&fleet);
         let args = args.clone();
-        let server = server.map(|s| Arc::new(Mutex::new(s)));
-        let keep = server.clone();
-        (std::thread::spawn(move || inject(&fleet, server.as_ref(), &args, started + run_for)), keep)
+        let servers = servers.clone();
+        std::thread::spawn(move || inject(&fleet, &servers, &args, started + run_for))
     };
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = tokio::spawn(sample_tiers(storage.clone(), ns.clone(), Arc::clone(&sampling)));
 
-    let submit_errors = submit_paced(&storage, &ns, &ids, started, run_for.mul_f64(0.9)).await;
-    let (handle, server) = injector;
+    let (submit_errors, due_ms) =
+        submit_paced(&storage, &ns, &ids, &delays, started, run_for.mul_f64(0.9)).await;
+    let handle = injector;
     let faults = handle.join().map_err(|_| "fault injector panicked")?;
     if let Err(e) = faults {
         eprintln!("fault injection stopped early: {e}");
@@ -139,10 +171,14 @@ async fn drive<S: ChaosStore>(
     let drained = drain(&storage, &ns, args.tasks, Duration::from_secs(args.drain_seconds), &fleet).await;
     let drain_time = fault_end.elapsed();
     lock(&fleet).stop_all(Duration::from_secs(10));
+    sampling.store(false, Ordering::Relaxed);
+    let waiting_peak = sampler.await.unwrap_or_default();
 
     let finals = read_finals(&storage, &ns).await?;
     let (events, torn) = read_dir(dir.path())?;
     let mut report = check(&events, &ids, &finals, args.lease_ms);
+    check_due(&mut report, &events, &due_ms);
+    report.waiting_peak = waiting_peak;
     if !drained {
         report.violations.push(format!("tasks still not terminal {:?} after the faults stopped", drain_time));
     }
@@ -153,8 +189,14 @@ async fn drive<S: ChaosStore>(
     if counts.total() != args.tasks as u64 {
         report.violations.push(format!("counts add up to {}, {} were submitted", counts.total(), args.tasks));
     }
-    let restarts = server.as_ref().map_or(0, |s| lock(s).restarts());
-    print_summary(args, &report, started.elapsed(), drain_time, submit_errors, restarts);
+    let restarts: Vec<(&str, u32)> = servers
+        .iter()
+        .map(|s| {
+            let s = lock(s);
+            (backend_name(s.backend()), s.restarts())
+        })
+        .collect();
+    print_summary(args, &report, started.elapsed(), drain_time, submit_errors, &restarts);
     if let Err(e) = storage.purge(&ns).await {
         eprintln!("purging namespace {ns} failed: {e}");
     }
@@ -168,19 +210,21 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The fault loop, on its own thread: bounded by `until` and by count.
 fn inject(
     fleet: &Mutex<Fleet>,
-    server: Option<&Arc<Mutex<PrivateServer>>>,
+    servers: &[Arc<Mutex<PrivateServer>>],
     args: &RunArgs,
     until: Instant,
 ) -> Result<(), AnyError> {
     let every = Duration::from_millis(args.fault_every_ms.max(100));
     let max_faults = args.seconds * 1000 / every.as_millis().max(1) as u64 + 1;
     let lease = Duration::from_millis(args.lease_ms);
-    let mut crash = false;
+    // Store faults go round the servers (hot and cold tier in turn); each
+    // server's restarts alternate crash and clean shutdown.
+    let (mut restarts, mut drops) = (0usize, 0usize);
     let enabled: Vec<Fault> = args
         .faults
         .iter()
         .copied()
-        .filter(|f| server.is_some() || matches!(f, Fault::Kill | Fault::Stop))
+        .filter(|f| !servers.is_empty() || matches!(f, Fault::Kill | Fault::Stop))
         .collect();
     // Round robin over a shuffled order, so every kind of fault happens.
     let offset = rand::random_range(0..enabled.len().max(1));
@@ -191,21 +235,28 @@ fn inject(
         }
         std::thread::sleep(jitter);
         let Some(&fault) = enabled.get((n as usize + offset) % enabled.len().max(1)) else { break };
-        let done = match (fault, server) {
-            (Fault::Kill, _) => lock(fleet).kill_one(),
-            (Fault::Stop, _) => {
+        let done = match fault {
+            Fault::Kill => lock(fleet).kill_one(),
+            Fault::Stop => {
                 lock(fleet).pause_one(lease + lease / 2 + Duration::from_millis(1_000));
                 Ok(())
             }
-            (Fault::Restart, Some(s)) => {
-                crash = !crash;
-                restart_store(&lock(fleet), &mut lock(s), crash, Duration::from_millis(1_000))
+            Fault::Restart => {
+                let n = servers.len().max(1);
+                let crash = (restarts / n).is_multiple_of(2);
+                restarts += 1;
+                match servers.get((restarts - 1) % n) {
+                    Some(s) => restart_store(&lock(fleet), &mut lock(s), crash, Duration::from_millis(1_000)),
+                    None => Ok(()),
+                }
             }
-            (Fault::Drop, Some(s)) => {
-                let port = lock(s).port();
-                drop_connections(&lock(fleet), args.storage, port)
+            Fault::Drop => {
+                drops += 1;
+                match servers.get((drops - 1) % servers.len().max(1)) {
+                    Some(s) => drop_connections(&lock(fleet), &lock(s)),
+                    None => Ok(()),
+                }
             }
-            _ => Ok(()),
         };
         // One failed injection (e.g. the binary was replaced on disk) must
         // not end the run's faults: report it and go on.
@@ -217,35 +268,45 @@ fn inject(
     Ok(())
 }
 
-/// Submits `ids` in batches spread evenly over `spread`; a batch that fails
-/// (store down) is retried until it is in, idempotently. Returns the number
-/// of failed submit calls and the first error text.
+/// Submits `ids` (due after `delays`, or now) in batches spread evenly over
+/// `spread`; a batch that fails (store down) is retried until it is in,
+/// idempotently. Returns the number of failed submit calls, the first error
+/// text, and for each delayed task the earliest it can be due (wall-clock ms).
 async fn submit_paced<S: Storage>(
     storage: &S,
     ns: &Namespace,
     ids: &[String],
+    delays: &[Option<Duration>],
     started: Instant,
     spread: Duration,
-) -> (usize, Option<String>) {
+) -> ((usize, Option<String>), HashMap<String, u64>) {
     const BATCH: usize = 50;
     let batches = ids.len().div_ceil(BATCH).max(1);
     let mut errors = 0;
     let mut first = None;
+    let mut due_ms = HashMap::new();
     let give_up = started + spread + Duration::from_secs(120);
-    for (n, chunk) in ids.chunks(BATCH).enumerate() {
+    for (n, (chunk, delays)) in ids.chunks(BATCH).zip(delays.chunks(BATCH)).enumerate() {
         let at = started + spread.mul_f64(n as f64 / batches as f64);
         tokio::time::sleep_until(at.into()).await;
-        let mut left: Vec<&String> = chunk.iter().collect();
+        // The store reckons the due time from its clock during the first call that stores it.
+        let first_call = now_ms();
+        for (id, delay) in chunk.iter().zip(delays) {
+            if let Some(d) = delay {
+                due_ms.insert(id.clone(), first_call + d.as_millis() as u64);
+            }
+        }
+        let mut left: Vec<(&String, Option<Duration>)> = chunk.iter().zip(delays.iter().copied()).collect();
         while !left.is_empty() && Instant::now() < give_up {
-            let tasks: Vec<NewTask> = left.iter().filter_map(|id| new_task(id)).collect();
+            let tasks: Vec<NewTask> = left.iter().filter_map(|(id, delay)| new_task(id, *delay)).collect();
             match storage.submit_many(ns, tasks).await {
                 Ok(results) => {
                     let mut retry = Vec::new();
-                    for (id, r) in left.iter().zip(results) {
+                    for (task, r) in left.iter().zip(results) {
                         if let Err(e) = r {
                             errors += 1;
                             first.get_or_insert_with(|| e.to_string());
-                            retry.push(*id);
+                            retry.push(*task);
                         }
                     }
                     left = retry;
@@ -260,16 +321,16 @@ async fn submit_paced<S: Storage>(
             }
         }
     }
-    (errors, first)
+    ((errors, first), due_ms)
 }
 
-fn new_task(id: &str) -> Option<NewTask> {
+fn new_task(id: &str, delay: Option<Duration>) -> Option<NewTask> {
     let index: u64 = id.trim_start_matches('t').parse().ok()?;
     Some(NewTask {
         id: TaskId::new(id).ok()?,
         name: TASK_NAME.to_owned(),
         payload: index.to_string().into_bytes(),
-        due: Due::Now,
+        due: delay.map_or(Due::Now, Due::After),
         // Faults never exhaust the attempts: every re-run must come from a fault.
         max_attempts: 10_001,
         max_duration: None,
@@ -309,20 +370,41 @@ async fn drain<S: Storage>(
     false
 }
 
-async fn read_finals<S: Storage>(storage: &S, ns: &Namespace) -> Result<HashMap<String, Final>, AnyError> {
-    let mut out = HashMap::new();
-    for state in TaskState::ALL {
-        let mut query = ListQuery::new(state, 1_000);
-        loop {
-            let page = storage.list(ns, query.clone()).await?;
-            for t in page.tasks {
-                out.insert(t.id.as_str().to_owned(), Final { state: t.state.to_string(), fence: t.fence });
-            }
-            match page.next {
-                Some(next) => query.cursor = Some(next),
-                None => break,
-            }
+/// The final record of every task, from every tier (the hot copy wins if a
+/// half-done move left one in both; `copies` says so).
+async fn read_finals<S: ChaosStore>(storage: &S, ns: &Namespace) -> Result<HashMap<String, Final>, AnyError> {
+    let mut out: HashMap<String, Final> = HashMap::new();
+    for (tier, records) in storage.tier_records(ns).await? {
+        for t in records {
+            out.entry(t.id.as_str().to_owned()).and_modify(|f| f.copies += 1).or_insert(Final {
+                state: t.state.to_string(),
+                fence: t.fence,
+                tier,
+                copies: 1,
+            });
         }
     }
     Ok(out)
+}
+
+/// Samples the tasks waiting in each tier every 250 ms while `on`; returns
+/// the most seen at once per tier (evidence that a tiered run used its cold tier).
+async fn sample_tiers<S: ChaosStore>(
+    storage: S,
+    ns: Namespace,
+    on: Arc<AtomicBool>,
+) -> BTreeMap<&'static str, u64> {
+    let mut peak: BTreeMap<&'static str, u64> = BTreeMap::new();
+    while on.load(Ordering::Relaxed) {
+        // A store outage only skips a sample.
+        if let Ok(tiers) = storage.tier_counts(&ns).await {
+            for (tier, c) in tiers {
+                let waiting = c.get(TaskState::Created) + c.get(TaskState::Pending);
+                let p = peak.entry(tier).or_default();
+                *p = (*p).max(waiting);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    peak
 }

@@ -58,6 +58,7 @@ impl Fleet {
             .arg(self.dir.join(format!("worker-{n}.log")))
             .args(["--lease-ms", &t.lease_ms.to_string(), "--concurrency", &t.concurrency.to_string()])
             .args(["--min-ms", &t.min_ms.to_string(), "--max-ms", &t.max_ms.to_string()])
+            .args(t.cold_url.iter().flat_map(|u| ["--cold-url", u.as_str()]))
             .args(extra)
             .env("RUST_LOG", std::env::var("CHAOS_WORKER_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .stdin(Stdio::null())
@@ -127,11 +128,12 @@ pub fn backend_name(b: Backend) -> &'static str {
     match b {
         Backend::Redis => "redis",
         Backend::Mysql => "mysql",
+        Backend::Tiered => "tiered",
     }
 }
 
-/// Restarts the private store: clean shutdown or `kill -9` (alternating),
-/// down for `outage`.
+/// Restarts a private store server: clean shutdown or `kill -9`
+/// (alternating), down for `outage`. The ledger notes say which server.
 ///
 /// # Errors
 /// It did not come back.
@@ -141,8 +143,8 @@ pub fn restart_store(
     crash: bool,
     outage: Duration,
 ) -> Result<(), AnyError> {
-    let how = if crash { "SIGKILL" } else { "SIGTERM" };
-    fleet.note("store_down", None, how);
+    let how = format!("{} {}", backend_name(server.backend()), if crash { "SIGKILL" } else { "SIGTERM" });
+    fleet.note("store_down", None, how.clone());
     server.down(if crash { Signal::Kill } else { Signal::Term });
     std::thread::sleep(outage);
     server.up()?;
@@ -150,13 +152,16 @@ pub fn restart_store(
     Ok(())
 }
 
-/// Kills every client connection of the private store but the caller's:
-/// `KILL` from `information_schema.processlist` on MariaDB, `CLIENT KILL` on Redis.
+/// Kills every client connection of a private store server but the
+/// caller's: `KILL` from `information_schema.processlist` on MariaDB,
+/// `CLIENT KILL` on Redis.
 ///
 /// # Errors
 /// The store did not answer.
-pub fn drop_connections(fleet: &Fleet, backend: Backend, port: u16) -> Result<(), AnyError> {
-    let n = match backend {
+pub fn drop_connections(fleet: &Fleet, server: &PrivateServer) -> Result<(), AnyError> {
+    let port = server.port();
+    // A server's backend is Redis or Mysql, never Tiered.
+    let n = match server.backend() {
         Backend::Mysql => {
             let ids = mysql_cli(
                 port,
@@ -169,7 +174,7 @@ pub fn drop_connections(fleet: &Fleet, backend: Backend, port: u16) -> Result<()
             }
             ids.len()
         }
-        Backend::Redis => {
+        Backend::Redis | Backend::Tiered => {
             let mut s = TcpStream::connect(("127.0.0.1", port))?;
             s.set_read_timeout(Some(Duration::from_secs(2)))?;
             s.write_all(b"CLIENT KILL TYPE normal SKIPME yes\r\n")?;
@@ -178,6 +183,6 @@ pub fn drop_connections(fleet: &Fleet, backend: Backend, port: u16) -> Result<()
             String::from_utf8_lossy(&buf[..n]).trim_start_matches(':').trim().parse().unwrap_or(0)
         }
     };
-    fleet.note("drop", None, format!("{n} connections"));
+    fleet.note("drop", None, format!("{} {n} connections", backend_name(server.backend())));
     Ok(())
 }

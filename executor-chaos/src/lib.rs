@@ -29,4 +29,5 @@ pub mod recorder;
 pub mod server;
 pub mod store;
 pub mod summary;
+pub mod tiered;
 pub mod worker;

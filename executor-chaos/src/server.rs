@@ -17,12 +17,33 @@ pub enum Backend {
     Redis,
     /// `executor-mysql` (MariaDB).
     Mysql,
+    /// `executor_core::TieredStorage`: Redis hot, MariaDB cold.
+    Tiered,
+}
+
+impl Backend {
+    /// The servers a run of this backend needs: one, or Redis and MariaDB
+    /// for a tiered store (hot first).
+    pub fn servers(self) -> &'static [Backend] {
+        match self {
+            Backend::Redis => &[Backend::Redis],
+            Backend::Mysql => &[Backend::Mysql],
+            Backend::Tiered => &[Backend::Redis, Backend::Mysql],
+        }
+    }
+}
+
+/// The kind of server process: a tiered backend is two of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Redis,
+    Mariadb,
 }
 
 /// A redis-server or mariadbd the harness started and may restart.
 #[derive(Debug)]
 pub struct PrivateServer {
-    backend: Backend,
+    kind: Kind,
     port: u16,
     dir: TempDir,
     process: Option<Owned>,
@@ -39,19 +60,27 @@ impl PrivateServer {
     /// survives `kill -9`), MariaDB with a fresh datadir and database `chaos`.
     ///
     /// # Errors
-    /// The server binary is missing or it did not come up in time.
+    /// The server binary is missing or it did not come up in time; `backend`
+    /// is `Tiered` (two servers: start one per [`Backend::servers`]).
     pub fn start(backend: Backend) -> Result<Self, AnyError> {
-        let dir = TempDir::new(match backend {
-            Backend::Redis => "chaos-redis",
-            Backend::Mysql => "chaos-mariadb",
+        let kind = match backend {
+            Backend::Redis => Kind::Redis,
+            Backend::Mysql => Kind::Mariadb,
+            Backend::Tiered => {
+                return Err("a tiered store is two servers: start one per Backend::servers()".into());
+            }
+        };
+        let dir = TempDir::new(match kind {
+            Kind::Redis => "chaos-redis",
+            Kind::Mariadb => "chaos-mariadb",
         })?;
         let port = free_port()?;
-        if backend == Backend::Mysql {
+        if kind == Kind::Mariadb {
             install_mariadb(&dir)?;
         }
-        let mut server = Self { backend, port, dir, process: None, started: false, restarts: 0 };
+        let mut server = Self { kind, port, dir, process: None, started: false, restarts: 0 };
         server.up()?;
-        if backend == Backend::Mysql {
+        if kind == Kind::Mariadb {
             mysql_cli(port, "CREATE DATABASE IF NOT EXISTS chaos")?;
         }
         Ok(server)
@@ -59,9 +88,17 @@ impl PrivateServer {
 
     /// The URL clients connect to.
     pub fn url(&self) -> String {
-        match self.backend {
-            Backend::Redis => format!("redis://127.0.0.1:{}", self.port),
-            Backend::Mysql => format!("mysql://root@127.0.0.1:{}/chaos", self.port),
+        match self.kind {
+            Kind::Redis => format!("redis://127.0.0.1:{}", self.port),
+            Kind::Mariadb => format!("mysql://root@127.0.0.1:{}/chaos", self.port),
+        }
+    }
+
+    /// The single-store backend this server serves (`Redis` or `Mysql`).
+    pub fn backend(&self) -> Backend {
+        match self.kind {
+            Kind::Redis => Backend::Redis,
+            Kind::Mariadb => Backend::Mysql,
         }
     }
 
@@ -98,8 +135,8 @@ impl PrivateServer {
             return Ok(());
         }
         let d = self.dir.path();
-        let child = match self.backend {
-            Backend::Redis => {
+        let child = match self.kind {
+            Kind::Redis => {
                 let bin = find_program("redis-server").ok_or(
                     "redis-server not found: install it with `apt-get install redis-server` \
                      (scripts/test.sh does)",
@@ -115,7 +152,7 @@ impl PrivateServer {
                     .stderr(Stdio::null())
                     .spawn()?
             }
-            Backend::Mysql => {
+            Kind::Mariadb => {
                 let bin = find_program("mariadbd").ok_or(
                     "mariadbd not found: install it with `apt-get install mariadb-server` \
                      (scripts/test.sh does)",
@@ -138,7 +175,7 @@ impl PrivateServer {
                     .spawn()?
             }
         };
-        self.process = Some(Owned::new(child, format!("{:?} server", self.backend)));
+        self.process = Some(Owned::new(child, format!("{:?} server", self.kind)));
         let end = Instant::now() + Duration::from_secs(30);
         while Instant::now() < end {
             if self.answers() {
@@ -147,18 +184,18 @@ impl PrivateServer {
                 return Ok(());
             }
             if self.process.as_mut().is_some_and(Owned::exited) {
-                return Err(format!("{:?} server exited at start; see {}", self.backend, d.display()).into());
+                return Err(format!("{:?} server exited at start; see {}", self.kind, d.display()).into());
             }
             std::thread::sleep(Duration::from_millis(25));
         }
-        Err(format!("{:?} server on port {} did not answer within 30 s", self.backend, self.port).into())
+        Err(format!("{:?} server on port {} did not answer within 30 s", self.kind, self.port).into())
     }
 
     /// Whether the server answers a ping.
     pub fn answers(&self) -> bool {
-        match self.backend {
-            Backend::Redis => redis_ping(self.port),
-            Backend::Mysql => mysql_cli(self.port, "SELECT 1").is_ok(),
+        match self.kind {
+            Kind::Redis => redis_ping(self.port),
+            Kind::Mariadb => mysql_cli(self.port, "SELECT 1").is_ok(),
         }
     }
 

@@ -1,9 +1,10 @@
-//! The two stores under test behind one small trait: connect with retries
-//! (a worker may start while the store restarts), purge a namespace.
+//! The stores under test behind one small trait: connect with retries
+//! (a worker may start while the store restarts), list every record, purge
+//! a namespace.
 
 use std::{future::Future, time::Duration};
 
-use executor_core::{Namespace, Result, Storage};
+use executor_core::{ListQuery, Namespace, Result, StateCounts, Storage, TaskRecord, TaskState};
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;
 
@@ -28,6 +29,55 @@ pub trait ChaosStore: Storage + Clone + Sized {
             }
         }
     }
+
+    /// Connects to the store of a run: `url`, and for a store of two tiers
+    /// `cold_url` too (single stores ignore it). Retries for up to `patience`.
+    fn connect_run(
+        url: &str,
+        cold_url: Option<&str>,
+        patience: Duration,
+    ) -> impl Future<Output = Result<Self>> + Send {
+        let _ = cold_url;
+        Self::connect_retrying(url, patience)
+    }
+
+    /// Every record of `ns`, per tier: `[("store", ..)]` for a single store,
+    /// `[("hot", ..), ("cold", ..)]` for a tiered one (a task may be in either,
+    /// and during a move in both).
+    fn tier_records(
+        &self,
+        ns: &Namespace,
+    ) -> impl Future<Output = Result<Vec<(&'static str, Vec<TaskRecord>)>>> + Send {
+        async move { Ok(vec![("store", list_all(self, ns).await?)]) }
+    }
+
+    /// Task counts by state, per tier (named as in [`ChaosStore::tier_records`]).
+    fn tier_counts(
+        &self,
+        ns: &Namespace,
+    ) -> impl Future<Output = Result<Vec<(&'static str, StateCounts)>>> + Send {
+        async move { Ok(vec![("store", self.counts(ns).await?)]) }
+    }
+}
+
+/// Every record of `ns` in `storage`, state by state, page by page.
+///
+/// # Errors
+/// The store failed.
+pub async fn list_all<S: Storage>(storage: &S, ns: &Namespace) -> Result<Vec<TaskRecord>> {
+    let mut out = Vec::new();
+    for state in TaskState::ALL {
+        let mut query = ListQuery::new(state, 1_000);
+        loop {
+            let page = storage.list(ns, query.clone()).await?;
+            out.extend(page.tasks);
+            match page.next {
+                Some(next) => query.cursor = Some(next),
+                None => break,
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl ChaosStore for RedisStorage {

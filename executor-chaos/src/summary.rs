@@ -6,16 +6,18 @@ use crate::{
     check::{Report, percentile},
     controller::RunArgs,
     fleet::backend_name,
+    server::Backend,
 };
 
-/// Prints the figures of a run and its verdict.
+/// Prints the figures of a run and its verdict; `restarts` counts each
+/// private server's restarts.
 pub fn print_summary(
     args: &RunArgs,
     r: &Report,
     elapsed: Duration,
     drain: Duration,
     submit_errors: (usize, Option<String>),
-    restarts: u32,
+    restarts: &[(&str, u32)],
 ) {
     let fault = |k: &str| r.faults.get(k).copied().unwrap_or(0);
     println!("== chaos summary ({})", backend_name(args.storage));
@@ -31,7 +33,13 @@ pub fn print_summary(
     println!("attempts: {}", r.attempts);
     println!("kills: {}", fault("kill"));
     println!("pauses: {}", fault("stop"));
-    println!("restarts: {restarts}");
+    let total: u32 = restarts.iter().map(|(_, n)| n).sum();
+    if restarts.len() > 1 {
+        let each: Vec<String> = restarts.iter().map(|(server, n)| format!("{server} {n}")).collect();
+        println!("restarts: {total} ({})", each.join(", "));
+    } else {
+        println!("restarts: {total}");
+    }
     println!("dropped connection rounds: {}", fault("drop"));
     println!("fault injections that failed: {}", fault("fault_error"));
     println!("re-runs: {} {:?}", r.reruns, r.rerun_causes);
@@ -50,6 +58,24 @@ pub fn print_summary(
     println!("lost: {}", r.lost);
     println!("overlapping: {}", r.overlapping);
     println!("final states: {:?}", r.states);
+    if args.storage == Backend::Tiered || r.delayed > 0 {
+        let mut late = r.start_lateness_ms.clone();
+        println!("final tiers: {:?}", r.final_tiers);
+        println!("waiting peak per tier: {:?}", r.waiting_peak);
+        println!(
+            "delayed tasks: {} (due past the {} ms horizon: cold, then promoted)",
+            r.delayed,
+            crate::tiered::HORIZON.as_millis()
+        );
+        println!("delayed tasks started before due: {}", r.early_starts);
+        println!(
+            "delayed tasks, first start after due (ms): n={} p50={} p99={} max={}",
+            late.len(),
+            percentile(&mut late, 50),
+            percentile(&mut late, 99),
+            percentile(&mut late, 100)
+        );
+    }
     for (kind, v) in &r.recovery_ms {
         let mut v = v.clone();
         println!(

@@ -21,9 +21,12 @@ pub struct WorkerArgs {
     /// Store to use.
     #[arg(long, value_enum)]
     pub storage: Backend,
-    /// Store URL.
+    /// Store URL (of the hot tier, Redis, for `tiered`).
     #[arg(long)]
     pub url: String,
+    /// URL of the cold tier (MariaDB) of a `tiered` store.
+    #[arg(long)]
+    pub cold_url: Option<String>,
     /// Namespace of the run.
     #[arg(long)]
     pub ns: String,
@@ -66,13 +69,14 @@ pub fn run(args: WorkerArgs) -> Result<(), AnyError> {
         match args.storage {
             Backend::Redis => serve::<executor_redis::RedisStorage>(args).await,
             Backend::Mysql => serve::<executor_mysql::MySqlStorage>(args).await,
+            Backend::Tiered => serve::<crate::tiered::Tiered>(args).await,
         }
     })
 }
 
 async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
     let ledger = Ledger::open(&args.ledger)?;
-    let storage = S::connect_retrying(&args.url, Duration::from_secs(60)).await?;
+    let storage = S::connect_run(&args.url, args.cold_url.as_deref(), Duration::from_secs(60)).await?;
     Namespace::new(args.ns.clone())?;
     let lease = Duration::from_millis(args.lease_ms);
     let executor = Executor::builder(Recorded::new(storage, ledger.clone()))

@@ -1,14 +1,18 @@
 //! The short chaos run CI does: Redis then MySQL, each about 40 s of kills,
 //! pauses, store restarts and dropped connections over a few thousand tasks
-//! and 3 worker processes. Private servers on free loopback ports; the
-//! summary is printed (run with `--nocapture` to see it).
+//! and 3 worker processes, then the tiered store (Redis hot, MariaDB cold)
+//! for 20 s with 30 % of its tasks delayed past the horizon, so they go
+//! cold and are promoted while both servers are restarted and cut off.
+//! Private servers on free loopback ports; the summary is printed (run with
+//! `--nocapture` to see it). One test, so the runs never share the 2 cores.
 
 use std::process::Command;
 
-fn chaos_run(storage: &str, tasks: &str, seconds: &str) -> Result<String, String> {
+fn chaos_run(storage: &str, tasks: &str, seconds: &str, extra: &[&str]) -> Result<String, String> {
     let out = Command::new(env!("CARGO_BIN_EXE_chaos"))
         .args(["run", "--storage", storage, "--workers", "3", "--tasks", tasks, "--seconds", seconds])
         .args(["--drain-seconds", "60"])
+        .args(extra)
         .output()
         .map_err(|e| format!("cannot start the chaos binary: {e}"))?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -27,10 +31,24 @@ fn figure(summary: &str, key: &str) -> Option<u64> {
     summary.lines().find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
 }
 
+/// The number after `"tier": ` on the line that starts with `key`.
+fn tier_figure(summary: &str, key: &str, tier: &str) -> Option<u64> {
+    let line = summary.lines().find(|l| l.starts_with(key))?;
+    let rest = &line[line.find(&format!("\"{tier}\": "))? + tier.len() + 4..];
+    rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
 #[test]
-fn short_chaos_run_redis_and_mysql() -> Result<(), String> {
-    for (storage, tasks) in [("redis", "6000"), ("mysql", "4000")] {
-        let summary = chaos_run(storage, tasks, "40")?;
+fn short_chaos_run_redis_mysql_tiered() -> Result<(), String> {
+    let runs: [(&str, &str, &str, &[&str]); 3] = [
+        ("redis", "6000", "40", &[]),
+        ("mysql", "4000", "40", &[]),
+        // A fault every 0.6 s or so: 2-3 of each kind in 20 s (a pause holds
+        // the injector for 4 s), so the restarts and drops hit both tiers.
+        ("tiered", "2000", "20", &["--fault-every-ms", "600"]),
+    ];
+    for (storage, tasks, seconds, extra) in runs {
+        let summary = chaos_run(storage, tasks, seconds, extra)?;
         assert!(summary.contains("RESULT: PASS"), "{summary}");
         assert_eq!(figure(&summary, "lost:"), Some(0), "{summary}");
         assert_eq!(figure(&summary, "overlapping:"), Some(0), "{summary}");
@@ -40,6 +58,29 @@ fn short_chaos_run_redis_and_mysql() -> Result<(), String> {
             .filter_map(|k| figure(&summary, k))
             .sum();
         assert!(faults >= 5, "too few faults were injected to mean anything: {summary}");
+        if storage == "tiered" {
+            // 30 % of 2,000; store faults go round the servers, so two of each hit both tiers.
+            assert_eq!(figure(&summary, "delayed tasks:"), Some(600), "{summary}");
+            let restarts = summary.lines().find(|l| l.starts_with("restarts:")).unwrap_or_default();
+            assert!(
+                restarts.contains("(redis ")
+                    && !restarts.contains("redis 0,")
+                    && !restarts.contains("mysql 0)"),
+                "a tier was never restarted: {summary}"
+            );
+            assert!(figure(&summary, "dropped connection rounds:").is_some_and(|n| n >= 2), "{summary}");
+            assert!(
+                tier_figure(&summary, "waiting peak per tier:", "cold").is_some_and(|n| n > 0),
+                "no task ever waited in the cold tier: {summary}"
+            );
+            assert_eq!(figure(&summary, "delayed tasks started before due:"), Some(0), "{summary}");
+            assert_eq!(tier_figure(&summary, "final tiers:", "hot"), Some(2000), "{summary}");
+            assert_eq!(
+                tier_figure(&summary, "final tiers:", "cold"),
+                None,
+                "left in the cold tier: {summary}"
+            );
+        }
     }
     Ok(())
 }
