@@ -5,10 +5,10 @@ use std::collections::{HashMap, HashSet};
 
 use executor_core::{Error, Finish, Lease, Namespace, Result, TaskId, TaskState};
 use sqlx::{MySql, QueryBuilder, Row};
+use tokio::sync::Notify;
 
 use crate::{
-    MySqlStorage,
-    conn::RunOn,
+    conn::{Conns, RunOn},
     error,
     sql::{clip_error, ms, now_ms, push_in_list, tasks},
 };
@@ -57,17 +57,18 @@ fn finish_query<'a>(
 /// Ends one attempt. When no row changed, one read tells a stale lease from
 /// a task that is gone.
 pub(crate) async fn finish(
-    s: &MySqlStorage,
+    conns: &Conns,
+    wake: &Notify,
     ns: &Namespace,
     lease: &Lease,
     finish: Finish,
 ) -> Result<TaskState> {
-    let done = finish_query(ns, lease, &finish).execute_on(&s.conns).await.map_err(error::storage)?;
+    let done = finish_query(ns, lease, &finish).execute_on(conns).await.map_err(error::storage)?;
     if done.rows_affected() == 0 {
         let exists = sqlx::query(concat!("SELECT 1 FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
             .bind(ns.as_str())
             .bind(lease.id.as_str())
-            .fetch_optional_on(&s.conns)
+            .fetch_optional_on(conns)
             .await
             .map_err(error::storage)?;
         return Err(match exists {
@@ -77,42 +78,93 @@ pub(crate) async fn finish(
     }
     let target = finish.target();
     if target == TaskState::Pending {
-        s.notify_work();
+        wake.notify_waiters();
     }
     Ok(target)
 }
 
-/// Ends many attempts in one READ COMMITTED transaction: one locking SELECT
+/// Ends many attempts in one READ COMMITTED transaction. The common batch
+/// (every item `Completed`, each task once) is one UPDATE conditional on
+/// every item's fence; when it changes every row it is committed, else it
+/// is rolled back and the batch goes the exact way: one locking SELECT
 /// reads every fence, one UPDATE completes all current `Completed` items,
-/// the rarer outcomes get one statement each. Each item gets its own answer.
+/// the rarer outcomes get one statement each. Each item gets its own
+/// answer.
 pub(crate) async fn finish_many(
-    s: &MySqlStorage,
+    conns: &Conns,
+    wake: &Notify,
     ns: &Namespace,
     items: Vec<(Lease, Finish)>,
 ) -> Result<Vec<Result<TaskState>>> {
     if items.len() < BATCH_MIN {
         let mut out = Vec::with_capacity(items.len());
         for (lease, f) in items {
-            out.push(finish(s, ns, &lease, f).await);
+            out.push(finish(conns, wake, ns, &lease, f).await);
         }
         return Ok(out);
     }
     let mut out = Vec::with_capacity(items.len());
     for chunk in items.chunks(1000) {
-        out.extend(error::retry_lock_conflicts(|| finish_batch(s, ns, chunk)).await?);
+        let done = error::retry_lock_conflicts(|| complete_all(conns, ns, chunk)).await?;
+        if done {
+            out.extend(chunk.iter().map(|_| Ok(TaskState::Completed)));
+        } else {
+            out.extend(error::retry_lock_conflicts(|| finish_batch(conns, ns, chunk)).await?);
+        }
     }
     if out.iter().any(|r| matches!(r, Ok(TaskState::Pending))) {
-        s.notify_work();
+        wake.notify_waiters();
     }
     Ok(out)
 }
 
+/// The fast way for a batch that only completes tasks, each once: one
+/// UPDATE conditional on each item's fence. True (committed) when it
+/// changed every row; false (rolled back, nothing changed) when an item was
+/// stale, gone or another outcome, and the batch must go the exact way.
+async fn complete_all(conns: &Conns, ns: &Namespace, items: &[(Lease, Finish)]) -> Result<bool> {
+    let mut ids: HashSet<&TaskId> = HashSet::with_capacity(items.len());
+    if !items.iter().all(|(lease, f)| matches!(f, Finish::Completed) && ids.insert(&lease.id)) {
+        return Ok(false);
+    }
+    let mut c = conns.get().await.map_err(error::storage)?;
+    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET finished_at = ",
+        now_ms!(),
+        ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
+    ));
+    // The id list keeps the statement on the primary key; the pairs check
+    // each item's fence.
+    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+    push_in_list(&mut qb, items.iter().map(|(lease, _)| lease.id.as_str()));
+    qb.push(" AND (id, fence) IN (");
+    let mut pairs = qb.separated(", ");
+    for (lease, _) in items {
+        pairs.push("(").push_bind_unseparated(lease.id.as_str().to_owned());
+        pairs.push_unseparated(", ").push_bind_unseparated(lease.fence).push_unseparated(")");
+    }
+    qb.push(") AND state = 'RUNNING'");
+    let changed = qb.build().execute(&mut *tx).await.map_err(error::storage)?.rows_affected();
+    if changed == items.len() as u64 {
+        tx.commit().await.map_err(error::storage)?;
+        c.done();
+        Ok(true)
+    } else {
+        tx.rollback().await.map_err(error::storage)?;
+        c.done();
+        Ok(false)
+    }
+}
+
 async fn finish_batch(
-    s: &MySqlStorage,
+    conns: &Conns,
     ns: &Namespace,
     items: &[(Lease, Finish)],
 ) -> Result<Vec<Result<TaskState>>> {
-    let mut c = s.conns.get().await.map_err(error::storage)?;
+    let mut c = conns.get().await.map_err(error::storage)?;
     let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
     let mut qb: QueryBuilder<MySql> =
         QueryBuilder::new(concat!("SELECT id, fence, state FROM ", tasks!(), " WHERE ns = "));

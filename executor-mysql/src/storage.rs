@@ -4,8 +4,9 @@
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
-    CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, Finish, GroupCommit, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page,
+    Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
 };
 use sqlx::{MySqlPool, migrate::Migrator};
 use tokio::sync::Notify;
@@ -42,6 +43,9 @@ pub struct MySqlStorage {
     /// Fired by every change in this process that may make work due, so a
     /// waiting claimer here starts it without waiting for its next poll.
     pub(crate) wake: Arc<Notify>,
+    /// Where concurrent `finish` calls of this process queue to share one
+    /// transaction (group commit).
+    finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
 }
 
 impl MySqlStorage {
@@ -65,7 +69,12 @@ impl MySqlStorage {
     }
 
     pub(crate) fn with_options(pool: MySqlPool, opts: MySqlOptions) -> Self {
-        Self { conns: Arc::new(Conns::new(pool)), opts: Arc::new(opts), wake: Arc::new(Notify::new()) }
+        Self {
+            conns: Arc::new(Conns::new(pool)),
+            opts: Arc::new(opts),
+            wake: Arc::new(Notify::new()),
+            finishes: Arc::new(GroupCommit::new()),
+        }
     }
 
     /// Creates or upgrades the schema. Safe when many processes start at
@@ -152,8 +161,24 @@ impl Storage for MySqlStorage {
         claim::heartbeat(self, ns, leases, lease).await
     }
 
+    /// Concurrent finishes of this process share one transaction (group
+    /// commit): an idle process sends each at once, a busy one sends every
+    /// finish that arrived while the previous batch was in flight.
     async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        finish::finish(self, ns, lease, finish).await
+        // The batcher holds the connections, not the storage: it ends when
+        // the last clone of the storage (and so the queue) is dropped.
+        let (conns, wake) = (Arc::clone(&self.conns), Arc::clone(&self.wake));
+        let start = move || {
+            move |ns: Namespace, items: Vec<(Lease, Finish)>| {
+                let (conns, wake) = (Arc::clone(&conns), Arc::clone(&wake));
+                async move { finish::finish_many(&conns, &wake, &ns, items).await }
+            }
+        };
+        match self.finishes.call(ns, (lease.clone(), finish), start) {
+            Ok(answer) => answer.await,
+            // No runtime to batch on (it is shutting down): send it alone.
+            Err((lease, finish)) => finish::finish(&self.conns, &self.wake, ns, &lease, finish).await,
+        }
     }
 
     async fn finish_many(
@@ -161,7 +186,7 @@ impl Storage for MySqlStorage {
         ns: &Namespace,
         items: Vec<(Lease, Finish)>,
     ) -> Result<Vec<Result<TaskState>>> {
-        finish::finish_many(self, ns, items).await
+        finish::finish_many(&self.conns, &self.wake, ns, items).await
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {

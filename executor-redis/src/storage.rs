@@ -59,8 +59,9 @@ pub(crate) struct Inner {
     nonce_seed: u64,
     nonce_counter: AtomicU64,
     /// Where `finish` and `submit` calls queue for the next batch (`batch.rs`).
-    pub(crate) finishes: crate::batch::Queue<crate::batch::FinishItem, executor_core::TaskState>,
-    pub(crate) submits: crate::batch::Queue<executor_core::NewTask, executor_core::Submitted>,
+    pub(crate) finishes:
+        executor_core::GroupCommit<(executor_core::Lease, executor_core::Finish), executor_core::TaskState>,
+    pub(crate) submits: executor_core::GroupCommit<executor_core::NewTask, executor_core::Submitted>,
     /// One wake-up watcher per namespace waited on (see `wake.rs`).
     pub(crate) watchers: Mutex<HashMap<Namespace, crate::wake::Watch>>,
 }
@@ -77,8 +78,8 @@ impl Inner {
             rotation: AtomicUsize::new(0),
             nonce_seed: std::collections::hash_map::RandomState::new().build_hasher().finish(),
             nonce_counter: AtomicU64::new(0),
-            finishes: Mutex::new(None),
-            submits: Mutex::new(None),
+            finishes: executor_core::GroupCommit::new(),
+            submits: executor_core::GroupCommit::new(),
             watchers: Mutex::new(HashMap::new()),
         }
     }

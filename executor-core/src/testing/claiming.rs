@@ -259,3 +259,46 @@ pub async fn finish_many_answers_each_item<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!(record(s, ns, &b.id).await.state, TaskState::Running, "a refused item changes nothing");
     assert_eq!(record(s, ns, &c.id).await.state, TaskState::Pending);
 }
+
+/// `finish_many` of `Completed` items only, where one lease is stale, one
+/// task is unknown and one task is named twice: the others complete, and
+/// each of those three gets its own refusal (`StaleFence`, or `NotFound`
+/// for the unknown one) (a backend that completes such a
+/// batch in one statement must notice and answer item by item).
+pub async fn finish_many_completed_with_a_stale_item<S: Storage>(s: &S, ns: &Namespace) {
+    let ids = ["fc-a", "fc-b", "fc-c", "fc-d"];
+    for id in ids {
+        submit(s, ns, new_task(id)).await;
+    }
+    let mut claimed = ok("claim", s.claim(ns, &worker(), 4, LONG_LEASE).await);
+    claimed.sort_by(|x, y| x.id.cmp(&y.id));
+    let [a, b, c, d] =
+        <[_; 4]>::try_from(claimed).unwrap_or_else(|c| panic!("expected fc-a..fc-d, got {c:?}"));
+    let mut stale = lease(&b);
+    stale.fence += 1;
+    let mut gone = lease(&d);
+    gone.id = tid("fc-never-submitted");
+    let items = vec![
+        (lease(&a), Finish::Completed),
+        (stale, Finish::Completed),
+        (lease(&c), Finish::Completed),
+        (gone, Finish::Completed),
+        (lease(&c), Finish::Completed),
+        (lease(&d), Finish::Completed),
+    ];
+    let out = ok("finish_many", s.finish_many(ns, items).await);
+    assert_eq!(out.len(), 6, "one answer per item: {out:?}");
+    assert!(matches!(out[0], Ok(TaskState::Completed)), "fc-a completes: {out:?}");
+    assert!(matches!(&out[1], Err(Error::StaleFence { id, .. }) if *id == b.id), "fc-b is stale: {out:?}");
+    assert!(matches!(out[2], Ok(TaskState::Completed)), "fc-c completes: {out:?}");
+    assert!(
+        matches!(&out[3], Err(Error::StaleFence { .. } | Error::NotFound(_))),
+        "an unknown id is refused: {out:?}"
+    );
+    assert!(matches!(&out[4], Err(Error::StaleFence { .. })), "fc-c's second finish is stale: {out:?}");
+    assert!(matches!(out[5], Ok(TaskState::Completed)), "fc-d completes: {out:?}");
+    assert_eq!(record(s, ns, &b.id).await.state, TaskState::Running, "a refused item changes nothing");
+    for t in [&a, &c, &d] {
+        assert_eq!(record(s, ns, &t.id).await.state, TaskState::Completed, "{}", t.id);
+    }
+}

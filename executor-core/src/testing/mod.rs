@@ -79,6 +79,7 @@ macro_rules! storage_conformance_tests {
             fail_timeout_error_dead_letter,
             release_does_not_count_attempt,
             finish_many_answers_each_item,
+            finish_many_completed_with_a_stale_item,
             heartbeat_extends_and_reports_lost,
             cancel_pending,
             cancel_running_requested_and_delivered_by_heartbeat,
