@@ -5,10 +5,33 @@
 //! this 2-core machine that halves the rate of single-row UPDATEs (11,542/s
 //! on held connections, 4,866/s through the pool, same run). So the storage
 //! keeps the connections it has used in a small free list of its own and
-//! hands them straight to the next statement. A connection goes back to the
-//! sqlx pool (which pings it and drops it when broken) whenever a statement
-//! on it failed or its future was dropped, and one idle for more than a
+//! hands them straight to the next statement. One idle for more than a
 //! quarter of a second is pinged before reuse.
+//!
+//! A connection whose operation did not finish (its future was dropped: an
+//! executor stopping drops its claim or wait mid-statement) is closed, not
+//! returned to the sqlx pool, because sqlx 0.9 cannot always tell that such
+//! a connection is out of step with the server, and the pool's own ping on
+//! return does not catch it:
+//!
+//! - `ping` sends COM_PING without recording a pending reply. Dropped
+//!   before the OK arrives, it leaves that OK unread; the pool's ping on
+//!   return then reads it as its own reply and passes, leaving its own OK
+//!   unread, and so on: every later command reads the reply to the command
+//!   before it. A statement prepared for the first time on that connection
+//!   fails with `PrepareOk expected 12 bytes but got 7 bytes` (the 7 bytes
+//!   are a ping's OK), and a cached one silently gets the previous reply
+//!   (a `SELECT` of an existing row answers no row).
+//! - `begin_with` dropped after sending `SET TRANSACTION ...; START
+//!   TRANSACTION` leaves the server inside a transaction that sqlx does not
+//!   know about (no `Transaction`, so no rollback on drop). The pool's ping
+//!   passes; on that connection every later `SET TRANSACTION` fails with
+//!   1568 and autocommit statements run inside the stray transaction.
+//!
+//! `tests/cancelled_calls.rs` reproduces both. Closing costs a reconnect
+//! after a dropped operation or a failed transaction; a single statement
+//! that ends in the server's error reply (a duplicate key) has been read in
+//! full and its connection still goes back to the pool.
 
 use std::{
     ops::{Deref, DerefMut},
@@ -61,22 +84,26 @@ impl Conns {
     /// else one from the pool.
     pub(crate) async fn get(&self) -> Result<Checkout<'_>, sqlx::Error> {
         let permit = Arc::clone(&self.limit).acquire_owned().await.map_err(|_| sqlx::Error::PoolClosed)?;
+        // The ping below runs inside the checkout, so a `get` dropped
+        // mid-ping closes the connection (see the module docs).
+        let mut c = Checkout { conns: self, conn: None, _permit: permit };
         loop {
             let kept = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-            let Some((mut conn, since)) = kept else { break };
-            if since.elapsed() < FRESH || conn.ping().await.is_ok() {
-                return Ok(Checkout { conns: self, conn: Some(conn), _permit: permit });
+            let Some((conn, since)) = kept else { break };
+            c.conn = Some(conn);
+            if since.elapsed() < FRESH || c.ping().await.is_ok() {
+                return Ok(c);
             }
-            // Dropped: back to the pool, which closes it.
+            c.close();
         }
-        let conn = self.pool.acquire().await?;
-        Ok(Checkout { conns: self, conn: Some(conn), _permit: permit })
+        c.conn = Some(self.pool.acquire().await?);
+        Ok(c)
     }
 }
 
 /// A connection lent to one operation. [`Checkout::done`] keeps it for the
-/// next; dropping it instead (an error, a cancelled future) returns it to
-/// the pool, which checks it.
+/// next; dropping it instead (an error, a cancelled future) closes it, so a
+/// connection with an unread reply or a stray transaction is never reused.
 pub(crate) struct Checkout<'a> {
     conns: &'a Conns,
     conn: Option<PoolConnection<MySql>>,
@@ -94,6 +121,25 @@ impl Checkout<'_> {
         if let (Some(conn), Ok(mut idle)) = (self.conn.take(), self.conns.idle.lock()) {
             idle.push((conn, Instant::now()));
         }
+    }
+
+    /// The statement ended in the server's error reply, read in full: the
+    /// connection is in step and goes back to the pool.
+    fn release(mut self) {
+        drop(self.conn.take());
+    }
+
+    /// Closes the connection instead of returning it to the pool.
+    fn close(&mut self) {
+        if let Some(mut conn) = self.conn.take() {
+            conn.close_on_drop();
+        }
+    }
+}
+
+impl Drop for Checkout<'_> {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -127,29 +173,39 @@ pub(crate) trait RunOn {
 impl RunOn for Query<'_, MySql, MySqlArguments> {
     async fn execute_on(self, conns: &Conns) -> Result<MySqlQueryResult, sqlx::Error> {
         let mut c = conns.get().await?;
-        let out = self.execute(&mut *c).await?;
-        c.done();
-        Ok(out)
+        let out = self.execute(&mut *c).await;
+        finished(c, out)
     }
 
     async fn fetch_all_on(self, conns: &Conns) -> Result<Vec<MySqlRow>, sqlx::Error> {
         let mut c = conns.get().await?;
-        let out = self.fetch_all(&mut *c).await?;
-        c.done();
-        Ok(out)
+        let out = self.fetch_all(&mut *c).await;
+        finished(c, out)
     }
 
     async fn fetch_optional_on(self, conns: &Conns) -> Result<Option<MySqlRow>, sqlx::Error> {
         let mut c = conns.get().await?;
-        let out = self.fetch_optional(&mut *c).await?;
-        c.done();
-        Ok(out)
+        let out = self.fetch_optional(&mut *c).await;
+        finished(c, out)
     }
 
     async fn fetch_one_on(self, conns: &Conns) -> Result<MySqlRow, sqlx::Error> {
         let mut c = conns.get().await?;
-        let out = self.fetch_one(&mut *c).await?;
-        c.done();
-        Ok(out)
+        let out = self.fetch_one(&mut *c).await;
+        finished(c, out)
     }
+}
+
+/// After a statement ran to its end: keeps the connection on success,
+/// returns it to the pool after the server's error reply (a duplicate key
+/// is an expected outcome of an idempotent submit) or no row for
+/// `fetch_one`, and closes it after any other error (a broken socket, a
+/// reply sqlx could not decode).
+fn finished<T>(c: Checkout<'_>, out: Result<T, sqlx::Error>) -> Result<T, sqlx::Error> {
+    match &out {
+        Ok(_) => c.done(),
+        Err(sqlx::Error::Database(_) | sqlx::Error::RowNotFound) => c.release(),
+        Err(_) => drop(c),
+    }
+    out
 }
