@@ -118,6 +118,21 @@ pub(crate) async fn finish_many(
     Ok(out)
 }
 
+/// `UPDATE` to `COMPLETED` of these tasks of `ns`; the caller adds any
+/// further condition.
+fn complete_query<'a>(ns: &Namespace, ids: impl IntoIterator<Item = &'a str>) -> QueryBuilder<MySql> {
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET finished_at = ",
+        now_ms!(),
+        ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
+    ));
+    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+    push_in_list(&mut qb, ids);
+    qb
+}
+
 /// The fast way for a batch that only completes tasks, each once: one
 /// UPDATE conditional on each item's fence. True (committed) when it
 /// changed every row; false (rolled back, nothing changed) when an item was
@@ -129,17 +144,9 @@ async fn complete_all(conns: &Conns, ns: &Namespace, items: &[(Lease, Finish)]) 
     }
     let mut c = conns.get().await.map_err(error::storage)?;
     let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET finished_at = ",
-        now_ms!(),
-        ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
-    ));
     // The id list keeps the statement on the primary key; the pairs check
     // each item's fence.
-    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-    push_in_list(&mut qb, items.iter().map(|(lease, _)| lease.id.as_str()));
+    let mut qb = complete_query(ns, items.iter().map(|(lease, _)| lease.id.as_str()));
     qb.push(" AND (id, fence) IN (");
     let mut pairs = qb.separated(", ");
     for (lease, _) in items {
@@ -204,15 +211,7 @@ async fn finish_batch(
         out.push(answer);
     }
     if !completed.is_empty() {
-        let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET finished_at = ",
-            now_ms!(),
-            ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
-        ));
-        qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-        push_in_list(&mut qb, completed.iter().map(|id| id.as_str()));
+        let mut qb = complete_query(ns, completed.iter().map(|id| id.as_str()));
         qb.build().execute(&mut *tx).await.map_err(error::storage)?;
     }
     tx.commit().await.map_err(error::storage)?;
