@@ -3,7 +3,7 @@
 
 use std::{sync::Mutex, time::Duration};
 
-use crate::{Leadership, Namespace, Retention, Storage, TaskState};
+use crate::{Leadership, Namespace, Retention, Storage, TaskState, Timestamp};
 
 use super::{
     new_task,
@@ -77,9 +77,17 @@ pub async fn retention_trim<S: Storage>(s: &S, ns: &Namespace) {
 
     let keep_all = Retention { completed: Duration::from_secs(3_600), dead_letter: None };
     assert_eq!(ok("trim", s.trim(ns, &keep_all, 100).await), 0, "nothing is an hour old");
-    // Retention counts strictly older than now - retention: let the store
-    // clock pass the last finished_at.
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    // Retention counts strictly older than now - retention: wait until the
+    // store's clock has passed the last finished_at.
+    let mut last = Timestamp::from_millis(0);
+    for id in done.iter().chain([&dead]) {
+        last = last
+            .max(record(s, ns, id).await.finished_at.unwrap_or_else(|| panic!("{id} has no finished_at")));
+    }
+    wait_for(Duration::from_secs(5), "the store clock to pass the last finish", || async {
+        (ok("now", s.now(ns).await) > last).then_some(())
+    })
+    .await;
     let completed_only = Retention { completed: Duration::ZERO, dead_letter: None };
     assert_eq!(ok("trim limit 2", s.trim(ns, &completed_only, 2).await), 2, "limit bounds one call");
     assert_eq!(ok("trim", s.trim(ns, &completed_only, 100).await), 2, "the rest");
