@@ -46,7 +46,8 @@ pub(crate) fn task_id(raw: &str) -> ApiResult<TaskId> {
         (status = 400, description = "Malformed JSON", body = ErrorBody),
         (status = 409, description = "Duplicate id", body = ErrorBody),
         (status = 413, description = "Body or payload too large", body = ErrorBody),
-        (status = 422, description = "Unknown task name, invalid id or option", body = ErrorBody),
+        (status = 415, description = "Body without `Content-Type: application/json`", body = ErrorBody),
+        (status = 422, description = "JSON of the wrong shape, unknown task name, invalid id or option", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
 pub(crate) async fn submit<S: Storage>(
@@ -83,7 +84,8 @@ pub(crate) async fn submit<S: Storage>(
 
 /// One task.
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks",
-    params(("id" = String, Path, description = "Task id")),
+    params(("id" = String, Path, description = "Task id: 1 to 191 bytes of UTF-8, no whitespace or control characters",
+        min_length = 1, max_length = 191, pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$")),
     responses(
         (status = 200, description = "The task", body = TaskView),
         (status = 404, description = "No such task", body = ErrorBody),
@@ -124,11 +126,13 @@ pub(crate) async fn list<S: Storage>(
 
 /// Cancel a waiting task, or ask a running one to stop.
 #[utoipa::path(post, path = "/api/tasks/{id}/cancel", tag = "tasks",
-    params(("id" = String, Path, description = "Task id")),
+    params(("id" = String, Path, description = "Task id: 1 to 191 bytes of UTF-8, no whitespace or control characters",
+        min_length = 1, max_length = 191, pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$")),
     responses(
         (status = 200, description = "Cancelled or requested", body = CancelResponse),
         (status = 404, description = "No such task", body = ErrorBody),
         (status = 409, description = "Already finished", body = ErrorBody),
+        (status = 422, description = "Not a valid id", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
 pub(crate) async fn cancel<S: Storage>(
@@ -146,11 +150,13 @@ pub(crate) async fn cancel<S: Storage>(
 
 /// Move a dead-lettered task back to `PENDING`, due now, attempts reset.
 #[utoipa::path(post, path = "/api/tasks/{id}/requeue", tag = "dead letter",
-    params(("id" = String, Path, description = "Task id")),
+    params(("id" = String, Path, description = "Task id: 1 to 191 bytes of UTF-8, no whitespace or control characters",
+        min_length = 1, max_length = 191, pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$")),
     responses(
         (status = 200, description = "Requeued", body = RequeueResponse),
         (status = 404, description = "No such task", body = ErrorBody),
         (status = 409, description = "Not in the dead letter", body = ErrorBody),
+        (status = 422, description = "Not a valid id", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
 pub(crate) async fn requeue<S: Storage>(

@@ -33,6 +33,11 @@
 //! | `GET /api/counts`, `/api/info` | counts by state; namespace, leader, this worker |
 //! | `GET /openapi.json` | the OpenAPI document of all of the above |
 //!
+//! Paths in the OpenAPI document are relative to the mount. Nested with
+//! axum's `Router::nest("/admin", ..)`, the dashboard `GET /` is served at
+//! `/admin` exactly: axum does not route `/admin/` into the nested router
+//! (add a redirect in your own router if your users type the slash).
+//!
 //! Errors are JSON [`ErrorBody`] `{code, message}` with the stable codes
 //! listed there. The store keeps no history of attempts: a task shows its
 //! attempt count and last error only.

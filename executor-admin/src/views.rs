@@ -5,19 +5,36 @@ use std::collections::BTreeMap;
 
 use executor_core::{Leadership, TaskRecord, TaskState};
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::{
+    IntoParams, ToSchema,
+    openapi::{
+        ObjectBuilder, Required, Type,
+        path::{Parameter, ParameterBuilder, ParameterIn},
+    },
+};
 
 /// `POST /api/tasks`: submit a task by name.
 #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitRequest {
     /// Handler name, as in `#[reliable_task(name = ...)]`.
+    #[schema(
+        min_length = 1,
+        max_length = 191,
+        pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$"
+    )]
     pub name: String,
     /// The handler's parameter as JSON (`null` for a handler without one).
     #[serde(default)]
     pub payload: serde_json::Value,
-    /// A business id; generated (UUID v7) when absent.
+    /// A business id; generated (UUID v7) when absent. 1 to 191 bytes of
+    /// UTF-8 without whitespace or control characters.
     #[serde(default)]
+    #[schema(
+        min_length = 1,
+        max_length = 191,
+        pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$"
+    )]
     pub id: Option<String>,
     /// Due after this many milliseconds instead of at once.
     #[serde(default)]
@@ -110,8 +127,7 @@ impl From<TaskRecord> for TaskView {
 }
 
 /// `GET /api/tasks` query.
-#[derive(Clone, Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
+#[derive(Clone, Debug, Deserialize)]
 pub(crate) struct ListParams {
     /// The state to list (case-insensitive).
     pub(crate) state: String,
@@ -119,6 +135,45 @@ pub(crate) struct ListParams {
     pub(crate) cursor: Option<String>,
     /// Page size, 1 to 1000 (default 50).
     pub(crate) limit: Option<usize>,
+}
+
+// Written out rather than derived: the derive drops `required` and the
+// description of a parameter whose schema is given by a function, and the
+// `state` schema lists the states from `TaskState::ALL`.
+impl IntoParams for ListParams {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let query = |name: &str, required: Required, description: &str, schema: ObjectBuilder| {
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .required(required)
+                .description(Some(description))
+                .schema(Some(schema.build()))
+                .build()
+        };
+        vec![
+            query(
+                "state",
+                Required::True,
+                "The state to list (case-insensitive).",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .enum_values(Some(TaskState::ALL.iter().map(|s| s.as_str()))),
+            ),
+            query(
+                "cursor",
+                Required::False,
+                "`next` of the previous page.",
+                ObjectBuilder::new().schema_type(Type::String),
+            ),
+            query(
+                "limit",
+                Required::False,
+                "Page size, 1 to 1000 (default 50).",
+                ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(1000)),
+            ),
+        ]
+    }
 }
 
 /// One page of tasks.
@@ -165,6 +220,7 @@ pub struct RequeueResponse {
 pub(crate) struct RequeueAllParams {
     /// Requeue at most this many (default 1000, at most 10000); call again
     /// while `more` is true.
+    #[param(minimum = 1, maximum = 10000)]
     pub(crate) limit: Option<usize>,
 }
 

@@ -6,7 +6,10 @@ mod html;
 use std::fmt::Write as _;
 
 use axum::{
-    extract::{OriginalUri, Path, Query, State},
+    extract::{
+        OriginalUri, Path, Query, State,
+        rejection::{PathRejection, QueryRejection},
+    },
     http::Uri,
     response::{Html, IntoResponse, Redirect, Response},
 };
@@ -56,14 +59,23 @@ pub(crate) struct Notice {
 
 /// `GET /`: counts, the dead letter with requeue buttons, recent failures.
 #[utoipa::path(get, path = "/", tag = "dashboard",
-    params(("notice" = Option<String>, Query, description = "Message shown on top (set by redirects)")),
-    responses((status = 200, description = "Dashboard page", content_type = "text/html", body = String)))]
+    params(
+        ("notice" = Option<String>, Query, description = "Message shown on top (set by redirects)"),
+        ("bad" = Option<String>, Query, description = "Error message shown on top (set by redirects)"),
+    ),
+    responses(
+        (status = 200, description = "Dashboard page", content_type = "text/html", body = String),
+        (status = 503, description = "Store unavailable", content_type = "text/html", body = String),
+    ))]
 pub(crate) async fn overview<S: Storage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
-    Query(notice): Query<Notice>,
+    notice: Result<Query<Notice>, QueryRejection>,
 ) -> Result<Html<String>, HtmlError> {
+    // A notice only decorates the page: a query that does not parse (a
+    // repeated key, say) shows the page without one rather than a 400.
+    let notice = notice.map_or(Notice { notice: None, bad: None }, |Query(n)| n);
     let base = html::base(&original, &uri);
     let client = admin.client();
     let counts = client.counts().await?;
@@ -204,18 +216,22 @@ pub(crate) async fn overview<S: Storage>(
 
 /// `GET /tasks/{id}`: every field of the record.
 #[utoipa::path(get, path = "/tasks/{id}", tag = "dashboard",
-    params(("id" = String, Path, description = "Task id")),
+    params(("id" = String, Path, description = "Task id: 1 to 191 bytes of UTF-8, no whitespace or control characters",
+        min_length = 1, max_length = 191, pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$")),
     responses(
         (status = 200, description = "Task page", content_type = "text/html", body = String),
         (status = 404, description = "No such task", content_type = "text/html", body = String),
+        (status = 422, description = "Not a valid id", content_type = "text/html", body = String),
+        (status = 503, description = "Store unavailable", content_type = "text/html", body = String),
     ))]
 pub(crate) async fn task<S: Storage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Result<Html<String>, HtmlError> {
     let base = html::base(&original, &uri);
+    let Path(id) = path.map_err(ApiError::from)?;
     let id = api::task_id(&id)?;
     let t = admin.client().status(&id).await?.ok_or_else(|| executor_core::Error::NotFound(id.clone()))?;
     let payload = serde_json::from_slice::<serde_json::Value>(&t.payload)
@@ -296,9 +312,13 @@ pub(crate) async fn requeue<S: Storage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Redirect {
     let base = html::base(&original, &uri);
+    let Path(id) = match path {
+        Ok(path) => path,
+        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
+    };
     let result = match api::task_id(&id) {
         Ok(task) => admin.client().requeue(&task).await.map_err(ApiError::from),
         Err(e) => Err(e),
@@ -314,9 +334,13 @@ pub(crate) async fn cancel<S: Storage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
-    Path(id): Path<String>,
+    path: Result<Path<String>, PathRejection>,
 ) -> Redirect {
     let base = html::base(&original, &uri);
+    let Path(id) = match path {
+        Ok(path) => path,
+        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
+    };
     let result = match api::task_id(&id) {
         Ok(task) => admin.client().cancel(&task).await.map_err(ApiError::from),
         Err(e) => Err(e),
