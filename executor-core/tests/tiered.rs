@@ -157,5 +157,20 @@ async fn submit_many_routes_each_task_and_answers_in_order() -> Result<()> {
     assert!(matches!(results[2], Err(executor_core::Error::DuplicateId(_))), "duplicate across tiers");
     assert_eq!(s.hot().counts(&ns).await?.total(), 1);
     assert_eq!(s.cold().counts(&ns).await?.total(), 3);
+
+    // Idempotent: an id held by the other tier answers Existing; a repeat
+    // inside the batch is the tier's own duplicate.
+    let mut again = task("taken", 1);
+    again.mode = executor_core::SubmitMode::Idempotent;
+    let batch = vec![again, task("d", 1), task("d", 1), task("e", 3_600)];
+    let results = s.submit_many(&ns, batch).await?;
+    assert!(
+        matches!(&results[0], Ok(r) if r.outcome == executor_core::SubmitOutcome::Existing),
+        "{results:?}"
+    );
+    assert!(results[1].is_ok() && results[3].is_ok(), "{results:?}");
+    assert!(matches!(results[2], Err(executor_core::Error::DuplicateId(_))), "{results:?}");
+    assert_eq!(s.hot().counts(&ns).await?.total(), 2, "a and d");
+    assert_eq!(s.cold().counts(&ns).await?.total(), 4, "taken, b, c and e");
     Ok(())
 }

@@ -124,13 +124,30 @@ impl<H: Storage, C: Storage> TieredStorage<H, C> {
 
     /// Where a submit goes.
     pub async fn route(&self, ns: &Namespace, task: &NewTask) -> Result<Tier> {
+        self.route_with(ns, task, &mut None).await
+    }
+
+    /// As [`TieredStorage::route`]; `hot_now` keeps the hot store's clock
+    /// once read, for the next task of a batch.
+    async fn route_with(
+        &self,
+        ns: &Namespace,
+        task: &NewTask,
+        hot_now: &mut Option<Timestamp>,
+    ) -> Result<Tier> {
         if matches!(task.mode, SubmitMode::Debounce(_)) {
             return Ok(Tier::Hot);
         }
         let far = match task.due {
             Due::Now => false,
             Due::After(d) => d > self.horizon,
-            Due::At(at) => at > self.hot.now(ns).await?.saturating_add(self.horizon),
+            Due::At(at) => {
+                let now = match *hot_now {
+                    Some(now) => now,
+                    None => *hot_now.insert(self.hot.now(ns).await?),
+                };
+                at > now.saturating_add(self.horizon)
+            }
         };
         Ok(if far { Tier::Cold } else { Tier::Hot })
     }
@@ -164,26 +181,84 @@ impl<H: Storage, C: Storage> TieredStorage<H, C> {
     fn far(&self, finish: &Finish) -> bool {
         matches!(finish, Finish::Retry { delay, .. } if *delay > self.horizon)
     }
+
+    /// The answer for a task whose id the other tier already holds (ids
+    /// are unique across both tiers), or the task back when it holds none.
+    async fn check_other_tier(
+        &self,
+        ns: &Namespace,
+        tier: Tier,
+        task: NewTask,
+    ) -> Result<std::result::Result<NewTask, Submitted>> {
+        let other_has = match tier {
+            Tier::Hot => self.cold.get(ns, &task.id).await?.is_some(),
+            Tier::Cold => self.hot.get(ns, &task.id).await?.is_some(),
+        };
+        if !other_has {
+            return Ok(Ok(task));
+        }
+        match task.mode {
+            SubmitMode::Idempotent => Ok(Err(Submitted { id: task.id, outcome: SubmitOutcome::Existing })),
+            _ => Err(Error::DuplicateId(task.id)),
+        }
+    }
 }
 
 impl<H: Storage, C: Storage> Storage for TieredStorage<H, C> {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
         let tier = self.route(ns, &task).await?;
-        // Ids are unique across both tiers.
-        let other_has = match tier {
-            Tier::Hot => self.cold.get(ns, &task.id).await?.is_some(),
-            Tier::Cold => self.hot.get(ns, &task.id).await?.is_some(),
+        let task = match self.check_other_tier(ns, tier, task).await? {
+            Ok(task) => task,
+            Err(existing) => return Ok(existing),
         };
-        if other_has {
-            return match task.mode {
-                SubmitMode::Idempotent => Ok(Submitted { id: task.id, outcome: SubmitOutcome::Existing }),
-                _ => Err(Error::DuplicateId(task.id)),
-            };
-        }
         match tier {
             Tier::Hot => self.hot.submit(ns, task).await,
             Tier::Cold => self.cold.submit(ns, task).await,
         }
+    }
+
+    /// Routes every task, checks the other tier for each id, then sends one
+    /// `submit_many` per tier; each task keeps its own answer, in order.
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        let n = tasks.len();
+        let mut out: Vec<Option<Result<Submitted>>> = (0..n).map(|_| None).collect();
+        // Each tier's tasks with their place in the batch.
+        let mut hot: Vec<(usize, NewTask)> = Vec::new();
+        let mut cold: Vec<(usize, NewTask)> = Vec::new();
+        // The hot store's clock, read once for every `Due::At` in the batch.
+        let mut hot_now: Option<Timestamp> = None;
+        for (i, task) in tasks.into_iter().enumerate() {
+            let tier = self.route_with(ns, &task, &mut hot_now).await?;
+            match self.check_other_tier(ns, tier, task).await {
+                Ok(Ok(task)) if tier == Tier::Cold => cold.push((i, task)),
+                Ok(Ok(task)) => hot.push((i, task)),
+                Ok(Err(existing)) => out[i] = Some(Ok(existing)),
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        for (tier, batch) in [(Tier::Hot, hot), (Tier::Cold, cold)] {
+            if batch.is_empty() {
+                continue;
+            }
+            let (slots, batch): (Vec<usize>, Vec<NewTask>) = batch.into_iter().unzip();
+            let answers = match tier {
+                Tier::Hot => self.hot.submit_many(ns, batch).await?,
+                Tier::Cold => self.cold.submit_many(ns, batch).await?,
+            };
+            if answers.len() != slots.len() {
+                return Err(Error::storage(
+                    format!("the {tier:?} store answered {} of {} tasks", answers.len(), slots.len()),
+                    false,
+                ));
+            }
+            for (i, answer) in slots.into_iter().zip(answers) {
+                out[i] = Some(answer);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(Error::storage("no answer for a task", false))))
+            .collect())
     }
 
     async fn claim(
