@@ -53,6 +53,8 @@ mod four_partitions {
         retry_moves_to_pending_with_delay,
         fail_timeout_error_dead_letter,
         release_does_not_count_attempt,
+        finish_many_answers_each_item,
+        finish_many_completed_with_a_stale_item,
         heartbeat_extends_and_reports_lost,
         cancel_pending,
         cancel_running_requested_and_delivered_by_heartbeat,
@@ -68,6 +70,7 @@ mod four_partitions {
         list_refuses_foreign_cursor,
         wait_for_work_wakes_on_submit,
         wait_for_work_wakes_at_due_time,
+        wait_for_work_returns_by_max_wait,
         no_loss_no_double_claim_concurrent,
     }
     executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);

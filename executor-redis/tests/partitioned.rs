@@ -34,6 +34,8 @@ executor_core::__storage_conformance_tests! {
     retry_moves_to_pending_with_delay,
     fail_timeout_error_dead_letter,
     release_does_not_count_attempt,
+    finish_many_answers_each_item,
+    finish_many_completed_with_a_stale_item,
     heartbeat_extends_and_reports_lost,
     cancel_pending,
     cancel_running_requested_and_delivered_by_heartbeat,
@@ -49,6 +51,7 @@ executor_core::__storage_conformance_tests! {
     list_refuses_foreign_cursor,
     wait_for_work_wakes_on_submit,
     wait_for_work_wakes_at_due_time,
+    wait_for_work_returns_by_max_wait,
     no_loss_no_double_claim_concurrent,
 }
 
