@@ -7,7 +7,7 @@ use executor_core::{Executor, Handler, Namespace, TaskContext, TaskError};
 
 use crate::{
     ledger::{Event, Ledger, now_ms},
-    recorder::Recorded,
+    recorder::{Recorded, Recorder},
     server::{AnyError, Backend},
     store::ChaosStore,
 };
@@ -79,7 +79,7 @@ async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
     let storage = S::connect_run(&args.url, args.cold_url.as_deref(), Duration::from_secs(60)).await?;
     Namespace::new(args.ns.clone())?;
     let lease = Duration::from_millis(args.lease_ms);
-    let executor = Executor::builder(Recorded::new(storage, ledger.clone()))
+    let executor = Executor::builder(Recorded::new(storage, Recorder::new(ledger.clone())))
         .namespace(args.ns.clone())
         .concurrency(args.concurrency)
         .claim_batch(args.concurrency)

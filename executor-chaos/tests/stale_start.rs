@@ -20,79 +20,32 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, Executor, Finish, Handler, Heartbeat, Leadership, Lease, ListQuery, MemoryStorage,
-    Namespace, NewTask, Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskBuilder,
-    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
+    Executor, Handler, MemoryStorage, Namespace, Result, Storage, TaskBuilder, TaskContext, TaskError,
+    TaskOptions, TaskRecord, TaskState, WorkerId,
+    testing::{Intercept, Intercepted},
 };
 
 /// Delays the first non-empty claim reply by `delay` (a process paused
 /// after the store answered).
 struct SlowClaim {
-    inner: MemoryStorage,
     delay: Duration,
     delayed: AtomicBool,
 }
 
-impl Storage for SlowClaim {
-    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        self.inner.submit(ns, task).await
-    }
+impl Intercept<MemoryStorage> for SlowClaim {
     async fn claim(
         &self,
+        inner: &MemoryStorage,
         ns: &Namespace,
         w: &WorkerId,
         limit: usize,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        let got = self.inner.claim(ns, w, limit, lease).await?;
+        let got = inner.claim(ns, w, limit, lease).await?;
         if !got.is_empty() && !self.delayed.swap(true, Ordering::SeqCst) {
             tokio::time::sleep(self.delay).await;
         }
         Ok(got)
-    }
-    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
-        self.inner.heartbeat(ns, leases, lease).await
-    }
-    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        self.inner.finish(ns, lease, finish).await
-    }
-    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        self.inner.cancel(ns, id).await
-    }
-    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        self.inner.get(ns, id).await
-    }
-    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        self.inner.list(ns, query).await
-    }
-    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        self.inner.counts(ns).await
-    }
-    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.inner.requeue(ns, id).await
-    }
-    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
-        self.inner.reap(ns, limit).await
-    }
-    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
-        self.inner.trim(ns, retention, limit).await
-    }
-    async fn acquire_leadership(
-        &self,
-        ns: &Namespace,
-        w: &WorkerId,
-        ttl: Duration,
-    ) -> Result<Option<Leadership>> {
-        self.inner.acquire_leadership(ns, w, ttl).await
-    }
-    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
-        self.inner.release_leadership(ns, term).await
-    }
-    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
-        self.inner.leader(ns).await
-    }
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.inner.wait_for_work(ns, max_wait).await
     }
 }
 
@@ -121,11 +74,10 @@ async fn a_claim_delivered_after_its_lease_expired_is_not_started() -> Result<()
 {
     let store = MemoryStorage::new();
     let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let slow = SlowClaim {
-        inner: store.clone(),
-        delay: Duration::from_millis(2_500),
-        delayed: AtomicBool::new(false),
-    };
+    let slow = Intercepted::new(
+        store.clone(),
+        SlowClaim { delay: Duration::from_millis(2_500), delayed: AtomicBool::new(false) },
+    );
     let paused = Executor::builder(slow)
         .namespace("stale-start")
         .worker_id("paused")

@@ -1,5 +1,5 @@
 //! The storage conformance suite (feature `testing`): one check per state
-//! transition and per invariant of the design, run by every [`Storage`]
+//! transition and per invariant of the design, run by every [`Storage`](crate::Storage)
 //! (memory, Redis, MySQL) against fresh, isolated stores.
 //!
 //! A storage crate runs the whole suite with one macro call in a test file;
@@ -26,11 +26,15 @@
 //! that panics with a message naming the broken rule. The checks use real
 //! time (leases of a few hundred milliseconds) and poll with timeouts, never
 //! sleep-and-hope; the suite takes a few seconds per backend.
+//!
+//! It also holds [`Intercepted`], a store wrapper for test doubles and
+//! recorders that bend or watch claims, heartbeats and finishes.
 
 mod cancel;
 mod claiming;
 mod concurrency;
 mod housekeeping;
+mod intercept;
 mod queries;
 mod submission;
 mod support;
@@ -44,6 +48,7 @@ pub use cancel::*;
 pub use claiming::*;
 pub use concurrency::*;
 pub use housekeeping::*;
+pub use intercept::{Intercept, Intercepted};
 pub use queries::*;
 pub use submission::*;
 pub use tiering::*;

@@ -53,8 +53,8 @@ async fn never_more_in_flight_than_concurrency_nor_claimed_than_free_slots() -> 
     }
     running.shutdown().await?;
     assert_eq!(max_live.load(Ordering::SeqCst), 4, "all four slots were used, never more");
-    assert!(spy.max_running.load(Ordering::SeqCst) <= 4, "claimed beyond free slots");
-    let limits = spy.claim_limits.lock().map(|v| v.clone()).unwrap_or_default();
+    assert!(spy.hooks().max_running.load(Ordering::SeqCst) <= 4, "claimed beyond free slots");
+    let limits = spy.hooks().claim_limits.lock().map(|v| v.clone()).unwrap_or_default();
     assert!(limits.iter().all(|&l| (1..=3).contains(&l)), "claim limits {limits:?}");
     Ok(())
 }
@@ -102,7 +102,7 @@ async fn a_lost_lease_stops_the_attempt_and_writes_nothing() -> Result<()> {
     let running = ex.start();
     let id = executor_core::TaskBuilder::new("long", (), TaskOptions::new()).submit(&ex).await?;
     crate::support::wait_state(&ex, &id, TaskState::Running).await?;
-    spy.lose_leases.store(true, Ordering::SeqCst);
+    spy.hooks().lose_leases.store(true, Ordering::SeqCst);
     tokio::time::timeout(Duration::from_secs(10), async {
         while stopped.load(Ordering::SeqCst) == 0 || running.in_flight() > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -111,7 +111,7 @@ async fn a_lost_lease_stops_the_attempt_and_writes_nothing() -> Result<()> {
     .await
     .map_err(unexpected)?;
     // The attempt stopped without writing: the task stays RUNNING for the reaper.
-    assert_eq!(spy.running.load(Ordering::SeqCst), 1, "no finish was written");
+    assert_eq!(spy.hooks().running.load(Ordering::SeqCst), 1, "no finish was written");
     let record = ex.status(&id).await?.ok_or_else(|| unexpected("task vanished"))?;
     assert_eq!(record.state, TaskState::Running, "no write after losing the lease");
     running.shutdown().await?;

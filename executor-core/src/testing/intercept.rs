@@ -1,0 +1,273 @@
+//! [`Intercepted`]: a [`Storage`] that sends the worker-path calls (claim,
+//! heartbeat, finish) through user hooks and forwards everything else to
+//! the store it wraps, so a test double or a recorder keeps only its own
+//! logic instead of re-forwarding the whole trait.
+
+use std::{future::Future, time::Duration};
+
+use crate::{
+    CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+};
+
+/// Hooks around the calls a worker makes on its store. Every method gets
+/// the wrapped store `inner` and the call's arguments; the default bodies
+/// just call `inner`, so an implementation overrides only what it watches
+/// or bends (delays a reply, reports leases lost, records answers).
+///
+/// Methods return `impl Future + Send` like [`Storage`], so implementations
+/// write plain `async fn`.
+///
+/// [`Storage::finish_many`] reaches [`Intercept::finish_many`], not
+/// [`Intercept::finish`]: a hook that must see every finished attempt
+/// overrides both.
+///
+/// `()` is the hook that changes nothing.
+///
+/// # Example
+///
+/// Counting the tasks claimed from a [`crate::MemoryStorage`]:
+///
+/// ```
+/// use std::{
+///     sync::atomic::{AtomicUsize, Ordering},
+///     time::Duration,
+/// };
+///
+/// use executor_core::{
+///     MemoryStorage, Namespace, Result, Storage, TaskRecord, WorkerId,
+///     testing::{self, Intercept, Intercepted},
+/// };
+///
+/// #[derive(Debug, Default)]
+/// struct CountClaims(AtomicUsize);
+///
+/// impl<S: Storage> Intercept<S> for CountClaims {
+///     async fn claim(
+///         &self,
+///         inner: &S,
+///         ns: &Namespace,
+///         worker: &WorkerId,
+///         limit: usize,
+///         lease: Duration,
+///     ) -> Result<Vec<TaskRecord>> {
+///         let got = inner.claim(ns, worker, limit, lease).await?;
+///         self.0.fetch_add(got.len(), Ordering::SeqCst);
+///         Ok(got)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = Intercepted::new(MemoryStorage::new(), CountClaims::default());
+/// let ns = testing::unique_namespace("intercept-doc");
+/// store.submit(&ns, testing::new_task("a")).await?;
+/// let claimed = store.claim(&ns, &WorkerId::new("w1")?, 10, Duration::from_secs(30)).await?;
+/// assert_eq!(claimed.len(), 1);
+/// assert_eq!(store.hooks().0.load(Ordering::SeqCst), 1);
+/// // Everything else goes straight to the memory store.
+/// assert_eq!(store.counts(&ns).await?.total(), 1);
+/// # Ok(())
+/// # }
+/// ```
+pub trait Intercept<S: Storage>: Send + Sync {
+    /// Around [`Storage::claim`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn claim(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send {
+        inner.claim(ns, worker, limit, lease)
+    }
+
+    /// Around [`Storage::heartbeat`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn heartbeat(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        leases: &[Lease],
+        lease: Duration,
+    ) -> impl Future<Output = Result<Heartbeat>> + Send {
+        inner.heartbeat(ns, leases, lease)
+    }
+
+    /// Around [`Storage::finish`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn finish(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        lease: &Lease,
+        finish: Finish,
+    ) -> impl Future<Output = Result<TaskState>> + Send {
+        inner.finish(ns, lease, finish)
+    }
+
+    /// Around [`Storage::finish_many`]; by default the inner store's own
+    /// batch, not one [`Intercept::finish`] per item.
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn finish_many(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> impl Future<Output = Result<Vec<Result<TaskState>>>> + Send {
+        inner.finish_many(ns, items)
+    }
+}
+
+impl<S: Storage> Intercept<S> for () {}
+
+/// A store `S` whose claims, heartbeats and finishes go through the hooks
+/// `I`; every other method of [`Storage`] goes straight to `S`, including
+/// the ones the trait has defaults for (`submit_many`, `now`, `due_before`,
+/// `import`, `remove`, `housekeeping`), so the wrapper behaves like `S`
+/// wherever the hooks do not say otherwise. See [`Intercept`] for an example.
+#[derive(Clone, Debug, Default)]
+pub struct Intercepted<S, I> {
+    inner: S,
+    hooks: I,
+}
+
+impl<S, I> Intercepted<S, I> {
+    /// Wraps `inner`, sending its worker-path calls through `hooks`.
+    pub fn new(inner: S, hooks: I) -> Self {
+        Self { inner, hooks }
+    }
+
+    /// The wrapped store, for calls that must bypass the hooks.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    /// The hooks, to read what they recorded.
+    pub fn hooks(&self) -> &I {
+        &self.hooks
+    }
+
+    /// The store and the hooks, taken apart.
+    pub fn into_parts(self) -> (S, I) {
+        (self.inner, self.hooks)
+    }
+}
+
+impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        self.inner.submit(ns, task).await
+    }
+
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        self.inner.submit_many(ns, tasks).await
+    }
+
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.hooks.claim(&self.inner, ns, worker, limit, lease).await
+    }
+
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        self.hooks.heartbeat(&self.inner, ns, leases, lease).await
+    }
+
+    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        self.hooks.finish(&self.inner, ns, lease, finish).await
+    }
+
+    async fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> Result<Vec<Result<TaskState>>> {
+        self.hooks.finish_many(&self.inner, ns, items).await
+    }
+
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        self.inner.cancel(ns, id).await
+    }
+
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        self.inner.get(ns, id).await
+    }
+
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        self.inner.list(ns, query).await
+    }
+
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        self.inner.counts(ns).await
+    }
+
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.inner.requeue(ns, id).await
+    }
+
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        self.inner.reap(ns, limit).await
+    }
+
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        self.inner.trim(ns, retention, limit).await
+    }
+
+    async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        self.inner.acquire_leadership(ns, worker, ttl).await
+    }
+
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        self.inner.release_leadership(ns, term).await
+    }
+
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        self.inner.leader(ns).await
+    }
+
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        self.inner.now(ns).await
+    }
+
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        self.inner.due_before(ns, before, limit).await
+    }
+
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        self.inner.import(ns, record).await
+    }
+
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        self.inner.remove(ns, id, fence).await
+    }
+
+    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        self.inner.housekeeping(ns).await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.inner.wait_for_work(ns, max_wait).await
+    }
+}
+
+#[cfg(test)]
+mod tests;
