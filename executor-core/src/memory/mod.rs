@@ -237,9 +237,7 @@ impl Storage for MemoryStorage {
         Ok(self.with(ns, |space, now| space.leader(now)))
     }
 
-    /// Returns at once if a task is due; else sleeps until the earliest due
-    /// time, a wake-up from a submit, retry, release, requeue or reap, or
-    /// `max_wait`, whichever is first (invariant 4).
+    /// The process clock (the memory store has no other).
     async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
         Ok(MemoryStorage::now(self))
     }
@@ -260,6 +258,9 @@ impl Storage for MemoryStorage {
         Ok(self.with(ns, |space, _| space.remove_waiting(id, fence)))
     }
 
+    /// Returns at once if a task is due; else sleeps until the earliest due
+    /// time, a wake-up from a submit, retry, release, requeue or reap, or
+    /// `max_wait`, whichever is first (invariant 4).
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         let store = self.namespace(ns);
         let clock = self.shared.clock;
