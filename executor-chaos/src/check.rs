@@ -1,6 +1,6 @@
 //! The invariants, checked from the ledgers and the store's final records.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::ledger::Event;
 
@@ -63,6 +63,18 @@ pub struct Report {
     pub early_starts: usize,
     /// Delayed tasks: ms from the earliest they could be due to their first start.
     pub start_lateness_ms: Vec<u64>,
+    /// Attempts whose handler asked for a retry after a delay (`--retry-percent`).
+    pub retries_asked: usize,
+    /// Of those, the ones whose `PENDING` write was accepted.
+    pub retries_accepted: usize,
+    /// Tasks whose handler asked for a retry.
+    pub retried_tasks: HashSet<String>,
+    /// Re-runs of an accepted retry that started before its delay elapsed (must be 0).
+    pub early_retries: usize,
+    /// Accepted retries: ms from the earliest the retry could be due to the next start.
+    pub retry_lateness_ms: Vec<u64>,
+    /// Tasks seen (sampled) waiting in the cold tier after an attempt: demoted retries.
+    pub demoted_seen: usize,
     /// Milliseconds from each fault to the next completed task, by fault kind.
     pub recovery_ms: BTreeMap<String, Vec<u64>>,
     /// Milliseconds from a kill to the re-start of each task the killed worker held.
@@ -82,6 +94,8 @@ struct Attempt {
     accepted: Vec<String>,
     results: usize,
     claims: usize,
+    /// The delay the handler asked to be retried after, ms.
+    retry_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -121,6 +135,11 @@ pub fn check(
                 }
                 a.pid = *pid;
                 a.start = *t;
+            }
+            Event::Retry { task, fence, delay_ms, .. } => {
+                r.retries_asked += 1;
+                r.retried_tasks.insert(task.clone());
+                tasks.entry(task).or_default().entry(*fence).or_default().retry_ms = Some(*delay_ms);
             }
             Event::End { task, fence, t, .. } | Event::Abort { task, fence, t, .. } => {
                 let a = tasks.entry(task).or_default().entry(*fence).or_default();
@@ -284,7 +303,24 @@ pub fn check(
                     a.pid
                 )),
             }
-            let cause = if killed.is_some() {
+            // A retry the handler asked for and the store accepted: the next
+            // attempt is due no earlier than the handler's return plus the delay
+            // (the store reads its clock during the write, after the return).
+            let retried = a.retry_ms.filter(|_| a.accepted.iter().any(|s| s == "PENDING"));
+            let cause = if let Some(delay) = retried {
+                let due = a.end.unwrap_or(a.start) + delay;
+                if b.start + DUE_SLACK_MS < due {
+                    r.early_retries += 1;
+                    r.violations.push(format!(
+                        "task {id}: fence {fb} started at {}, {} ms before the retry fence {fa} asked for was due",
+                        b.start,
+                        due - b.start
+                    ));
+                } else {
+                    r.retry_lateness_ms.push(b.start.saturating_sub(due));
+                }
+                "retry requested by the handler"
+            } else if killed.is_some() {
                 "kill"
             } else if stopped {
                 "stop"
@@ -310,6 +346,10 @@ pub fn check(
                 r.rerun_delay_ms.push(b.start.saturating_sub(k));
             }
         }
+        r.retries_accepted += by_fence
+            .values()
+            .filter(|a| a.retry_ms.is_some() && a.accepted.iter().any(|s| s == "PENDING"))
+            .count();
         let completed: Vec<u64> = by_fence
             .iter()
             .filter(|(_, a)| a.accepted.iter().any(|s| s == "COMPLETED"))
@@ -368,6 +408,26 @@ pub fn check_due(r: &mut Report, events: &[Event], due_ms: &HashMap<String, u64>
     }
 }
 
+/// Checks the demotions sampled during a run (`demoted`: tasks seen waiting
+/// in the cold tier after an attempt). Only a retry past the horizon moves
+/// an attempted task to the cold tier, so each must have asked for one; and
+/// a `tiered` run whose retries were accepted must have shown some there.
+pub fn check_demoted(r: &mut Report, demoted: &HashSet<String>, tiered: bool) {
+    r.demoted_seen = demoted.len();
+    let mut unasked: Vec<&String> = demoted.iter().filter(|id| !r.retried_tasks.contains(*id)).collect();
+    unasked.sort();
+    for id in unasked {
+        r.violations
+            .push(format!("task {id}: waited in the cold tier after an attempt, but asked for no retry"));
+    }
+    if tiered && r.retries_accepted > 0 && demoted.is_empty() {
+        r.violations.push(format!(
+            "{} retries past the horizon were accepted, none was ever seen in the cold tier",
+            r.retries_accepted
+        ));
+    }
+}
+
 /// The p-th percentile (0-100) of `v` (sorted in place); 0 when empty.
 pub fn percentile(v: &mut [u64], p: u32) -> u64 {
     if v.is_empty() {
@@ -376,4 +436,72 @@ pub fn percentile(v: &mut [u64], p: u32) -> u64 {
     v.sort_unstable();
     let i = (v.len() - 1) * p as usize / 100;
     v[i]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One task whose first attempt (fence 1) asked for a 4 s retry at 1,000
+    /// and whose second attempt (fence 2) started at `next`.
+    fn retried(next: u64) -> Vec<Event> {
+        let task = || "t0000001".to_owned();
+        vec![
+            Event::Start { task: task(), fence: 1, attempt: 1, pid: 7, t: 990 },
+            Event::Retry { task: task(), fence: 1, delay_ms: 4_000, pid: 7, t: 999 },
+            Event::End { task: task(), fence: 1, pid: 7, t: 1_000 },
+            Event::Finish {
+                task: task(),
+                fence: 1,
+                pid: 7,
+                t: 1_002,
+                target: "PENDING".to_owned(),
+                result: "ok:PENDING".to_owned(),
+            },
+            Event::Start { task: task(), fence: 2, attempt: 2, pid: 8, t: next },
+            Event::End { task: task(), fence: 2, pid: 8, t: next + 10 },
+            Event::Finish {
+                task: task(),
+                fence: 2,
+                pid: 8,
+                t: next + 12,
+                target: "COMPLETED".to_owned(),
+                result: "ok:COMPLETED".to_owned(),
+            },
+        ]
+    }
+
+    fn finals() -> HashMap<String, Final> {
+        let done = Final { state: "COMPLETED".to_owned(), fence: 2, tier: "hot", copies: 1 };
+        HashMap::from([("t0000001".to_owned(), done)])
+    }
+
+    #[test]
+    fn a_retry_asked_by_the_handler_explains_the_rerun_once_its_delay_elapsed() {
+        let r = check(&retried(5_050), &["t0000001".to_owned()], &finals(), 2_000);
+        assert_eq!(r.violations, Vec::<String>::new());
+        assert_eq!(r.rerun_causes.get("retry requested by the handler"), Some(&1));
+        assert_eq!((r.retries_asked, r.retries_accepted, r.early_retries), (1, 1, 0));
+        assert_eq!(r.retry_lateness_ms, vec![50]);
+    }
+
+    #[test]
+    fn a_rerun_before_the_retry_delay_elapsed_is_a_violation() {
+        let r = check(&retried(3_000), &["t0000001".to_owned()], &finals(), 2_000);
+        assert_eq!(r.early_retries, 1);
+        assert!(r.violations.iter().any(|v| v.contains("2000 ms before the retry")), "{:?}", r.violations);
+    }
+
+    #[test]
+    fn a_task_demoted_without_asking_for_a_retry_is_a_violation() {
+        let mut r = check(&retried(5_050), &["t0000001".to_owned()], &finals(), 2_000);
+        check_demoted(&mut r, &HashSet::from(["t0000001".to_owned(), "t0000002".to_owned()]), true);
+        assert_eq!(r.demoted_seen, 2);
+        assert_eq!(r.violations.len(), 1, "{:?}", r.violations);
+        assert!(r.violations[0].starts_with("task t0000002:"));
+
+        let mut none = check(&retried(5_050), &["t0000001".to_owned()], &finals(), 2_000);
+        check_demoted(&mut none, &HashSet::new(), true);
+        assert!(none.violations.iter().any(|v| v.contains("none was ever seen in the cold tier")));
+    }
 }

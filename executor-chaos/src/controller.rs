@@ -2,7 +2,7 @@
 //! a steady pace, injects faults for a bounded time, drains, then checks.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, Ordering},
@@ -13,7 +13,7 @@ use std::{
 use executor_core::{Due, Namespace, NewTask, Storage, SubmitMode, TaskId, TaskState};
 
 use crate::{
-    check::{Final, check, check_due},
+    check::{Final, check, check_demoted, check_due},
     fleet::{Fleet, backend_name, drop_connections, restart_store},
     ledger::{Ledger, now_ms, read_dir},
     process::TempDir,
@@ -75,6 +75,12 @@ pub struct RunArgs {
     /// other backends submit every task due now.
     #[arg(long, default_value_t = 30)]
     pub far_percent: u8,
+    /// Percent of the tasks (picked by `worker::retries_far` from their
+    /// index) whose first attempt asks for a retry 4-6 s later, past a
+    /// `tiered` store's horizon, so the retry is moved from the hot tier to
+    /// the cold one and promoted back under faults. 0: none.
+    #[arg(long, default_value_t = 0)]
+    pub retry_percent: u8,
     /// Most time to wait for the last tasks after the faults stop, seconds.
     #[arg(long, default_value_t = 120)]
     pub drain_seconds: u64,
@@ -131,6 +137,7 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
         max_ms: 100,
         block_ms: 0,
         current_thread: false,
+        retry_percent: args.retry_percent,
     };
     let ledger = Ledger::open(&dir.path().join("controller.log"))?;
     let fleet = Arc::new(Mutex::new(Fleet::new(template, dir.path().to_path_buf(), ledger)));
@@ -157,7 +164,12 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
         std::thread::spawn(move || inject(&fleet, &servers, &args, started + run_for))
     };
     let sampling = Arc::new(AtomicBool::new(true));
-    let sampler = tokio::spawn(sample_tiers(storage.clone(), ns.clone(), Arc::clone(&sampling)));
+    let sampler = tokio::spawn(sample_tiers(
+        storage.clone(),
+        ns.clone(),
+        Arc::clone(&sampling),
+        args.retry_percent > 0,
+    ));
 
     let (submit_errors, due_ms) =
         submit_paced(&storage, &ns, &ids, &delays, started, run_for.mul_f64(0.9)).await;
@@ -172,13 +184,16 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
     let drain_time = fault_end.elapsed();
     lock(&fleet).stop_all(Duration::from_secs(10));
     sampling.store(false, Ordering::Relaxed);
-    let waiting_peak = sampler.await.unwrap_or_default();
+    let (waiting_peak, demoted) = sampler.await.unwrap_or_default();
 
     let finals = read_finals(&storage, &ns).await?;
     let (events, torn) = read_dir(dir.path())?;
     let mut report = check(&events, &ids, &finals, args.lease_ms);
     check_due(&mut report, &events, &due_ms);
     report.waiting_peak = waiting_peak;
+    if args.retry_percent > 0 {
+        check_demoted(&mut report, &demoted, args.storage == Backend::Tiered);
+    }
     if !drained {
         report.violations.push(format!("tasks still not terminal {:?} after the faults stopped", drain_time));
     }
@@ -388,14 +403,22 @@ async fn read_finals<S: ChaosStore>(storage: &S, ns: &Namespace) -> Result<HashM
 }
 
 /// Samples the tasks waiting in each tier every 250 ms while `on`; returns
-/// the most seen at once per tier (evidence that a tiered run used its cold tier).
+/// the most seen at once per tier (evidence that a tiered run used its cold
+/// tier) and, when `demotions`, every task seen waiting in the cold tier
+/// after an attempt (a retry moved there from the hot tier).
 async fn sample_tiers<S: ChaosStore>(
     storage: S,
     ns: Namespace,
     on: Arc<AtomicBool>,
-) -> BTreeMap<&'static str, u64> {
+    demotions: bool,
+) -> (BTreeMap<&'static str, u64>, HashSet<String>) {
     let mut peak: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut demoted = HashSet::new();
     while on.load(Ordering::Relaxed) {
+        // A demoted retry waits 1-3 s in the cold tier: a sample every 250 ms sees nearly all.
+        if demotions && let Ok(ids) = storage.demoted(&ns).await {
+            demoted.extend(ids);
+        }
         // A store outage only skips a sample.
         if let Ok(tiers) = storage.tier_counts(&ns).await {
             for (tier, c) in tiers {
@@ -406,5 +429,5 @@ async fn sample_tiers<S: ChaosStore>(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    peak
+    (peak, demoted)
 }

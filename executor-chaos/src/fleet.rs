@@ -59,6 +59,13 @@ impl Fleet {
             .args(["--lease-ms", &t.lease_ms.to_string(), "--concurrency", &t.concurrency.to_string()])
             .args(["--min-ms", &t.min_ms.to_string(), "--max-ms", &t.max_ms.to_string()])
             .args(t.cold_url.iter().flat_map(|u| ["--cold-url", u.as_str()]))
+            // Only when asked for: a default run starts its workers as before.
+            .args(
+                (t.retry_percent > 0)
+                    .then(|| ["--retry-percent".to_owned(), t.retry_percent.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(extra)
             .env("RUST_LOG", std::env::var("CHAOS_WORKER_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .stdin(Stdio::null())

@@ -69,6 +69,20 @@ pub enum Event {
         /// When.
         t: u64,
     },
+    /// The handler is about to return an error asking for a retry after
+    /// `delay_ms` (`chaos run --retry-percent`); its `End` follows.
+    Retry {
+        /// Task id.
+        task: String,
+        /// Fence of the attempt.
+        fence: u64,
+        /// The delay asked for, ms.
+        delay_ms: u64,
+        /// Process.
+        pid: u32,
+        /// When.
+        t: u64,
+    },
     /// The handler returned.
     End {
         /// Task id.

@@ -51,6 +51,14 @@ pub trait ChaosStore: Storage + Clone + Sized {
         async move { Ok(vec![("store", list_all(self, ns).await?)]) }
     }
 
+    /// Ids of the tasks waiting in a cold tier that had already been
+    /// attempted: retries moved there from the hot tier (tasks submitted far
+    /// arrive unattempted). Empty for a single store.
+    fn demoted(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<String>>> + Send {
+        let _ = ns;
+        async { Ok(Vec::new()) }
+    }
+
     /// Task counts by state, per tier (named as in [`ChaosStore::tier_records`]).
     fn tier_counts(
         &self,

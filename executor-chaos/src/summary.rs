@@ -76,6 +76,26 @@ pub fn print_summary(
             percentile(&mut late, 100)
         );
     }
+    if args.retry_percent > 0 {
+        let mut late = r.retry_lateness_ms.clone();
+        println!(
+            "retries asked by the handler: {} ({} tasks; {}-{} ms, write accepted {})",
+            r.retries_asked,
+            r.retried_tasks.len(),
+            crate::worker::RETRY_DELAY_MS.start(),
+            crate::worker::RETRY_DELAY_MS.end(),
+            r.retries_accepted
+        );
+        println!("retried tasks seen waiting in the cold tier (hot to cold, sampled): {}", r.demoted_seen);
+        println!("retried tasks started again before the retry was due: {}", r.early_retries);
+        println!(
+            "retried tasks, next start after the retry was due (ms): n={} p50={} p99={} max={}",
+            late.len(),
+            percentile(&mut late, 50),
+            percentile(&mut late, 99),
+            percentile(&mut late, 100)
+        );
+    }
     for (kind, v) in &r.recovery_ms {
         let mut v = v.clone();
         println!(

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use executor_core::{Error, Namespace, Result, StateCounts, Storage, TaskRecord, TieredStorage};
+use executor_core::{
+    Error, ListQuery, Namespace, Result, StateCounts, Storage, TaskRecord, TaskState, TieredStorage,
+};
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;
 
@@ -59,6 +61,19 @@ impl ChaosStore for Tiered {
 
     async fn tier_records(&self, ns: &Namespace) -> Result<Vec<(&'static str, Vec<TaskRecord>)>> {
         Ok(vec![("hot", list_all(self.hot(), ns).await?), ("cold", list_all(self.cold(), ns).await?)])
+    }
+
+    async fn demoted(&self, ns: &Namespace) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut query = ListQuery::new(TaskState::Pending, 1_000);
+        loop {
+            let page = self.cold().list(ns, query.clone()).await?;
+            out.extend(page.tasks.iter().filter(|t| t.attempts > 0).map(|t| t.id.as_str().to_owned()));
+            match page.next {
+                Some(next) => query.cursor = Some(next),
+                None => return Ok(out),
+            }
+        }
     }
 
     async fn tier_counts(&self, ns: &Namespace) -> Result<Vec<(&'static str, StateCounts)>> {

@@ -15,6 +15,25 @@ use crate::{
 /// The handler every chaos task runs.
 pub const TASK_NAME: &str = "chaos_step";
 
+/// The delays, in ms, a first attempt picked by [`retries_far`] asks to be
+/// retried after: past the tiered store's 3 s horizon
+/// ([`crate::tiered::HORIZON`]), so the retry is demoted to the cold tier.
+pub const RETRY_DELAY_MS: std::ops::RangeInclusive<u64> = 4_000..=6_000;
+
+/// Whether the task with payload `index` asks for a far retry on its first
+/// attempt, for `percent` % of the tasks. A fixed permutation of the index
+/// mod 100 (37 is prime to 100), so the choice does not line up with the
+/// controller's `index % 100 < far_percent` (tasks submitted far).
+///
+/// ```
+/// use executor_chaos::worker::retries_far;
+/// assert_eq!((0..1_000).filter(|i| retries_far(*i, 20)).count(), 200);
+/// assert!(!(0..1_000).any(|i| retries_far(i, 0)));
+/// ```
+pub fn retries_far(index: u64, percent: u8) -> bool {
+    (index % 100 * 37 + 11) % 100 < u64::from(percent)
+}
+
 /// Settings of one worker process.
 #[derive(Clone, Debug, clap::Args)]
 pub struct WorkerArgs {
@@ -49,6 +68,13 @@ pub struct WorkerArgs {
     /// ignoring cancellation (fault test: a handler stuck past its lease).
     #[arg(long, default_value_t = 0)]
     pub block_ms: u64,
+    /// Percent of the tasks (chosen by [`retries_far`] from the task's
+    /// index) whose first attempt asks for a retry after a delay in
+    /// [`RETRY_DELAY_MS`], past a tiered store's horizon: the runtime writes
+    /// it back `PENDING` and `TieredStorage` moves it to the cold tier. 0:
+    /// every attempt completes.
+    #[arg(long, default_value_t = 0)]
+    pub retry_percent: u8,
     /// Run on a single-threaded runtime (a blocked handler then also blocks
     /// the heartbeat, as on a starved machine).
     #[arg(long)]
@@ -103,8 +129,9 @@ async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
 fn handler(ledger: Ledger, args: &WorkerArgs) -> Handler {
     let (min, max) = (args.min_ms.min(args.max_ms), args.max_ms.max(args.min_ms));
     let block = Duration::from_millis(args.block_ms);
+    let retry_percent = args.retry_percent;
     let ledger = Arc::new(ledger);
-    Handler::new(TASK_NAME, move |_index: u64, ctx: TaskContext| {
+    Handler::new(TASK_NAME, move |index: u64, ctx: TaskContext| {
         let ledger = Arc::clone(&ledger);
         async move {
             let pid = std::process::id();
@@ -123,6 +150,15 @@ fn handler(ledger: Ledger, args: &WorkerArgs) -> Handler {
             } else {
                 // Deliberately blocks the thread and ignores cancellation.
                 std::thread::sleep(block);
+            }
+            if ctx.attempt() == 1 && retries_far(index, retry_percent) {
+                let delay_ms = rand::random_range(RETRY_DELAY_MS);
+                ledger.record(&Event::Retry { task: guard.task.clone(), fence, delay_ms, pid, t: now_ms() });
+                guard.finish();
+                return Err(TaskError::retry_after(
+                    "chaos: retry asked past the horizon",
+                    Duration::from_millis(delay_ms),
+                ));
             }
             guard.finish();
             Ok::<(), TaskError>(())
