@@ -181,6 +181,15 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
         let before = storage.server_cpu().await;
         let (set, zadd) = redis_benchmark(&args.redis_url)?;
         let after = storage.server_cpu().await;
+        if let Some(redis) = storage.redis() {
+            // redis-benchmark's own keys: leave the server as found.
+            let keys = vec!["key:__rand_int__", "myzset"];
+            let dropped: Result<i64, _> =
+                fred::interfaces::KeysInterface::del(redis.pool().next(), keys).await;
+            if let Err(e) = dropped {
+                eprintln!("could not delete redis-benchmark's keys: {e}");
+            }
+        }
         println!(
             "ceiling   redis-benchmark -q -t set,zadd -n 200000: SET {set:.0} req/s, ZADD {zadd:.0} req/s"
         );

@@ -23,7 +23,9 @@ local function int(n)
   return string.format('%d', n)
 end
 
--- Count changes are gathered per call and written once per state.
+-- Count changes are gathered per call and written once per state. A count
+-- that reaches zero is deleted, so a namespace whose tasks are all gone
+-- leaves no counts hash behind (Redis drops an empty hash).
 local deltas = {}
 local function move(from, to)
   if from then deltas[from] = (deltas[from] or 0) - 1 end
@@ -31,7 +33,9 @@ local function move(from, to)
 end
 local function flush_counts()
   for state, d in pairs(deltas) do
-    if d ~= 0 then redis.call('HINCRBY', KEYS[7], state, d) end
+    if d ~= 0 and redis.call('HINCRBY', KEYS[7], state, d) == 0 then
+      redis.call('HDEL', KEYS[7], state)
+    end
   end
 end
 
