@@ -96,15 +96,9 @@ where
     for i in 0..corrupt + HEALTHY {
         let id = TaskId::new(format!("g{i}")).map_err(step("id"))?;
         let task = NewTask {
-            id: id.clone(),
             name: NAME.to_owned(),
             payload: i.to_string().into_bytes(),
-            due: Due::Now,
-            max_attempts: 3,
-            max_duration: None,
-            timeout: None,
-            retry: None,
-            mode: SubmitMode::Plain,
+            ..executor_core::testing::new_task(id.as_str())
         };
         storage.submit(&ns, task).await.map_err(step("submit"))?;
         ids.push(id);
@@ -232,6 +226,14 @@ fn store_cases<T: std::fmt::Debug>(
     result.map_err(|e| e.to_string())
 }
 
+/// The failure of a case whose store does not answer, saying how to start it.
+fn down(store: &'static str, url: &str) -> impl FnOnce(executor_core::Error) -> TestCaseError + use<> {
+    let url = url.to_owned();
+    move |e| {
+        TestCaseError::fail(format!("{store} at {url} does not answer ({e}); start it with scripts/test.sh"))
+    }
+}
+
 /// Fields of task hashes set to garbage with HSET (field codes of
 /// `executor-redis/src/record.rs`).
 #[test]
@@ -240,11 +242,8 @@ fn redis_hash_garbage() -> Result<(), String> {
     store_cases("redis", strategy, |edits| {
         runtime()?.block_on(async {
             let url = common::redis_url();
-            let storage = executor_redis::RedisStorage::connect_once(&url).await.map_err(|e| {
-                TestCaseError::fail(format!(
-                    "Redis at {url} does not answer ({e}); start it with scripts/test.sh"
-                ))
-            })?;
+            let storage =
+                executor_redis::RedisStorage::connect_once(&url).await.map_err(down("Redis", &url))?;
             let n = edits.len();
             run_with_garbage(storage, "redis", n, |s, ns, ids| async move {
                 use fred::interfaces::HashesInterface;
@@ -325,11 +324,8 @@ fn mysql_row_garbage() -> Result<(), String> {
     store_cases("mysql", strategy, |edits| {
         runtime()?.block_on(async {
             let url = common::mysql_url();
-            let storage = executor_mysql::MySqlStorage::connect_once(&url).await.map_err(|e| {
-                TestCaseError::fail(format!(
-                    "MariaDB at {url} does not answer ({e}); start it with scripts/test.sh"
-                ))
-            })?;
+            let storage =
+                executor_mysql::MySqlStorage::connect_once(&url).await.map_err(down("MariaDB", &url))?;
             let n = edits.len();
             run_with_garbage(storage, "mysql", n, |s, ns, ids| async move {
                 let mut done = Vec::new();

@@ -14,8 +14,7 @@ use std::time::Duration;
 use common::TestResult;
 use executor_chaos::store::ChaosStore;
 use executor_core::{
-    Due, Executor, Handler, Namespace, NewTask, Storage, SubmitMode, TaskContext, TaskError, TaskId,
-    TaskState,
+    Executor, Handler, Namespace, NewTask, Storage, TaskContext, TaskError, TaskId, TaskState,
 };
 use executor_mysql::MySqlStorage;
 
@@ -32,15 +31,9 @@ async fn poisoned(update: &'static str) -> TestResult {
             .submit(
                 &ns,
                 NewTask {
-                    id: id.clone(),
                     name: "poison_step".to_owned(),
                     payload: b"1".to_vec(),
-                    due: Due::Now,
-                    max_attempts: 3,
-                    max_duration: None,
-                    timeout: None,
-                    retry: None,
-                    mode: SubmitMode::Plain,
+                    ..executor_core::testing::new_task(id.as_str())
                 },
             )
             .await?;

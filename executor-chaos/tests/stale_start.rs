@@ -49,6 +49,24 @@ impl Intercept<MemoryStorage> for SlowClaim {
     }
 }
 
+/// An executor of the test's namespace with a 1 s lease, named `worker`.
+async fn executor<S: Storage>(
+    store: S,
+    worker: &str,
+    running: &Arc<AtomicUsize>,
+    most: &Arc<AtomicUsize>,
+) -> Result<Executor<S>> {
+    Executor::builder(store)
+        .namespace("stale-start")
+        .worker_id(worker)
+        .lease(Duration::from_secs(1))
+        .heartbeat_interval(Duration::from_millis(250))
+        .housekeeping_interval(Duration::from_millis(100))
+        .handler(handler(Arc::clone(running), Arc::clone(most)))
+        .build()
+        .await
+}
+
 fn handler(running: Arc<AtomicUsize>, most: Arc<AtomicUsize>) -> Handler {
     Handler::new("stale_step", move |_: u64, _: TaskContext| {
         let (running, most) = (Arc::clone(&running), Arc::clone(&most));
@@ -78,24 +96,8 @@ async fn a_claim_delivered_after_its_lease_expired_is_not_started() -> Result<()
         store.clone(),
         SlowClaim { delay: Duration::from_millis(2_500), delayed: AtomicBool::new(false) },
     );
-    let paused = Executor::builder(slow)
-        .namespace("stale-start")
-        .worker_id("paused")
-        .lease(Duration::from_secs(1))
-        .heartbeat_interval(Duration::from_millis(250))
-        .housekeeping_interval(Duration::from_millis(100))
-        .handler(handler(Arc::clone(&running), Arc::clone(&most)))
-        .build()
-        .await?;
-    let other = Executor::builder(store.clone())
-        .namespace("stale-start")
-        .worker_id("other")
-        .lease(Duration::from_secs(1))
-        .heartbeat_interval(Duration::from_millis(250))
-        .housekeeping_interval(Duration::from_millis(100))
-        .handler(handler(Arc::clone(&running), Arc::clone(&most)))
-        .build()
-        .await?;
+    let paused = executor(slow, "paused", &running, &most).await?;
+    let other = executor(store.clone(), "other", &running, &most).await?;
     let id = TaskBuilder::new("stale_step", 1u64, TaskOptions::new().retry_limit(5)).submit(&paused).await?;
     let a = paused.start();
     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -18,7 +18,7 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use executor_core::{Due, Executor, Handler, Namespace, NewTask, Storage, SubmitMode, TaskContext, TaskId};
+use executor_core::{Executor, Handler, Namespace, NewTask, Storage, TaskContext, TaskId};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::{sync::mpsc, time::Instant};
 
@@ -62,15 +62,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn task(name: &str, payload: Vec<u8>) -> NewTask {
     NewTask {
-        id: TaskId::generate(),
         name: name.to_owned(),
         payload,
-        due: Due::Now,
-        max_attempts: 3,
-        max_duration: None,
-        timeout: None,
-        retry: None,
-        mode: SubmitMode::Plain,
+        ..executor_core::testing::new_task(TaskId::generate().as_str())
     }
 }
 

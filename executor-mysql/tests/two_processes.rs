@@ -6,9 +6,7 @@ mod support;
 
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{
-    Due, Executor, Handler, NewTask, Storage, SubmitMode, TaskContext, TaskId, TaskState, testing,
-};
+use executor_core::{Executor, Handler, NewTask, Storage, TaskContext, TaskId, TaskState, testing};
 use executor_mysql::MySqlStorage;
 use support::{cleanup, storage, url};
 use tokio::time::Instant;
@@ -72,15 +70,9 @@ async fn two_processes_run_each_task_once() -> TestResult {
     runs_table(s.pool()).await?;
     let tasks: Vec<NewTask> = (0..TASKS)
         .map(|_| NewTask {
-            id: TaskId::generate(),
             name: "mark".to_owned(),
             payload: b"null".to_vec(),
-            due: Due::Now,
-            max_attempts: 3,
-            max_duration: None,
-            timeout: None,
-            retry: None,
-            mode: SubmitMode::Plain,
+            ..testing::new_task(TaskId::generate().as_str())
         })
         .collect();
     // Both processes start before the tasks land, so both compete for them.

@@ -7,7 +7,7 @@ mod common;
 
 use std::{collections::HashMap, process::Stdio, time::Duration};
 
-use executor_core::{Due, Executor, Handler, NewTask, Storage, SubmitMode, TaskContext, TaskId, TaskState};
+use executor_core::{Executor, Handler, NewTask, Storage, TaskContext, TaskId, TaskState};
 use fred::interfaces::{HashesInterface, KeysInterface};
 use tokio::time::Instant;
 
@@ -65,15 +65,9 @@ async fn two_processes_run_each_task_once() -> TestResult {
     let (storage, ns) = common::fresh().await;
     let tasks: Vec<NewTask> = (0..TASKS)
         .map(|_| NewTask {
-            id: TaskId::generate(),
             name: "mark".to_owned(),
             payload: b"null".to_vec(),
-            due: Due::Now,
-            max_attempts: 3,
-            max_duration: None,
-            timeout: None,
-            retry: None,
-            mode: SubmitMode::Plain,
+            ..executor_core::testing::new_task(TaskId::generate().as_str())
         })
         .collect();
     // Both processes start before the tasks land, so both compete for them.
