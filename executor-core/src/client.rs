@@ -215,6 +215,12 @@ impl<S: Storage> Client<S> {
     }
 
     fn check(&self, task: &NewTask) -> Result<()> {
+        task.validate()?;
+        if let SubmitMode::Debounce(d) = &task.mode
+            && d.max_wait.is_some_and(|w| w < d.window)
+        {
+            return Err(Error::invalid("debounce", "max_wait is shorter than the window"));
+        }
         if let Some(registry) = &self.inner.registry
             && registry.get(&task.name).is_none()
         {
@@ -222,24 +228,6 @@ impl<S: Storage> Client<S> {
         }
         if task.payload.len() > self.inner.max_payload {
             return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: self.inner.max_payload });
-        }
-        if task.max_attempts == 0 {
-            return Err(Error::invalid("max_attempts", "must be at least 1"));
-        }
-        if let Some(retry) = &task.retry {
-            if !retry.is_storable() {
-                return Err(Error::invalid(
-                    "retry policy",
-                    "a custom retry function is code: set it as the handler's default, not per submit",
-                ));
-            }
-            retry.validate()?;
-        }
-        if let SubmitMode::Debounce(d) = &task.mode {
-            crate::id::validate_key("debounce key", &d.key, crate::id::MAX_ID_LEN)?;
-            if d.max_wait.is_some_and(|w| w < d.window) {
-                return Err(Error::invalid("debounce", "max_wait is shorter than the window"));
-            }
         }
         Ok(())
     }

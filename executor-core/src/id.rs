@@ -24,7 +24,7 @@ pub const MAX_ID_LEN: usize = 191;
 /// # Ok::<(), executor_core::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(try_from = "String", into = "String")]
 pub struct TaskId(String);
 
 impl TaskId {
@@ -87,6 +87,12 @@ impl TryFrom<String> for TaskId {
     }
 }
 
+impl From<TaskId> for String {
+    fn from(id: TaskId) -> Self {
+        id.0
+    }
+}
+
 /// Longest namespace accepted, in bytes.
 pub const MAX_NAMESPACE_LEN: usize = 64;
 
@@ -100,7 +106,7 @@ pub const MAX_NAMESPACE_LEN: usize = 64;
 /// assert!(Namespace::new("my app").is_err());
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(try_from = "String", into = "String")]
 pub struct Namespace(String);
 
 impl Namespace {
@@ -140,6 +146,26 @@ impl Default for Namespace {
     }
 }
 
+impl TryFrom<String> for Namespace {
+    type Error = Error;
+    fn try_from(value: String) -> Result<Self> {
+        Self::new(value)
+    }
+}
+
+impl TryFrom<&str> for Namespace {
+    type Error = Error;
+    fn try_from(value: &str) -> Result<Self> {
+        Self::new(value)
+    }
+}
+
+impl From<Namespace> for String {
+    fn from(ns: Namespace) -> Self {
+        ns.0
+    }
+}
+
 impl fmt::Debug for Namespace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&self.0, f)
@@ -155,7 +181,7 @@ impl fmt::Display for Namespace {
 /// Identifies one executor process (or one claimer inside it) as the owner
 /// of leases and of leadership. Generated per executor: `hostname-pid-uuid`.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(try_from = "String", into = "String")]
 pub struct WorkerId(String);
 
 impl WorkerId {
@@ -178,6 +204,19 @@ impl WorkerId {
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl TryFrom<String> for WorkerId {
+    type Error = Error;
+    fn try_from(value: String) -> Result<Self> {
+        Self::new(value)
+    }
+}
+
+impl From<WorkerId> for String {
+    fn from(id: WorkerId) -> Self {
+        id.0
     }
 }
 
@@ -215,6 +254,24 @@ pub(crate) fn validate_key(what: &'static str, key: &str, max: usize) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deserialize_validates_like_new() {
+        // Config and JSON bodies must not smuggle in what `new` refuses
+        // (a namespace that escapes its Redis hash tag, an id with a
+        // trailing space that MySQL's collation equates with another).
+        for bad in [r#""victim}:t:X{""#, r#""pad ""#, r#""""#] {
+            assert!(serde_json::from_str::<Namespace>(bad).is_err(), "namespace {bad} accepted");
+        }
+        for bad in [r#""pad ""#, r#""""#, r#""a\nb""#] {
+            assert!(serde_json::from_str::<TaskId>(bad).is_err(), "task id {bad} accepted");
+            assert!(serde_json::from_str::<WorkerId>(bad).is_err(), "worker id {bad} accepted");
+        }
+        let ns: Namespace = serde_json::from_str(r#""my-app""#).expect("valid namespace");
+        assert_eq!(serde_json::to_string(&ns).expect("serializes"), r#""my-app""#);
+        let id: TaskId = serde_json::from_str(r#""order_1""#).expect("valid id");
+        assert_eq!(serde_json::to_string(&id).expect("serializes"), r#""order_1""#);
+    }
 
     #[test]
     fn generated_ids_are_valid_and_unique() {

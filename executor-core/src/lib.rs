@@ -126,10 +126,11 @@ pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
 pub use state::{TaskState, Transition};
 pub use storage::{
     CancelOutcome, Heartbeat, Leadership, ListQuery, Page, Reaped, Retention, StateCounts, Storage,
+    Unreadable,
 };
 pub use task::{Debounce, Due, Finish, Lease, NewTask, SubmitMode, SubmitOutcome, Submitted, TaskRecord};
 pub use tiered::{DEFAULT_HORIZON, PromoteStep, Tier, TieredStorage};
-pub use time::Timestamp;
+pub use time::{MAX_DURATION, Timestamp};
 
 pub use executor_macros::reliable_task;
 

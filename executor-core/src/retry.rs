@@ -161,8 +161,10 @@ impl RetryPolicy {
     /// [`Error::Invalid`] naming the bad parameter.
     pub fn validate(&self) -> Result<()> {
         match self {
-            Self::Fixed { .. } | Self::Custom(_) => Ok(()),
+            Self::Custom(_) => Ok(()),
+            Self::Fixed { interval } => crate::time::check_duration("retry interval", *interval),
             Self::Exponential { base, factor, cap, jitter } => {
+                crate::time::check_duration("retry cap", *cap)?;
                 if !factor.is_finite() || *factor < 1.0 {
                     return Err(Error::invalid(
                         "retry policy",
@@ -186,7 +188,9 @@ impl RetryPolicy {
             Self::Levels { levels } if levels.is_empty() => {
                 Err(Error::invalid("retry policy", "levels must name at least one delay"))
             }
-            Self::Levels { .. } => Ok(()),
+            Self::Levels { levels } => {
+                levels.iter().try_for_each(|d| crate::time::check_duration("retry level", *d))
+            }
         }
     }
 

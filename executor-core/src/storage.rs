@@ -127,6 +127,15 @@ pub trait Storage: Send + Sync + 'static {
     /// Store failures; [`crate::Error::Invalid`] for a cursor the store did not make.
     fn list(&self, ns: &Namespace, query: ListQuery) -> impl Future<Output = Result<Page>> + Send;
 
+    /// Deletes one task in any state, readable or not; returns whether it
+    /// existed. The way out for a record that no longer parses. A worker
+    /// still running a deleted task has its finish refused as stale, and
+    /// its debounce key, counts and indexes go with it.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn delete(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<bool>> + Send;
+
     /// The number of tasks in each state.
     ///
     /// # Errors
@@ -301,6 +310,20 @@ pub struct Page {
     pub tasks: Vec<TaskRecord>,
     /// Cursor of the next page; `None` on the last.
     pub next: Option<String>,
+    /// Records in this page's range that did not parse (edited by hand,
+    /// written by a newer version): skipped so the rest of the page still
+    /// reads (invariant 7). Delete one with [`Storage::delete`], or inspect
+    /// it in the store.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A stored record that a page skipped because it does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unreadable {
+    /// The task's id as stored (it may itself be what is wrong).
+    pub id: String,
+    /// What did not parse.
+    pub reason: String,
 }
 
 /// Counts of tasks by state.

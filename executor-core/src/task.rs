@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{RetryPolicy, TaskId, TaskState, Timestamp, WorkerId};
+use crate::{
+    Error, MAX_RETRY_LIMIT, Result, RetryPolicy, TaskId, TaskState, Timestamp, WorkerId,
+    time::{check_duration, check_instant},
+};
 
 /// Everything the store knows about one task; what `status` returns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -143,6 +146,71 @@ pub struct NewTask {
     pub mode: SubmitMode,
 }
 
+impl NewTask {
+    /// Checks every field against the ranges all stores share: a valid id
+    /// and debounce key, `1..=MAX_RETRY_LIMIT + 1` attempts, every duration
+    /// at most [`crate::MAX_DURATION`], a `run_at` no later than
+    /// [`Timestamp::MAX`], a storable, valid retry policy. [`crate::Client`]
+    /// calls it before a submit reaches the store, and every store calls it
+    /// again at its entry point, so a task built by hand gets the same
+    /// answer on every backend (invariant 6).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the field and its range.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use executor_core::{Due, testing};
+    ///
+    /// let mut task = testing::new_task("t1");
+    /// assert!(task.validate().is_ok());
+    /// task.due = Due::After(Duration::MAX);
+    /// assert!(task.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        crate::id::validate_key("task id", self.id.as_str(), crate::MAX_ID_LEN)?;
+        crate::id::validate_key("task name", &self.name, crate::MAX_ID_LEN)?;
+        if self.max_attempts == 0 || self.max_attempts > MAX_RETRY_LIMIT + 1 {
+            return Err(Error::invalid(
+                "max_attempts",
+                format!(
+                    "{} is outside 1..={} (retry_limit 0..={MAX_RETRY_LIMIT})",
+                    self.max_attempts,
+                    MAX_RETRY_LIMIT + 1
+                ),
+            ));
+        }
+        match self.due {
+            Due::Now => {}
+            Due::After(d) => check_duration("delay", d)?,
+            Due::At(t) => check_instant("run_at", t)?,
+        }
+        if let Some(d) = self.max_duration {
+            check_duration("max_duration", d)?;
+        }
+        if let Some(d) = self.timeout {
+            check_duration("timeout", d)?;
+        }
+        if let Some(retry) = &self.retry {
+            if !retry.is_storable() {
+                return Err(Error::invalid(
+                    "retry policy",
+                    "a custom retry function is code: set it as the handler's default, not per submit",
+                ));
+            }
+            retry.validate()?;
+        }
+        if let SubmitMode::Debounce(d) = &self.mode {
+            crate::id::validate_key("debounce key", &d.key, crate::MAX_ID_LEN)?;
+            check_duration("debounce window", d.window)?;
+            if let Some(w) = d.max_wait {
+                check_duration("debounce max_wait", w)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What a submit did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -208,6 +276,20 @@ impl Finish {
             Self::Errored { .. } => TaskState::Error,
             Self::Cancelled => TaskState::Cancelled,
         }
+    }
+
+    /// Checks the finish against the ranges all stores share: a retry delay
+    /// of at most [`crate::MAX_DURATION`]. Every store calls it for each
+    /// item before writing, so one bad item is refused alone and never
+    /// fails the rest of its batch (invariant 7).
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the field and its range.
+    pub fn validate(&self) -> Result<()> {
+        if let Self::Retry { delay, .. } = self {
+            check_duration("retry delay", *delay)?;
+        }
+        Ok(())
     }
 
     /// The error text recorded, if any.

@@ -7,6 +7,15 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
+use crate::{Error, Result};
+
+/// The longest duration any option, delay or window may have: 1,000 years
+/// of 365 days. Past it a store's arithmetic could overflow (Lua numbers,
+/// `BIGINT`), so every longer value is refused with [`Error::Invalid`] at
+/// submit, at build and in `finish`, on every store alike. For "no limit",
+/// leave the option unset.
+pub const MAX_DURATION: Duration = Duration::from_secs(1_000 * 365 * 86_400);
+
 /// A point in time in milliseconds since the Unix epoch.
 ///
 /// Due times, leases and deadlines are stamped by the store's clock (Redis
@@ -17,6 +26,10 @@ use serde::{Deserialize, Serialize};
 pub struct Timestamp(u64);
 
 impl Timestamp {
+    /// The latest instant a task may be due: 9999-12-31T23:59:59.999Z.
+    /// Later instants are refused with [`Error::Invalid`].
+    pub const MAX: Timestamp = Timestamp(253_402_300_799_999);
+
     /// From milliseconds since the epoch.
     pub const fn from_millis(ms: u64) -> Self {
         Self(ms)
@@ -70,6 +83,41 @@ impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
     }
+}
+
+/// Checks that `d` is at most [`MAX_DURATION`].
+///
+/// # Errors
+/// [`Error::Invalid`] naming `what` and the range.
+pub(crate) fn check_duration(what: &'static str, d: Duration) -> Result<()> {
+    if d > MAX_DURATION {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "{d:?} is longer than the maximum of {} days (1,000 years); leave it unset for no limit",
+                MAX_DURATION.as_secs() / 86_400
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `t` is at most [`Timestamp::MAX`].
+///
+/// # Errors
+/// [`Error::Invalid`] naming `what` and the range.
+pub(crate) fn check_instant(what: &'static str, t: Timestamp) -> Result<()> {
+    if t > Timestamp::MAX {
+        return Err(Error::invalid(
+            what,
+            format!(
+                "{} ms since the epoch is past the latest instant, {} (year 9999)",
+                t.0,
+                Timestamp::MAX.0
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Duration in whole milliseconds, saturating (stores keep milliseconds).

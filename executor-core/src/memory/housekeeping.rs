@@ -145,7 +145,7 @@ impl Space {
             (Some(_), Some(last)) => Some(encode_cursor(&last.id)),
             _ => None,
         };
-        Ok(Page { tasks, next })
+        Ok(Page { tasks, next, unreadable: Vec::new() })
     }
 
     /// Tasks per state.

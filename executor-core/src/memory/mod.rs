@@ -197,6 +197,10 @@ impl Storage for MemoryStorage {
         self.with(ns, |space, _| space.list(query))
     }
 
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        Ok(self.with(ns, |space, _| space.delete(id).is_some()))
+    }
+
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
         Ok(self.with(ns, |space, _| space.counts()))
     }

@@ -77,11 +77,9 @@ impl Space {
 
     /// Stores a task, or applies an idempotent or debounced submit.
     pub(super) fn submit(&mut self, now: Timestamp, task: NewTask, max_payload: usize) -> Result<Submitted> {
+        task.validate()?;
         if task.payload.len() > max_payload {
             return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: max_payload });
-        }
-        if task.max_attempts == 0 {
-            return Err(Error::invalid("max_attempts", "must be at least 1"));
         }
         let exists = self.tasks.contains_key(&task.id);
         let due_at = match &task.mode {
@@ -203,6 +201,7 @@ impl Space {
 
     /// Ends an attempt if `lease` is still current (invariant 2).
     pub(super) fn finish(&mut self, now: Timestamp, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        finish.validate()?;
         let current = self
             .tasks
             .get(&lease.id)

@@ -270,8 +270,8 @@ async fn extreme_due_times_and_waits_do_not_panic() -> Result<()> {
     let store = MemoryStorage::new();
     let ns = ns("extreme");
     let mut t = task("end-of-time");
-    t.due = Due::At(Timestamp::from_millis(u64::MAX));
-    t.max_duration = Some(Duration::MAX);
+    t.due = Due::At(Timestamp::MAX);
+    t.max_duration = Some(crate::MAX_DURATION);
     store.submit(&ns, t).await?;
     let start = Instant::now();
     store.wait_for_work(&ns, Duration::from_secs(1)).await?;

@@ -211,6 +211,10 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.inner.list(ns, query).await
     }
 
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        self.inner.delete(ns, id).await
+    }
+
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
         self.inner.counts(ns).await
     }

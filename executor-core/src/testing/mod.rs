@@ -30,6 +30,7 @@
 //! It also holds [`Intercepted`], a store wrapper for test doubles and
 //! recorders that bend or watch claims, heartbeats and finishes.
 
+mod bad_input;
 mod cancel;
 mod claiming;
 mod concurrency;
@@ -44,6 +45,7 @@ use std::{future::Future, time::Duration};
 
 use crate::{Due, Namespace, NewTask, SubmitMode, TaskId};
 
+pub use bad_input::*;
 pub use cancel::*;
 pub use claiming::*;
 pub use concurrency::*;
@@ -102,6 +104,11 @@ macro_rules! storage_conformance_tests {
             wait_for_work_wakes_at_due_time,
             wait_for_work_returns_by_max_wait,
             no_loss_no_double_claim_concurrent,
+            out_of_range_options_refused,
+            extreme_valid_options_read_back,
+            finish_out_of_range_refused_alone,
+            delete_removes_any_state,
+            random_options_never_corrupt,
         }
     };
 }

@@ -206,6 +206,7 @@ impl<H: Storage, C: Storage> TieredStorage<H, C> {
 
 impl<H: Storage, C: Storage> Storage for TieredStorage<H, C> {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        task.validate()?;
         let tier = self.route(ns, &task).await?;
         let task = match self.check_other_tier(ns, tier, task).await? {
             Ok(task) => task,
@@ -228,6 +229,10 @@ impl<H: Storage, C: Storage> Storage for TieredStorage<H, C> {
         // The hot store's clock, read once for every `Due::At` in the batch.
         let mut hot_now: Option<Timestamp> = None;
         for (i, task) in tasks.into_iter().enumerate() {
+            if let Err(e) = task.validate() {
+                out[i] = Some(Err(e));
+                continue;
+            }
             let tier = self.route_with(ns, &task, &mut hot_now).await?;
             match self.check_other_tier(ns, tier, task).await {
                 Ok(Ok(task)) if tier == Tier::Cold => cold.push((i, task)),
@@ -335,7 +340,7 @@ impl<H: Storage, C: Storage> Storage for TieredStorage<H, C> {
             Tier::Hot => {
                 let mut page = self.hot.list(ns, q).await?;
                 if let Some(n) = page.next {
-                    return Ok(Page { tasks: page.tasks, next: Some(format!("h:{n}")) });
+                    return Ok(Page { next: Some(format!("h:{n}")), ..page });
                 }
                 // Hot is exhausted: fill the page from cold, so a short list is one page.
                 let room = query.limit.saturating_sub(page.tasks.len());
@@ -344,15 +349,23 @@ impl<H: Storage, C: Storage> Storage for TieredStorage<H, C> {
                     (!cold.tasks.is_empty()).then(|| "c:".to_owned())
                 } else {
                     page.tasks.extend(cold.tasks);
+                    page.unreadable.extend(cold.unreadable);
                     cold.next.map(|n| format!("c:{n}"))
                 };
-                Ok(Page { tasks: page.tasks, next })
+                Ok(Page { next, ..page })
             }
             Tier::Cold => {
                 let page = self.cold.list(ns, q).await?;
-                Ok(Page { tasks: page.tasks, next: page.next.map(|n| format!("c:{n}")) })
+                Ok(Page { next: page.next.as_ref().map(|n| format!("c:{n}")), ..page })
             }
         }
+    }
+
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        // Cold first: a promotion racing the delete then finds nothing to copy.
+        let cold = self.cold.delete(ns, id).await?;
+        let hot = self.hot.delete(ns, id).await?;
+        Ok(hot || cold)
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {

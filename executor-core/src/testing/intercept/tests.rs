@@ -51,6 +51,9 @@ impl Storage for Probe {
     async fn list(&self, _: &Namespace, _: ListQuery) -> Result<Page> {
         self.hit("list")
     }
+    async fn delete(&self, _: &Namespace, _: &TaskId) -> Result<bool> {
+        self.hit("delete")
+    }
     async fn counts(&self, _: &Namespace) -> Result<StateCounts> {
         self.hit("counts")
     }
@@ -123,6 +126,7 @@ async fn every_method_reaches_the_inner_store() -> Result<()> {
     let _ = s.cancel(&ns, &id).await;
     let _ = s.get(&ns, &id).await;
     let _ = s.list(&ns, ListQuery::new(TaskState::Pending, 10)).await;
+    let _ = s.delete(&ns, &id).await;
     let _ = s.counts(&ns).await;
     let _ = s.requeue(&ns, &id).await;
     let _ = s.reap(&ns, 1).await;
@@ -147,6 +151,7 @@ async fn every_method_reaches_the_inner_store() -> Result<()> {
         "cancel",
         "get",
         "list",
+        "delete",
         "counts",
         "requeue",
         "reap",
