@@ -44,6 +44,11 @@ impl Listeners {
         Self(Arc::new(list))
     }
 
+    /// No listener is registered: callers skip work done only for them.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     fn each(&self, event: &str, f: impl Fn(&dyn Listener)) {
         for l in self.0.iter() {
             if std::panic::catch_unwind(AssertUnwindSafe(|| f(l.as_ref()))).is_err() {

@@ -97,6 +97,12 @@ impl TaskOptions {
         if self.timeout == Some(Duration::ZERO) {
             return Err(Error::invalid("timeout", "must be longer than zero"));
         }
+        if let Some(d) = self.max_duration {
+            crate::time::check_duration("max_duration", d)?;
+        }
+        if let Some(d) = self.timeout {
+            crate::time::check_duration("timeout", d)?;
+        }
         self.retry.validate()
     }
 }

@@ -175,7 +175,12 @@ impl Registry {
 
     fn insert(&mut self, h: Handler) -> Result<()> {
         crate::id::validate_key("task name", &h.name, crate::id::MAX_ID_LEN)?;
-        h.options.validate()?;
+        if let Err(Error::Invalid { what, reason }) = h.options.validate() {
+            return Err(Error::Invalid {
+                what,
+                reason: format!("{reason} (default of handler `{}` at {})", h.name, h.location),
+            });
+        }
         if let Some(existing) = self.handlers.get(&h.name) {
             return Err(Error::DuplicateHandler {
                 name: h.name.clone(),

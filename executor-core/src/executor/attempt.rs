@@ -1,7 +1,7 @@
 //! One attempt: find the handler, decode, run under the time limit, catch
 //! panics, and write the result with the lease's fence.
 
-use std::{sync::Arc, time::Duration};
+use std::{panic::AssertUnwindSafe, sync::Arc, time::Duration};
 
 use tokio::{sync::OwnedSemaphorePermit, time::Instant};
 use tokio_util::sync::CancellationToken;
@@ -9,8 +9,31 @@ use tracing::Instrument;
 
 use super::run::{InFlight, Shared, StopReason};
 use crate::{
-    Action, Error, Finish, Lease, Storage, TaskContext, TaskError, TaskRecord, TaskState, metrics as m,
+    Action, Error, Finish, Lease, MAX_DURATION, Storage, TaskContext, TaskError, TaskId, TaskRecord,
+    TaskState, Timestamp, metrics as m,
 };
+
+/// Longest error text written to the store; longer reasons are cut at a
+/// character boundary so one verbose handler cannot hit a store's limits.
+const MAX_ERROR_LEN: usize = 8 * 1024;
+
+/// Removes an attempt's in-flight entry when dropped: however the attempt
+/// ends (returns, or panics in runtime or user code), its lease stops being
+/// renewed and the reaper recovers the task (invariant 7).
+struct InFlightEntry<'a, S: Storage> {
+    shared: &'a Shared<S>,
+    id: TaskId,
+    fence: u64,
+}
+
+impl<S: Storage> Drop for InFlightEntry<'_, S> {
+    fn drop(&mut self) {
+        let mut map = self.shared.in_flight();
+        if map.get(&self.id).is_some_and(|f| f.lease.fence == self.fence) {
+            map.remove(&self.id);
+        }
+    }
+}
 
 pub(super) fn spawn<S: Storage>(
     shared: &Arc<Shared<S>>,
@@ -34,7 +57,7 @@ pub(super) fn spawn<S: Storage>(
 /// A claim returned more tasks than slots: give the extras back at once.
 pub(super) async fn release_excess<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord) {
     if let Some(lease) = task.lease() {
-        write(shared, &lease, Finish::Released).await;
+        write(shared, &lease, &mut Finish::Released).await;
     }
 }
 
@@ -56,7 +79,7 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
         // may already be reaped and running elsewhere, so do not start it
         // (invariant 2). Give the lease back if it is still ours.
         tracing::warn!(task.id = %task.id, waited = ?claim_sent.elapsed(), "claim arrived too late to start safely; releasing it");
-        write(shared, &lease, Finish::Released).await;
+        write(shared, &lease, &mut Finish::Released).await;
         return;
     }
     let cancel = CancellationToken::new();
@@ -70,15 +93,25 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
             kill: kill.clone(),
             reason: None,
             lease_expires,
+            finishing: false,
         },
     );
+    let _entry = InFlightEntry { shared, id: task.id.clone(), fence: lease.fence };
     let listeners = shared.executor.client().listeners();
     let started_at = task.started_at.unwrap_or(task.due_at);
     m::started(&task.name, started_at.since(task.due_at));
     listeners.started(&task);
 
-    let outcome = execute(shared, &task, &lease, cancel, kill).await;
-    let reason = shared.in_flight().get(&task.id).and_then(|f| f.reason);
+    let mut outcome = execute(shared, &task, &lease, cancel.clone(), kill).await;
+    let reason = {
+        let mut map = shared.in_flight();
+        map.get_mut(&task.id).filter(|f| f.lease.fence == lease.fence).and_then(|f| {
+            f.finishing = true;
+            f.reason
+        })
+    };
+    // Whatever ended the attempt, work the handler spawned is told to stop.
+    cancel.cancel();
     let run_time = claimed_at.elapsed();
 
     let state = if reason == Some(StopReason::LeaseLost) {
@@ -86,23 +119,51 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
         m::stale_fence();
         None
     } else {
-        write(shared, &lease, outcome.finish.clone()).await
+        write(shared, &lease, &mut outcome.finish).await
     };
-    shared.in_flight().remove(&task.id);
 
     if let Some(state) = state {
         m::finished(&task.name, state, outcome.failed_attempt, run_time);
+        let after = after(&task, &outcome.finish, state);
         let error = outcome.finish.error().unwrap_or_default();
         match (&outcome.finish, state) {
-            (Finish::Completed, _) => listeners.completed(&task),
+            (Finish::Completed, _) => listeners.completed(&after),
             (Finish::Retry { delay, .. }, _) => {
-                listeners.retry_scheduled(&task, error, crate::time::millis(*delay));
+                listeners.retry_scheduled(&after, error, crate::time::millis(*delay));
             }
             (Finish::Cancelled, _) => listeners.cancelled(&task.id),
-            (_, s) if s.is_dead_letter() => listeners.dead_lettered(&task, s, error),
+            (_, s) if s.is_dead_letter() => listeners.dead_lettered(&after, s, error),
             _ => {}
         }
     }
+}
+
+/// The record as the store holds it after `finish` took it to `state`, for
+/// listeners (which must see the state after the transition). Times are
+/// this worker's clock; the store's record carries the store's.
+pub(super) fn after(task: &TaskRecord, finish: &Finish, state: TaskState) -> TaskRecord {
+    let now = Timestamp::now_system();
+    let mut rec = task.clone();
+    rec.state = state;
+    rec.worker = None;
+    rec.lease_until = None;
+    match finish {
+        Finish::Retry { delay, error } => {
+            rec.due_at = now.saturating_add(*delay);
+            rec.last_error = Some(error.clone());
+        }
+        Finish::Released => {
+            rec.due_at = now;
+            rec.attempts = rec.attempts.saturating_sub(1);
+        }
+        other => {
+            rec.finished_at = Some(now);
+            if let Some(error) = other.error() {
+                rec.last_error = Some(error.to_owned());
+            }
+        }
+    }
+    rec
 }
 
 /// Runs the handler and decides how the attempt ends. Never panics: a
@@ -139,6 +200,7 @@ async fn execute<S: Storage>(
     };
     let deadline_binds = time_left.is_some() && limit == time_left;
 
+    let on_limit = cancel.clone();
     let ctx = TaskContext {
         id: task.id.clone(),
         name: task.name.clone(),
@@ -148,9 +210,20 @@ async fn execute<S: Storage>(
         deadline: task.deadline,
         cancel,
     };
-    let future = match handler.start(ctx, &task.payload) {
-        Ok(f) => f,
-        Err(reason) => return dead(Finish::Errored { error: reason }),
+    // Decoding and starting run user code (a `Deserialize` impl, the
+    // handler's body up to its first await): a panic there is caught like
+    // one inside the future, so the task never stays RUNNING (invariant 7).
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.start(ctx, &task.payload))) {
+        Ok(Ok(f)) => f,
+        Ok(Err(reason)) => return dead(Finish::Errored { error: reason }),
+        Err(panic) => {
+            return dead(Finish::Errored {
+                error: format!(
+                    "panicked while decoding the payload or starting the handler: {}",
+                    panic_message(panic)
+                ),
+            });
+        }
     };
     let mut join = tokio::spawn(future);
     let run_start = Instant::now();
@@ -167,6 +240,8 @@ async fn execute<S: Storage>(
             Err(_) => Err(TaskError::retry("handler task was aborted")),
         },
         () = sleep => {
+            // The handler's token fires first, so work it spawned stops too.
+            on_limit.cancel();
             join.abort();
             if deadline_binds {
                 let max = task.deadline.unwrap_or_default().since(task.created_at);
@@ -217,13 +292,31 @@ fn after_failure<S: Storage>(
         _ => {
             let handler_default =
                 shared.executor.registry().get(&task.name).map(|h| &h.default_options().retry);
-            match (&task.retry, handler_default) {
-                (Some(p), _) => p.delay(task.attempts),
-                (None, Some(p)) => p.delay(task.attempts),
-                (None, None) => crate::RetryPolicy::default().delay(task.attempts),
+            let policy = task.retry.as_ref().or(handler_default);
+            // A custom policy is user code: keep it inside the panic boundary.
+            let computed = std::panic::catch_unwind(AssertUnwindSafe(|| match policy {
+                Some(p) => p.delay(task.attempts),
+                None => crate::RetryPolicy::default().delay(task.attempts),
+            }));
+            match computed {
+                Ok(d) => d,
+                Err(panic) => {
+                    return Finish::Failed {
+                        error: format!("{error}; the retry policy panicked: {}", panic_message(panic)),
+                    };
+                }
             }
         }
     };
+    if delay > MAX_DURATION {
+        return Finish::Failed {
+            error: format!(
+                "{error}; the retry delay {delay:?} is longer than the maximum of {} days, so the task \
+                 is dead-lettered instead (requeue it to run it again)",
+                MAX_DURATION.as_secs() / 86_400
+            ),
+        };
+    }
     if let Some(deadline) = task.deadline {
         let next_start = task.started_at.unwrap_or(task.due_at).saturating_add(ran).saturating_add(delay);
         if next_start >= deadline {
@@ -247,11 +340,15 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 
 /// Writes the finish with the lease's fence, retrying store failures for
 /// up to one lease; after that the leader reaps the task (at-least-once).
-async fn write<S: Storage>(shared: &Arc<Shared<S>>, lease: &Lease, finish: Finish) -> Option<TaskState> {
+/// A finish the store refuses as invalid is written as `ERROR` with the
+/// reason instead, so the task never waits for the reaper over bad input;
+/// `finish` is updated to what was written.
+async fn write<S: Storage>(shared: &Arc<Shared<S>>, lease: &Lease, finish: &mut Finish) -> Option<TaskState> {
     let storage = shared.executor.client().storage_arc();
     let ns = shared.executor.namespace();
     let give_up = Instant::now() + shared.config().lease;
     let mut pause = Duration::from_millis(20);
+    truncate_error(finish);
     loop {
         match storage.finish(ns, lease, finish.clone()).await {
             Ok(state) => return Some(state),
@@ -259,6 +356,12 @@ async fn write<S: Storage>(shared: &Arc<Shared<S>>, lease: &Lease, finish: Finis
                 m::stale_fence();
                 tracing::warn!(task.id = %lease.id, fence = lease.fence, "lease lost before finishing; result refused");
                 return None;
+            }
+            Err(e @ Error::Invalid { .. }) if !matches!(finish, Finish::Errored { .. }) => {
+                tracing::error!(error = %e, task.id = %lease.id, "the store refused the attempt's result; recording ERROR");
+                let was = finish.error().map(|t| format!("{t}; ")).unwrap_or_default();
+                *finish = Finish::Errored { error: format!("{was}the store refused the result: {e}") };
+                truncate_error(finish);
             }
             Err(e) if e.is_retryable() && Instant::now() < give_up => {
                 tracing::warn!(error = %e, task.id = %lease.id, "finish failed; retrying");
@@ -270,5 +373,25 @@ async fn write<S: Storage>(shared: &Arc<Shared<S>>, lease: &Lease, finish: Finis
                 return None;
             }
         }
+    }
+}
+
+/// Cuts an error text longer than [`MAX_ERROR_LEN`] at a character boundary.
+fn truncate_error(finish: &mut Finish) {
+    let text = match finish {
+        Finish::Retry { error, .. }
+        | Finish::Failed { error }
+        | Finish::TimedOut { error }
+        | Finish::Errored { error } => error,
+        Finish::Completed | Finish::Cancelled | Finish::Released => return,
+    };
+    if text.len() > MAX_ERROR_LEN {
+        let mut end = MAX_ERROR_LEN;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!(" … ({cut} more bytes)"));
     }
 }

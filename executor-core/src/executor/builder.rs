@@ -170,7 +170,11 @@ impl<S: Storage> ExecutorBuilder<S> {
     /// Validates the settings and collects the handlers.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a bad namespace or setting;
+    /// [`Error::Invalid`] for a bad namespace, a setting outside its range
+    /// (the error names the option and the range: `concurrency` 1..=100,000,
+    /// batches 1..=100,000, `lease` 100 ms..=1 day, `heartbeat_interval` at
+    /// most half the lease, other intervals and graces up to a day, retention
+    /// up to [`crate::MAX_DURATION`]) or a handler default out of range;
     /// [`Error::DuplicateHandler`] when two handlers share a name;
     /// [`Error::UnknownTask`] when an expected handler is missing.
     pub async fn build(self) -> Result<Executor<S>> {

@@ -42,37 +42,59 @@ impl Default for Config {
     }
 }
 
+/// The most attempts one process runs at once.
+const MAX_CONCURRENCY: usize = 100_000;
+/// The largest claim, reap or trim batch.
+const MAX_BATCH: usize = 100_000;
+/// The longest lease, grace or interval of the runtime: a day.
+const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
+
 impl Config {
+    /// Checks every setting against its range, naming the option and the
+    /// range in the error, so a bad value fails `build` instead of
+    /// panicking the runtime later (an `Instant` overflow, a semaphore limit).
     pub(crate) fn validate(&self) -> crate::Result<()> {
         use crate::Error;
-        if self.concurrency == 0 {
-            return Err(Error::invalid("concurrency", "must be at least 1"));
-        }
-        if self.claim_batch == 0 {
-            return Err(Error::invalid("claim batch size", "must be at least 1"));
-        }
-        if self.lease < Duration::from_millis(100) {
-            return Err(Error::invalid("lease", format!("{:?} is shorter than 100ms", self.lease)));
-        }
-        if self.heartbeat.is_zero() || self.heartbeat * 2 > self.lease {
+        count("concurrency", self.concurrency, MAX_CONCURRENCY)?;
+        count("claim_batch", self.claim_batch, MAX_BATCH)?;
+        count("reap_batch", self.reap_batch, MAX_BATCH)?;
+        count("trim_batch", self.trim_batch, MAX_BATCH)?;
+        span("lease", self.lease, Duration::from_millis(100), MAX_INTERVAL)?;
+        span("heartbeat_interval", self.heartbeat, Duration::from_millis(1), MAX_INTERVAL)?;
+        if self.heartbeat * 2 > self.lease {
             return Err(Error::invalid(
-                "heartbeat interval",
+                "heartbeat_interval",
                 format!(
-                    "{:?} must be above zero and at most half the lease ({:?}) so a lease is renewed \
-                     at least twice before it expires",
+                    "{:?} must be at most half the lease ({:?}) so a lease is renewed at least twice \
+                     before it expires",
                     self.heartbeat, self.lease
                 ),
             ));
         }
-        if self.max_idle_wait.is_zero() || self.housekeeping.is_zero() {
-            return Err(Error::invalid(
-                "interval",
-                "idle wait and housekeeping intervals must be above zero",
-            ));
-        }
-        if self.reap_batch == 0 || self.trim_batch == 0 {
-            return Err(Error::invalid("batch size", "reap and trim batches must be at least 1"));
+        span("max_idle_wait", self.max_idle_wait, Duration::from_millis(1), MAX_INTERVAL)?;
+        span("housekeeping_interval", self.housekeeping, Duration::from_millis(1), MAX_INTERVAL)?;
+        span("trim_interval", self.trim_every, Duration::from_millis(1), MAX_INTERVAL)?;
+        span("counts interval", self.counts_every, Duration::from_millis(1), MAX_INTERVAL)?;
+        span("shutdown_grace", self.shutdown_grace, Duration::ZERO, MAX_INTERVAL)?;
+        span("cancel_grace", self.cancel_grace, Duration::ZERO, MAX_INTERVAL)?;
+        crate::time::check_duration("retention.completed", self.retention.completed)?;
+        if let Some(d) = self.retention.dead_letter {
+            crate::time::check_duration("retention.dead_letter", d)?;
         }
         Ok(())
     }
+}
+
+fn count(what: &'static str, n: usize, max: usize) -> crate::Result<()> {
+    if n == 0 || n > max {
+        return Err(crate::Error::invalid(what, format!("{n} is outside 1..={max}")));
+    }
+    Ok(())
+}
+
+fn span(what: &'static str, d: Duration, min: Duration, max: Duration) -> crate::Result<()> {
+    if d < min || d > max {
+        return Err(crate::Error::invalid(what, format!("{d:?} is outside {min:?}..={max:?}")));
+    }
+    Ok(())
 }

@@ -39,13 +39,23 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
                         }
                     }
                 }
-                for id in &report.lost {
-                    tracing::warn!(task.id = %id, "lease lost; stopping the attempt");
-                    shared.stop_attempt(id, StopReason::LeaseLost);
-                }
-                for id in &report.cancel_requested {
-                    tracing::info!(task.id = %id, "cancel requested; asking the handler to stop");
-                    shared.stop_attempt(id, StopReason::CancelRequested);
+                let cancel: std::collections::HashSet<&TaskId> = report.cancel_requested.iter().collect();
+                // The report names tasks; the leases sent name the attempts,
+                // so only the attempt this heartbeat spoke for is stopped.
+                for lease in &leases {
+                    if lost.contains(&lease.id) {
+                        if shared.stop_attempt(&lease.id, lease.fence, StopReason::LeaseLost) {
+                            tracing::warn!(task.id = %lease.id, fence = lease.fence, "lease lost; stopping the attempt");
+                        } else {
+                            // The attempt had already returned: its finish
+                            // raced this heartbeat. Nothing was stopped.
+                            tracing::debug!(task.id = %lease.id, fence = lease.fence, "lease reported lost after the attempt returned");
+                        }
+                    } else if cancel.contains(&lease.id)
+                        && shared.stop_attempt(&lease.id, lease.fence, StopReason::CancelRequested)
+                    {
+                        tracing::info!(task.id = %lease.id, "cancel requested; asking the handler to stop");
+                    }
                 }
             }
             Err(e) => tracing::warn!(error = %e, leases = leases.len(), "heartbeat failed"),
@@ -53,15 +63,16 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         // A lease that could not be renewed in time may be reaped and run
         // elsewhere: stop its attempt before that can happen (invariant 2).
         let now = Instant::now();
-        let expiring: Vec<TaskId> = shared
+        let expiring: Vec<Lease> = shared
             .in_flight()
-            .iter()
-            .filter(|(_, f)| f.reason.is_none() && f.lease_expires <= now + config.heartbeat)
-            .map(|(id, _)| id.clone())
+            .values()
+            .filter(|f| f.reason.is_none() && !f.finishing && f.lease_expires <= now + config.heartbeat)
+            .map(|f| f.lease.clone())
             .collect();
-        for id in &expiring {
-            tracing::error!(task.id = %id, "lease could not be renewed in time; stopping the attempt");
-            shared.stop_attempt(id, StopReason::LeaseLost);
+        for lease in &expiring {
+            if shared.stop_attempt(&lease.id, lease.fence, StopReason::LeaseLost) {
+                tracing::error!(task.id = %lease.id, "lease could not be renewed in time; stopping the attempt");
+            }
         }
     }
 }

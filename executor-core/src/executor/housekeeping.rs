@@ -8,7 +8,43 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::run::Shared;
-use crate::{Leadership, Storage, metrics as m};
+use crate::{Leadership, Reaped, Storage, TaskState, metrics as m};
+
+/// Tells listeners what the reaper did, with each record after its change:
+/// a task dead-lettered by the reaper reaches `on_dead_lettered` like one
+/// dead-lettered by its worker. One read per recovered task, and only when
+/// a listener is registered.
+async fn tell_listeners<S: Storage>(shared: &Shared<S>, reaped: &Reaped) {
+    let listeners = shared.executor.client().listeners();
+    if listeners.is_empty() {
+        return;
+    }
+    let storage = shared.executor.client().storage_arc();
+    let ns = shared.executor.namespace();
+    let groups = [
+        (&reaped.retried, TaskState::Pending),
+        (&reaped.failed, TaskState::Failed),
+        (&reaped.timed_out, TaskState::Timeout),
+    ];
+    for (ids, state) in groups {
+        for id in ids {
+            let record = match storage.get(ns, id).await {
+                Ok(Some(r)) => r,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, task.id = %id, "reading a reaped task for listeners failed");
+                    continue;
+                }
+            };
+            let error = record.last_error.clone().unwrap_or_else(|| "lease expired".to_owned());
+            if state == TaskState::Pending {
+                listeners.retry_scheduled(&record, &error, 0);
+            } else {
+                listeners.dead_lettered(&record, state, &error);
+            }
+        }
+    }
+}
 
 pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
     let config = shared.config().clone();
@@ -47,6 +83,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
                 m::recovered("retried", reaped.retried.len());
                 m::recovered("failed", reaped.failed.len());
                 m::recovered("timed_out", reaped.timed_out.len());
+                tell_listeners(&shared, &reaped).await;
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "reap failed"),

@@ -39,6 +39,10 @@ pub(crate) struct InFlight {
     pub(crate) reason: Option<StopReason>,
     /// When the lease runs out by this process's clock, as of the last renewal.
     pub(crate) lease_expires: Instant,
+    /// The handler has returned and its result is being written: nothing is
+    /// left to stop, and a heartbeat that races the write and finds the task
+    /// already finished is no lost lease.
+    pub(crate) finishing: bool,
 }
 
 /// State shared by the claim loop, the attempts, the heartbeat and housekeeping.
@@ -68,13 +72,19 @@ impl<S: Storage> Shared<S> {
         );
     }
 
-    /// Stops one attempt: asks the handler to stop, and aborts it now (lost
-    /// lease, shutdown) or after the cancel grace (cancel request).
-    pub(crate) fn stop_attempt(&self, id: &TaskId, reason: StopReason) {
+    /// Stops the attempt of `id` holding `fence`: asks the handler to stop,
+    /// and aborts it now (lost lease, shutdown) or after the cancel grace
+    /// (cancel request). Keyed by fence, so a late report about an older
+    /// attempt of the same task never stops a newer one. Returns whether an
+    /// attempt that was still running was stopped (callers log only then).
+    pub(crate) fn stop_attempt(&self, id: &TaskId, fence: u64, reason: StopReason) -> bool {
         let mut map = self.in_flight();
-        let Some(f) = map.get_mut(id) else { return };
+        let Some(f) = map.get_mut(id) else { return false };
+        if f.lease.fence != fence || f.finishing {
+            return false;
+        }
         if f.reason.is_some() && reason == StopReason::CancelRequested {
-            return;
+            return false;
         }
         f.reason = Some(reason);
         f.cancel.cancel();
@@ -91,6 +101,7 @@ impl<S: Storage> Shared<S> {
             }
             StopReason::LeaseLost | StopReason::Shutdown => f.kill.cancel(),
         }
+        true
     }
 }
 
@@ -166,10 +177,11 @@ async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> Shu
     let drained_in_time = tokio::time::timeout(grace, shared.attempts.wait()).await.is_ok();
     let mut released = 0;
     if !drained_in_time {
-        let ids: Vec<TaskId> = shared.in_flight().keys().cloned().collect();
-        released = ids.len();
-        for id in &ids {
-            shared.stop_attempt(id, StopReason::Shutdown);
+        let leases: Vec<Lease> = shared.in_flight().values().map(|f| f.lease.clone()).collect();
+        for lease in &leases {
+            if shared.stop_attempt(&lease.id, lease.fence, StopReason::Shutdown) {
+                released += 1;
+            }
         }
         // Aborted attempts only write their release; bound the wait anyway.
         if tokio::time::timeout(shared.config().lease, shared.attempts.wait()).await.is_err() {
