@@ -166,6 +166,17 @@ impl<S: Storage> Client<S> {
         self.inner.storage.requeue(&self.inner.namespace, id).await
     }
 
+    /// Deletes one task in any state, readable or not; answers whether it
+    /// existed. The way out for a record that no longer parses (a page
+    /// lists those in [`Page::unreadable`]). A worker still running a
+    /// deleted task has its result refused.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn delete(&self, id: &TaskId) -> Result<bool> {
+        self.inner.storage.delete(&self.inner.namespace, id).await
+    }
+
     /// One page of tasks in a state.
     ///
     /// # Errors

@@ -150,6 +150,14 @@ impl<S: Storage> Executor<S> {
         self.inner.client.requeue(id).await
     }
 
+    /// See [`Client::delete`].
+    ///
+    /// # Errors
+    /// As [`Client::delete`].
+    pub async fn delete(&self, id: &TaskId) -> Result<bool> {
+        self.inner.client.delete(id).await
+    }
+
     /// See [`Client::list`].
     ///
     /// # Errors

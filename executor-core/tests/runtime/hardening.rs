@@ -389,5 +389,8 @@ async fn a_finish_the_store_refuses_as_invalid_is_recorded_as_error() -> Result<
     assert!(r.last_error.as_deref().unwrap_or_default().contains("keeps no retries"), "{r:?}");
     let cancel = ex.cancel(&id).await;
     assert!(!matches!(cancel, Ok(CancelOutcome::Requested)), "{cancel:?}");
+    assert!(ex.delete(&id).await?, "delete of an existing task answers true");
+    assert_eq!(ex.status(&id).await?, None, "a deleted task is gone");
+    assert!(!ex.delete(&id).await?, "delete of a missing task answers false");
     Ok(())
 }
