@@ -1,4 +1,4 @@
-//! The JSON admin API: submit, get, list, cancel, requeue, counts, info.
+//! The JSON admin API: submit, get, list, delete, cancel, requeue, counts, info.
 //! Each handler carries its OpenAPI description (`#[utoipa::path]`).
 
 use std::time::Duration;
@@ -18,9 +18,9 @@ use executor_core::{
 use crate::{
     Admin, ApiError, ErrorBody,
     views::{
-        CancelResponse, CountsView, InfoView, LeaderView, ListParams, PageView, RequeueAllParams,
-        RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse, TaskView,
-        WorkerView, counts_view,
+        CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, ListParams, PageView,
+        RequeueAllParams, RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse,
+        TaskView, UnreadableView, WorkerView, counts_view,
     },
 };
 
@@ -31,6 +31,9 @@ pub(crate) const DEFAULT_REQUEUE_ALL: usize = 1_000;
 pub(crate) const MAX_REQUEUE_ALL: usize = 10_000;
 /// Tasks listed per store call while requeueing the dead letter.
 const REQUEUE_BATCH: usize = 100;
+/// Retryable requeue failures in a row after which a bulk requeue stops:
+/// the store is failing, not one task.
+const STORE_DOWN_AFTER: usize = 3;
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -90,6 +93,8 @@ pub(crate) async fn submit<S: Storage>(
         (status = 200, description = "The task", body = TaskView),
         (status = 404, description = "No such task", body = ErrorBody),
         (status = 422, description = "Not a valid id", body = ErrorBody),
+        (status = 500, description = "`corrupt_record`: the stored record does not parse; the message says why. \
+            Inspect it in the store, or delete it", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
 pub(crate) async fn get_task<S: Storage>(
@@ -104,10 +109,40 @@ pub(crate) async fn get_task<S: Storage>(
     }
 }
 
+/// Delete a task in any state, readable or not: the way out for a record
+/// that no longer parses. A worker still running it has its result refused.
+#[utoipa::path(delete, path = "/api/tasks/{id}", tag = "tasks",
+    params(("id" = String, Path, description = "Task id: 1 to 191 bytes of UTF-8, no whitespace or control characters",
+        min_length = 1, max_length = 191, pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$")),
+    responses(
+        (status = 200, description = "Deleted", body = DeleteResponse),
+        (status = 404, description = "No such task", body = ErrorBody),
+        (status = 422, description = "Not a valid id", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn delete<S: Storage>(
+    State(admin): State<Admin<S>>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<DeleteResponse>> {
+    let Path(id) = path?;
+    let id = task_id(&id)?;
+    delete_task(&admin, id).await.map(Json)
+}
+
+pub(crate) async fn delete_task<S: Storage>(admin: &Admin<S>, id: TaskId) -> ApiResult<DeleteResponse> {
+    let client = admin.client();
+    if client.storage().delete(client.namespace(), &id).await? {
+        Ok(DeleteResponse { id: id.into_string(), deleted: true })
+    } else {
+        Err(executor_core::Error::NotFound(id).into())
+    }
+}
+
 /// One page of the tasks in a state.
 #[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(ListParams),
     responses(
-        (status = 200, description = "A page; follow `next`", body = PageView),
+        (status = 200, description = "A page; follow `next`. Records that do not parse are skipped and \
+            listed in `unreadable`", body = PageView),
         (status = 422, description = "Bad state, page size or cursor", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
@@ -121,7 +156,11 @@ pub(crate) async fn list<S: Storage>(
         .client()
         .list(ListQuery { state, cursor: q.cursor, limit: q.limit.unwrap_or(DEFAULT_PAGE) })
         .await?;
-    Ok(Json(PageView { tasks: page.tasks.into_iter().map(TaskView::from).collect(), next: page.next }))
+    Ok(Json(PageView {
+        tasks: page.tasks.into_iter().map(TaskView::from).collect(),
+        next: page.next,
+        unreadable: page.unreadable.into_iter().map(|u| UnreadableView::new(state, u)).collect(),
+    }))
 }
 
 /// Cancel a waiting task, or ask a running one to stop.
@@ -133,6 +172,7 @@ pub(crate) async fn list<S: Storage>(
         (status = 404, description = "No such task", body = ErrorBody),
         (status = 409, description = "Already finished", body = ErrorBody),
         (status = 422, description = "Not a valid id", body = ErrorBody),
+        (status = 500, description = "`corrupt_record`: the stored record does not parse", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
 pub(crate) async fn cancel<S: Storage>(
@@ -157,6 +197,7 @@ pub(crate) async fn cancel<S: Storage>(
         (status = 404, description = "No such task", body = ErrorBody),
         (status = 409, description = "Not in the dead letter", body = ErrorBody),
         (status = 422, description = "Not a valid id", body = ErrorBody),
+        (status = 500, description = "`corrupt_record`: the stored record does not parse", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
 pub(crate) async fn requeue<S: Storage>(
@@ -173,9 +214,10 @@ pub(crate) async fn requeue<S: Storage>(
 /// to `limit` tasks per call.
 #[utoipa::path(post, path = "/api/dead-letter/requeue", tag = "dead letter", params(RequeueAllParams),
     responses(
-        (status = 200, description = "What was requeued; call again while `more`", body = RequeueAllResponse),
+        (status = 200, description = "What was requeued, what failed and why, the records that do not parse; \
+            call again while `more`", body = RequeueAllResponse),
         (status = 422, description = "Bad limit", body = ErrorBody),
-        (status = 503, description = "Store unavailable", body = ErrorBody),
+        (status = 503, description = "Store unavailable before anything was requeued", body = ErrorBody),
     ))]
 pub(crate) async fn requeue_all<S: Storage>(
     State(admin): State<Admin<S>>,
@@ -190,30 +232,59 @@ pub(crate) async fn requeue_all<S: Storage>(
 }
 
 /// Walks each dead-letter state page by page (the cursor stays valid while
-/// tasks leave the state) and requeues each task, up to `limit` in all.
+/// tasks leave the state) and requeues each readable task, up to `limit`
+/// in all. One task that fails, or one record that does not parse, is
+/// reported and skipped, never stops the others (invariant 7). The store
+/// failing outright stops the walk: before anything was tried that is the
+/// error; after, the answer says what was done and why it stopped.
 pub(crate) async fn requeue_dead_letter<S: Storage>(
     admin: &Admin<S>,
     limit: usize,
 ) -> ApiResult<RequeueAllResponse> {
     let client = admin.client();
-    let mut out = RequeueAllResponse { requeued: 0, errors: Vec::new(), more: false };
+    let mut out = RequeueAllResponse {
+        requeued: 0,
+        errors: Vec::new(),
+        unreadable: Vec::new(),
+        more: false,
+        interrupted: None,
+    };
     let mut budget = limit;
-    for state in TaskState::ALL.into_iter().filter(|s| s.is_dead_letter()) {
+    let mut failing = 0;
+    'states: for state in TaskState::ALL.into_iter().filter(|s| s.is_dead_letter()) {
         let mut cursor = None;
         while budget > 0 {
-            let page = client.list(ListQuery { state, cursor, limit: budget.min(REQUEUE_BATCH) }).await?;
+            let page = match client.list(ListQuery { state, cursor, limit: budget.min(REQUEUE_BATCH) }).await
+            {
+                Ok(page) => page,
+                Err(e) if out.requeued == 0 && out.errors.is_empty() => return Err(e.into()),
+                Err(e) => {
+                    out.interrupted = Some(ApiError::from(e).body);
+                    break 'states;
+                }
+            };
+            out.unreadable.extend(page.unreadable.into_iter().map(|u| UnreadableView::new(state, u)));
             for task in page.tasks {
                 budget -= 1;
                 match client.requeue(&task.id).await {
-                    Ok(()) => out.requeued += 1,
-                    Err(e) if e.is_retryable() => return Err(e.into()),
+                    Ok(()) => {
+                        out.requeued += 1;
+                        failing = 0;
+                    }
                     Err(e) => {
+                        failing = if e.is_retryable() { failing + 1 } else { 0 };
                         let e = ApiError::from(e);
+                        if failing == STORE_DOWN_AFTER {
+                            out.interrupted = Some(e.body.clone());
+                        }
                         out.errors.push(RequeueFailure {
                             id: task.id.into_string(),
                             code: e.body.code,
                             message: e.body.message,
                         });
+                        if out.interrupted.is_some() {
+                            break 'states;
+                        }
                     }
                 }
             }
@@ -223,8 +294,11 @@ pub(crate) async fn requeue_dead_letter<S: Storage>(
             }
         }
     }
-    if budget == 0 {
-        out.more = counts_view(&client.counts().await?).dead_letter > 0;
+    if out.interrupted.is_some() {
+        out.more = true;
+    } else if budget == 0 {
+        // Unknown counts say "call again": a call with nothing left is harmless.
+        out.more = client.counts().await.map_or(true, |c| counts_view(&c).dead_letter > 0);
     }
     Ok(out)
 }

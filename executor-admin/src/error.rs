@@ -25,7 +25,7 @@ use utoipa::ToSchema;
 /// | 422 | `invalid` | a bad id, state, page size, cursor or option |
 /// | 422 | `unknown_task` | no handler has this task name |
 /// | 422 | `bad_payload` | the payload does not encode |
-/// | 500 | `corrupt_record` | the store holds a record that does not parse |
+/// | 500 | `corrupt_record` | the store holds a record that does not parse: inspect it in the store or delete it |
 /// | 500 | `internal` | anything else (the message says what) |
 /// | 503 | `store_unavailable` | the store failed or timed out; retry later |
 /// | 503 | `shutting_down` | the executor is stopping |
@@ -60,7 +60,14 @@ impl ApiError {
 
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
-        let message = e.to_string();
+        let message = match &e {
+            Error::Corrupt { id, .. } => format!(
+                "{e}; the record can only be inspected in the store or deleted \
+                 (`DELETE /api/tasks/{}` under the admin mount)",
+                id.as_str()
+            ),
+            _ => e.to_string(),
+        };
         let (status, code) = match &e {
             Error::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Error::IllegalTransition { .. } => (StatusCode::CONFLICT, "illegal_transition"),

@@ -23,11 +23,12 @@
 //!
 //! | path (under the mount) | what |
 //! |---|---|
-//! | `GET /` | dashboard: counts, dead letter with requeue buttons, recent failures |
+//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures |
 //! | `GET /tasks/{id}` | a task's record |
+//! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue` | the dashboard's forms |
 //! | `POST /api/tasks` | submit `{name, payload, id?, delay_ms?, idempotent?}` |
-//! | `GET /api/tasks?state=&cursor=&limit=` | a page of tasks in a state |
-//! | `GET /api/tasks/{id}` | a task |
+//! | `GET /api/tasks?state=&cursor=&limit=` | a page of tasks in a state, and the records in it that do not parse |
+//! | `GET /api/tasks/{id}`, `DELETE /api/tasks/{id}` | a task; delete it (any state, readable or not) |
 //! | `POST /api/tasks/{id}/cancel`, `/requeue` | cancel; requeue from the dead letter |
 //! | `POST /api/dead-letter/requeue?limit=` | requeue the dead letter in bounded batches |
 //! | `GET /api/counts`, `/api/info` | counts by state; namespace, leader, this worker |
@@ -41,6 +42,11 @@
 //! Errors are JSON [`ErrorBody`] `{code, message}` with the stable codes
 //! listed there. The store keeps no history of attempts: a task shows its
 //! attempt count and last error only.
+//!
+//! A record that does not parse (edited by hand, written by a newer
+//! version) never breaks its neighbours: lists, the dashboard and the bulk
+//! requeue skip it and name it (`unreadable`), reading it answers
+//! `500 corrupt_record` with the reason, and deleting it is the way out.
 
 mod admin;
 mod api;
@@ -61,6 +67,6 @@ pub use metrics_exporter_prometheus::{BuildError, PrometheusHandle};
 pub use openapi::ApiDoc;
 pub use router::{admin_router, admin_routes};
 pub use views::{
-    CancelResponse, CountsView, InfoView, LeaderView, PageView, RequeueAllResponse, RequeueFailure,
-    RequeueResponse, SubmitRequest, SubmitResponse, TaskView, WorkerView,
+    CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView, RequeueAllResponse,
+    RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse, TaskView, UnreadableView, WorkerView,
 };

@@ -12,13 +12,16 @@ use crate::{ErrorBody, api, dashboard, views};
 #[openapi(
     info(
         title = "Reliable Executor admin API",
-        description = "Submit, inspect, cancel and requeue tasks; counts and leadership. \
-                       Errors are JSON `{code, message}` with stable codes."
+        description = "Submit, inspect, cancel, requeue and delete tasks; counts and leadership. \
+                       Errors are JSON `{code, message}` with stable codes. A stored record that \
+                       does not parse is skipped by lists and bulk requeues and named in their \
+                       `unreadable`; reading it answers `500 corrupt_record`; deleting it is the way out."
     ),
     paths(
         api::submit,
         api::list,
         api::get_task,
+        api::delete,
         api::cancel,
         api::requeue,
         api::requeue_all,
@@ -29,6 +32,7 @@ use crate::{ErrorBody, api, dashboard, views};
         dashboard::task,
         dashboard::requeue,
         dashboard::cancel,
+        dashboard::delete,
         dashboard::requeue_all,
     ),
     components(schemas(
@@ -37,8 +41,10 @@ use crate::{ErrorBody, api, dashboard, views};
         views::SubmitResponse,
         views::TaskView,
         views::PageView,
+        views::UnreadableView,
         views::CountsView,
         views::CancelResponse,
+        views::DeleteResponse,
         views::RequeueResponse,
         views::RequeueAllResponse,
         views::RequeueFailure,

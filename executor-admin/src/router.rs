@@ -23,7 +23,11 @@ impl<S: Storage> Routes<S> {
         H: Handler<T, Admin<S>>,
         T: 'static,
     {
-        let filter = if method == "POST" { MethodFilter::POST } else { MethodFilter::GET };
+        let filter = match method {
+            "POST" => MethodFilter::POST,
+            "DELETE" => MethodFilter::DELETE,
+            _ => MethodFilter::GET,
+        };
         self.router = self.router.route(path, on(filter, handler));
         self.table.push((method, path));
         self
@@ -35,6 +39,7 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("POST", "/api/tasks", api::submit::<S>)
         .add("GET", "/api/tasks", api::list::<S>)
         .add("GET", "/api/tasks/{id}", api::get_task::<S>)
+        .add("DELETE", "/api/tasks/{id}", api::delete::<S>)
         .add("POST", "/api/tasks/{id}/cancel", api::cancel::<S>)
         .add("POST", "/api/tasks/{id}/requeue", api::requeue::<S>)
         .add("POST", "/api/dead-letter/requeue", api::requeue_all::<S>)
@@ -45,6 +50,7 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("GET", "/tasks/{id}", dashboard::task::<S>)
         .add("POST", "/tasks/{id}/requeue", dashboard::requeue::<S>)
         .add("POST", "/tasks/{id}/cancel", dashboard::cancel::<S>)
+        .add("POST", "/tasks/{id}/delete", dashboard::delete::<S>)
         .add("POST", "/dead-letter/requeue", dashboard::requeue_all::<S>)
 }
 

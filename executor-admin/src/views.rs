@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use executor_core::{Leadership, TaskRecord, TaskState};
+use executor_core::{Leadership, TaskRecord, TaskState, Unreadable};
 use serde::{Deserialize, Serialize};
 use utoipa::{
     IntoParams, ToSchema,
@@ -183,6 +183,28 @@ pub struct PageView {
     pub tasks: Vec<TaskView>,
     /// Pass as `cursor` for the next page; `null` on the last.
     pub next: Option<String>,
+    /// Records in this page's range that do not parse (edited by hand,
+    /// written by a newer version): skipped so the rest of the page reads.
+    /// `DELETE /api/tasks/{id}` removes one.
+    pub unreadable: Vec<UnreadableView>,
+}
+
+/// A stored record that does not parse, skipped by a list.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct UnreadableView {
+    /// The task's id as stored (it may itself be what is wrong, and then
+    /// not a valid id for the other routes).
+    pub id: String,
+    /// The state it was listed under.
+    pub state: String,
+    /// What did not parse.
+    pub reason: String,
+}
+
+impl UnreadableView {
+    pub(crate) fn new(state: TaskState, record: Unreadable) -> Self {
+        Self { id: record.id, state: state.as_str().to_owned(), reason: record.reason }
+    }
 }
 
 /// Counts of tasks by state.
@@ -214,6 +236,15 @@ pub struct RequeueResponse {
     pub state: String,
 }
 
+/// Answer to a delete.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct DeleteResponse {
+    /// The task.
+    pub id: String,
+    /// Always `true`: a task that did not exist answers `404 not_found`.
+    pub deleted: bool,
+}
+
 /// `POST /api/dead-letter/requeue` query.
 #[derive(Clone, Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -229,10 +260,20 @@ pub(crate) struct RequeueAllParams {
 pub struct RequeueAllResponse {
     /// Tasks moved back to `PENDING`.
     pub requeued: u64,
-    /// Tasks that could not be requeued (e.g. trimmed meanwhile), with why.
+    /// Tasks that could not be requeued (e.g. trimmed meanwhile, or the
+    /// store refused), with why; the others were still requeued.
     pub errors: Vec<RequeueFailure>,
-    /// The limit was reached before the dead letter was empty.
+    /// Dead-lettered records that do not parse, so cannot be requeued:
+    /// inspect them in the store or delete them.
+    pub unreadable: Vec<UnreadableView>,
+    /// The limit was reached, or the walk was interrupted, before the dead
+    /// letter was empty: call again.
     pub more: bool,
+    /// Why the walk stopped early when the store kept failing (three
+    /// requeues in a row, or a page that could not be read after some
+    /// tasks were requeued); `null` when it ran to its end. What is above
+    /// was done; nothing after it was tried.
+    pub interrupted: Option<crate::ErrorBody>,
 }
 
 /// One task a bulk requeue skipped.

@@ -15,13 +15,20 @@ use axum::{Router, http::StatusCode};
 use executor_admin::{ApiDoc, admin_router};
 use executor_core::{MAX_ID_LEN, RunningExecutor, TaskId, TaskState};
 use serde_json::Value;
-use support::{BoxResult, call, executor, json};
+use support::{BoxResult, call, corrupt::CorruptStore, executor_on, json};
 use utoipa::OpenApi as _;
 
-/// An app with a waiting task (`order-7`) and a dead-lettered one
-/// (`crm-1`), and its running executor (shut it down at the end).
-async fn seeded(namespace: &str) -> BoxResult<(Router, RunningExecutor)> {
-    let exec = executor(namespace, Arc::new(AtomicBool::new(true))).await?;
+/// A dead-lettered record that does not parse.
+const CORRUPT: &str = "bad-1";
+
+/// An app with a waiting task (`order-7`), a dead-lettered one (`crm-1`)
+/// and a record that does not parse ([`CORRUPT`]), its store (to put the
+/// record back after a probe deleted it) and its running executor (shut
+/// it down at the end).
+async fn seeded(namespace: &str) -> BoxResult<(Router, CorruptStore, RunningExecutor)> {
+    let store = CorruptStore::default();
+    store.corrupt(CORRUPT, TaskState::Error, "expected value at line 1 column 1");
+    let exec = executor_on(store.clone(), namespace, Arc::new(AtomicBool::new(true))).await?;
     let app = Router::new().nest("/admin", admin_router(&exec));
     let running = exec.start();
     for body in [
@@ -33,7 +40,7 @@ async fn seeded(namespace: &str) -> BoxResult<(Router, RunningExecutor)> {
     }
     let dead = exec.wait_for(&TaskId::new("crm-1")?, Duration::from_secs(10)).await?;
     assert_eq!(dead.state, TaskState::Failed);
-    Ok((app, running))
+    Ok((app, store, running))
 }
 
 /// The responses (status -> content type) the document lists for an operation.
@@ -51,11 +58,11 @@ fn documented(doc: &Value, method: &str, path: &str) -> BoxResult<Vec<(u16, Opti
 
 #[tokio::test]
 async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
-    let (app, running) = seeded("documented-statuses").await?;
+    let (app, store, running) = seeded("documented-statuses").await?;
     let doc = serde_json::to_value(ApiDoc::openapi())?;
     let long = "x".repeat(MAX_ID_LEN + 1);
-    // Existing, dead-lettered, missing, whitespace, control, not UTF-8, too long.
-    let ids = ["order-7", "crm-1", "nobody", "a%20b", "a%01b", "%FF%FE", "%E2%80%A8", long.as_str()];
+    // Existing, dead-lettered, corrupt, missing, whitespace, control, not UTF-8, too long.
+    let ids = ["order-7", "crm-1", CORRUPT, "nobody", "a%20b", "a%01b", "%FF%FE", "%E2%80%A8", long.as_str()];
     let queries = [
         "",
         "?state=pending",
@@ -104,6 +111,7 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
                 if method == "POST" && path == "/api/tasks" { &bodies } else { &[None] };
             for uri in &uris {
                 for body in sent {
+                    store.corrupt(CORRUPT, TaskState::Error, "expected value at line 1 column 1");
                     let (status, ctype, text) = call(&app, &method, &format!("/admin{uri}"), *body).await?;
                     probes += 1;
                     let what = format!("{method} {uri} {body:?} -> {status} {ctype}: {text:.200}");
@@ -129,7 +137,7 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
 
 #[tokio::test]
 async fn schemathesis_findings_stay_fixed() -> BoxResult {
-    let (app, running) = seeded("schemathesis-findings").await?;
+    let (app, _, running) = seeded("schemathesis-findings").await?;
 
     // ST103: a submit without `Content-Type: application/json` answered an
     // undocumented 415.
@@ -218,7 +226,7 @@ fn documented_parameter_rules_are_the_servers() -> BoxResult {
             }
         }
     }
-    assert_eq!(id_schemas.len(), 5, "{id_schemas:?}");
+    assert_eq!(id_schemas.len(), 6, "{id_schemas:?}");
     let patterns: BTreeSet<_> = id_schemas.iter().map(|s| s["pattern"].as_str()).collect();
     assert_eq!(patterns.len(), 1, "id patterns differ: {patterns:?}");
     for s in &id_schemas {

@@ -34,6 +34,7 @@ fn path() -> impl Strategy<Value = String> {
         segment().prop_map(|s| format!("/api/tasks/{s}/requeue")),
         segment().prop_map(|s| format!("/tasks/{s}")),
         segment().prop_map(|s| format!("/tasks/{s}/requeue")),
+        segment().prop_map(|s| format!("/tasks/{s}/delete")),
         query.prop_map(|q| format!("/api/tasks?{q}")),
         (segment(), "-?[0-9]{0,25}", segment())
             .prop_map(|(s, l, c)| format!("/api/tasks?state={s}&limit={l}&cursor={c}")),

@@ -2,6 +2,7 @@
 //! Buttons are plain forms that POST and redirect back (303).
 
 mod html;
+mod unreadable;
 
 use std::fmt::Write as _;
 
@@ -16,10 +17,12 @@ use axum::{
 use executor_core::{ListQuery, Storage, TaskRecord, TaskState, Timestamp};
 use serde::Deserialize;
 
-use crate::{Admin, ApiError, api};
+use crate::{Admin, ApiError, api, views::UnreadableView};
 use html::{esc, page, segment, time};
+use unreadable::{corrupt_page, delete_form, unreadable_table};
 
-/// Tasks read per state for the overview's tables.
+/// Tasks read per state for the overview's tables (and the records among
+/// them that do not parse).
 const SCAN: usize = 200;
 /// Rows shown per table.
 const ROWS: usize = 50;
@@ -57,7 +60,9 @@ pub(crate) struct Notice {
     bad: Option<String>,
 }
 
-/// `GET /`: counts, the dead letter with requeue buttons, recent failures.
+/// `GET /`: counts, the dead letter with requeue buttons, records that do
+/// not parse with delete buttons, recent failures. A bad record is listed,
+/// never an error page (invariant 7).
 #[utoipa::path(get, path = "/", tag = "dashboard",
     params(
         ("notice" = Option<String>, Query, description = "Message shown on top (set by redirects)"),
@@ -83,10 +88,13 @@ pub(crate) async fn overview<S: Storage>(
 
     let mut dead = Vec::new();
     let mut failures = Vec::new();
-    for state in
-        [TaskState::Pending, TaskState::Running, TaskState::Failed, TaskState::Timeout, TaskState::Error]
-    {
+    let mut unreadable = Vec::new();
+    for state in TaskState::ALL {
         let page = client.list(ListQuery::new(state, SCAN)).await?;
+        unreadable.extend(page.unreadable.into_iter().map(|u| UnreadableView::new(state, u)));
+        if state.is_terminal() && !state.is_dead_letter() {
+            continue;
+        }
         for task in page.tasks {
             if task.last_error.is_some() {
                 failures.push(task.clone());
@@ -181,6 +189,8 @@ pub(crate) async fn overview<S: Storage>(
         b.push_str("</table>");
     }
 
+    unreadable_table(&mut b, &base, &unreadable);
+
     b.push_str("<h2>Recent failures</h2>");
     if failures.is_empty() {
         b.push_str(
@@ -222,6 +232,8 @@ pub(crate) async fn overview<S: Storage>(
         (status = 200, description = "Task page", content_type = "text/html", body = String),
         (status = 404, description = "No such task", content_type = "text/html", body = String),
         (status = 422, description = "Not a valid id", content_type = "text/html", body = String),
+        (status = 500, description = "The record does not parse: the reason and a Delete button",
+            content_type = "text/html", body = String),
         (status = 503, description = "Store unavailable", content_type = "text/html", body = String),
     ))]
 pub(crate) async fn task<S: Storage>(
@@ -229,11 +241,16 @@ pub(crate) async fn task<S: Storage>(
     OriginalUri(original): OriginalUri,
     uri: Uri,
     path: Result<Path<String>, PathRejection>,
-) -> Result<Html<String>, HtmlError> {
+) -> Result<Response, HtmlError> {
     let base = html::base(&original, &uri);
     let Path(id) = path.map_err(ApiError::from)?;
     let id = api::task_id(&id)?;
-    let t = admin.client().status(&id).await?.ok_or_else(|| executor_core::Error::NotFound(id.clone()))?;
+    let t = match admin.client().status(&id).await {
+        Ok(Some(t)) => t,
+        Ok(None) => return Err(executor_core::Error::NotFound(id).into()),
+        Err(executor_core::Error::Corrupt { reason, .. }) => return Ok(corrupt_page(&base, &id, &reason)),
+        Err(e) => return Err(e.into()),
+    };
     let payload = serde_json::from_slice::<serde_json::Value>(&t.payload)
         .ok()
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
@@ -256,9 +273,10 @@ pub(crate) async fn task<S: Storage>(
     if t.state.is_waiting() || t.state == TaskState::Running {
         let _ = write!(
             b,
-            "<form method=\"post\" action=\"{action}/cancel\"><button class=\"danger\">Cancel</button></form>"
+            "<form method=\"post\" action=\"{action}/cancel\"><button class=\"danger\">Cancel</button></form> "
         );
     }
+    b.push_str(&delete_form(&action, &eid));
     let opt = |v: Option<&str>| v.map_or_else(|| "—".to_owned(), esc);
     let rows: [(&str, String); 16] = [
         ("Name", esc(&t.name)),
@@ -292,7 +310,7 @@ pub(crate) async fn task<S: Storage>(
          <code>on_retry_scheduled</code> listener.</p>",
     );
     let _ = write!(b, "<h2>Payload</h2><pre id=\"payload\">{}</pre>", esc(&payload));
-    Ok(Html(page(&format!("Task {}", t.id.as_str()), &base, &b)))
+    Ok(Html(page(&format!("Task {}", t.id.as_str()), &base, &b)).into_response())
 }
 
 fn back(base: &str, notice: Result<String, String>) -> Redirect {
@@ -348,6 +366,29 @@ pub(crate) async fn cancel<S: Storage>(
     back(&base, result.map(|o| format!("Cancel of {id}: {o:?}.")).map_err(|e| e.body.message))
 }
 
+/// `POST /tasks/{id}/delete` (form): delete in any state, readable or not,
+/// then back to the overview.
+#[utoipa::path(post, path = "/tasks/{id}/delete", tag = "dashboard",
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 303, description = "Back to the dashboard with a notice")))]
+pub(crate) async fn delete<S: Storage>(
+    State(admin): State<Admin<S>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Redirect {
+    let base = html::base(&original, &uri);
+    let Path(id) = match path {
+        Ok(path) => path,
+        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
+    };
+    let result = match api::task_id(&id) {
+        Ok(task) => api::delete_task(&admin, task).await,
+        Err(e) => Err(e),
+    };
+    back(&base, result.map(|_| format!("Deleted {id}.")).map_err(|e| e.body.message))
+}
+
 /// `POST /dead-letter/requeue` (form): requeue the dead letter (bounded).
 #[utoipa::path(post, path = "/dead-letter/requeue", tag = "dashboard",
     responses((status = 303, description = "Back to the dashboard with a notice")))]
@@ -357,14 +398,39 @@ pub(crate) async fn requeue_all<S: Storage>(
     uri: Uri,
 ) -> Redirect {
     let base = html::base(&original, &uri);
-    let result = api::requeue_dead_letter(&admin, api::DEFAULT_REQUEUE_ALL).await;
-    back(
-        &base,
-        result
-            .map(|r| {
-                let more = if r.more { " More remain: press again." } else { "" };
-                format!("Requeued {} tasks, {} skipped.{more}", r.requeued, r.errors.len())
-            })
-            .map_err(|e| e.body.message),
-    )
+    let notice = match api::requeue_dead_letter(&admin, api::DEFAULT_REQUEUE_ALL).await {
+        Ok(r) => requeue_all_notice(&r),
+        Err(e) => Err(e.body.message),
+    };
+    back(&base, notice)
+}
+
+/// Failures named in the requeue-all notice; the rest are counted.
+const NAMED: usize = 5;
+
+/// What a requeue of the dead letter did, in one line: an error notice
+/// when a task failed or the walk stopped early.
+fn requeue_all_notice(r: &crate::RequeueAllResponse) -> Result<String, String> {
+    let mut text = format!("Requeued {} tasks.", r.requeued);
+    if !r.errors.is_empty() {
+        let named: Vec<_> =
+            r.errors.iter().take(NAMED).map(|f| format!("{} ({})", f.id, f.message)).collect();
+        let _ = write!(text, " {} failed: {}", r.errors.len(), named.join("; "));
+        if r.errors.len() > NAMED {
+            let _ = write!(text, "; and {} more", r.errors.len() - NAMED);
+        }
+        text.push('.');
+    }
+    if !r.unreadable.is_empty() {
+        let s = if r.unreadable.len() == 1 { "" } else { "s" };
+        let _ =
+            write!(text, " {} unreadable record{s} skipped (see Unreadable records).", r.unreadable.len());
+    }
+    if let Some(e) = &r.interrupted {
+        let _ = write!(text, " Stopped early: {}.", e.message);
+    }
+    if r.more {
+        text.push_str(" More remain: press again.");
+    }
+    if r.errors.is_empty() && r.interrupted.is_none() { Ok(text) } else { Err(text) }
 }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, reason = "each test binary uses part of this module")]
 
+pub(crate) mod corrupt;
+
 use std::{
     future::Future,
     sync::{
@@ -17,7 +19,7 @@ use axum::{
     body::{Body, to_bytes},
     http::{Request, StatusCode, header},
 };
-use executor_core::{Executor, Handler, MemoryStorage, RetryPolicy, TaskError, TaskOptions};
+use executor_core::{Executor, Handler, MemoryStorage, RetryPolicy, Storage, TaskError, TaskOptions};
 use tower::ServiceExt as _;
 
 pub(crate) type BoxResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -25,7 +27,16 @@ pub(crate) type BoxResult<T = ()> = Result<T, Box<dyn std::error::Error + Send +
 /// `echo` completes; `sync_crm` fails (no retries) while `broken` is set;
 /// `import_feed` always fails and retries in an hour.
 pub(crate) async fn executor(namespace: &str, broken: Arc<AtomicBool>) -> BoxResult<Executor<MemoryStorage>> {
-    let executor = Executor::builder(MemoryStorage::new())
+    executor_on(MemoryStorage::new(), namespace, broken).await
+}
+
+/// [`executor`] on another store.
+pub(crate) async fn executor_on<S: Storage>(
+    storage: S,
+    namespace: &str,
+    broken: Arc<AtomicBool>,
+) -> BoxResult<Executor<S>> {
+    let executor = Executor::builder(storage)
         .namespace(namespace)
         .concurrency(4)
         .handler(Handler::new("echo", |_: serde_json::Value, _ctx| async {}))
