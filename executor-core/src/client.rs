@@ -27,7 +27,25 @@ pub trait Submit: Send + Sync {
     /// # Errors
     /// Validation errors, [`Error::DuplicateId`], store failures.
     fn submit_new(&self, task: NewTask) -> impl Future<Output = Result<Submitted>> + Send;
+
+    /// Validates and stores many tasks, with the same checks, metrics and
+    /// listeners as [`Submit::submit_new`]; one answer per task, in order.
+    /// Each task succeeds or fails on its own; a store failure fails the
+    /// tasks of the batch it hit, not the others.
+    fn submit_many_new(&self, tasks: Vec<NewTask>) -> impl Future<Output = Vec<Result<Submitted>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(tasks.len());
+            for task in tasks {
+                out.push(self.submit_new(task).await);
+            }
+            out
+        }
+    }
 }
+
+/// Most tasks sent to the store in one `submit_many` call; larger batches
+/// are split.
+pub const SUBMIT_BATCH: usize = 500;
 
 /// A handle for producers: submit, status, list, cancel, requeue, counts.
 /// Runs no handlers, so a web process can enqueue while workers run elsewhere.
@@ -249,10 +267,113 @@ impl<S: Storage> Submit for Client<S> {
         self.check(&task)?;
         let name = task.name.clone();
         let submitted = self.inner.storage.submit(&self.inner.namespace, task).await?;
-        m::submitted(&name, submitted.outcome);
-        self.inner.listeners.submitted(&submitted.id, &name, submitted.outcome);
+        self.submitted(&name, &submitted);
         Ok(submitted)
     }
+
+    /// Checks every task, then sends the valid ones in batches of
+    /// [`SUBMIT_BATCH`] through the store's `submit_many`.
+    async fn submit_many_new(&self, tasks: Vec<NewTask>) -> Vec<Result<Submitted>> {
+        let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
+        let mut valid: Vec<(usize, NewTask)> = Vec::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            match self.check(&task) {
+                Ok(()) => {
+                    out.push(None);
+                    valid.push((i, task));
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let mut valid = valid.into_iter().peekable();
+        while valid.peek().is_some() {
+            let (slots, batch): (Vec<usize>, Vec<NewTask>) = valid.by_ref().take(SUBMIT_BATCH).unzip();
+            let names: Vec<String> = batch.iter().map(|t| t.name.clone()).collect();
+            match self.inner.storage.submit_many(&self.inner.namespace, batch).await {
+                Ok(answers) if answers.len() == slots.len() => {
+                    for ((i, name), answer) in slots.into_iter().zip(names).zip(answers) {
+                        if let Ok(submitted) = &answer {
+                            self.submitted(&name, submitted);
+                        }
+                        out[i] = Some(answer);
+                    }
+                }
+                Ok(answers) => {
+                    let reason = format!("the store answered {} of {} tasks", answers.len(), slots.len());
+                    for i in slots {
+                        out[i] = Some(Err(Error::storage(reason.clone(), false)));
+                    }
+                }
+                Err(e) => {
+                    let retryable = e.is_retryable();
+                    let reason = e.to_string();
+                    for i in slots {
+                        out[i] = Some(Err(Error::storage(reason.clone(), retryable)));
+                    }
+                }
+            }
+        }
+        out.into_iter()
+            .map(|a| a.unwrap_or_else(|| Err(Error::storage("no answer for a task", false))))
+            .collect()
+    }
+}
+
+impl<S: Storage> Client<S> {
+    /// Submits many tasks at once: the same name, payload and option checks,
+    /// `submitted` metric and `on_submitted` listeners as a single submit,
+    /// one answer per task in order (created, existing, debounced, or its
+    /// error), any number of tasks (sent in batches of [`SUBMIT_BATCH`]).
+    /// The typed `name::submit_many` helpers of `#[reliable_task]` call it.
+    ///
+    /// ```
+    /// use executor_core::{Client, MemoryStorage, Namespace, SubmitOutcome, TaskBuilder, TaskOptions};
+    ///
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?);
+    /// let tasks = (0..3)
+    ///     .map(|n| TaskBuilder::new("resize", n, TaskOptions::new()).id(format!("img-{n}")).into_new_task())
+    ///     .collect::<Result<Vec<_>, _>>()?;
+    /// let answers = client.submit_many(tasks).await;
+    /// assert!(answers.iter().all(|a| matches!(a, Ok(s) if s.outcome == SubmitOutcome::Created)));
+    /// # Ok::<(), executor_core::Error>(()) })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn submit_many(&self, tasks: impl IntoIterator<Item = NewTask>) -> Vec<Result<Submitted>> {
+        self.submit_many_new(tasks.into_iter().collect()).await
+    }
+
+    fn submitted(&self, name: &str, submitted: &Submitted) {
+        m::submitted(name, submitted.outcome);
+        self.inner.listeners.submitted(&submitted.id, name, submitted.outcome);
+    }
+}
+
+/// Submits the tasks that were built as one batch; a task that did not
+/// build (bad id, payload that does not encode) keeps its own error. Used
+/// by the `submit_many` helpers `#[reliable_task]` generates.
+#[doc(hidden)]
+pub async fn submit_built<C: Submit>(
+    client: &C,
+    built: impl IntoIterator<Item = Result<NewTask>>,
+) -> Vec<Result<Submitted>> {
+    let mut out: Vec<Option<Result<Submitted>>> = Vec::new();
+    let mut tasks = Vec::new();
+    let mut slots = Vec::new();
+    for task in built {
+        match task {
+            Ok(task) => {
+                slots.push(out.len());
+                out.push(None);
+                tasks.push(task);
+            }
+            Err(e) => out.push(Some(Err(e))),
+        }
+    }
+    for (i, answer) in slots.into_iter().zip(client.submit_many_new(tasks).await) {
+        out[i] = Some(answer);
+    }
+    out.into_iter().map(|a| a.unwrap_or_else(|| Err(Error::storage("no answer for a task", false)))).collect()
 }
 
 /// A submit with per-task overrides of the handler's defaults. The typed

@@ -1,10 +1,10 @@
 //! What a handler sees of its attempt, and how it reports failure.
 
-use std::{any::Any, fmt, time::Duration};
+use std::{any::Any, fmt, sync::Arc, time::Duration};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{TaskId, Timestamp};
+use crate::{Data, TaskId, Timestamp, data::DataMap};
 
 /// The attempt a handler runs in: take it as a parameter of a
 /// `#[reliable_task]` function (alone or after the payload).
@@ -20,6 +20,7 @@ pub struct TaskContext {
     pub(crate) fence: u64,
     pub(crate) deadline: Option<Timestamp>,
     pub(crate) cancel: CancellationToken,
+    pub(crate) data: Arc<DataMap>,
 }
 
 impl TaskContext {
@@ -33,7 +34,31 @@ impl TaskContext {
             fence: 1,
             deadline: None,
             cancel: CancellationToken::new(),
+            data: Arc::default(),
         }
+    }
+
+    /// Adds a value of the application's state, as
+    /// [`ExecutorBuilder::data`](crate::ExecutorBuilder::data) does for a
+    /// running executor (for calling a handler directly in a test).
+    pub fn with_data<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        Arc::make_mut(&mut self.data).insert(value);
+        self
+    }
+
+    /// The application's value of type `T` given to the executor builder
+    /// with `.data(..)`, if any; handlers usually take a `Data<T>`
+    /// parameter instead, which `build()` checks.
+    pub fn data<T: Clone + 'static>(&self) -> Option<Data<T>> {
+        self.data.get::<T>().map(Data)
+    }
+
+    /// Used by the code `#[reliable_task]` generates for a `Data<T>` parameter.
+    #[doc(hidden)]
+    pub fn __data<T: Clone + 'static>(&self) -> Result<Data<T>, String> {
+        self.data().ok_or_else(|| {
+            format!("no `{}` was given to the executor builder with `.data(..)`", std::any::type_name::<T>())
+        })
     }
 
     /// The task's id.

@@ -83,6 +83,21 @@ pub enum Error {
         second: String,
     },
 
+    /// A handler takes `Data<T>` of a type that was not given to the
+    /// executor builder with `.data(..)`; `build()` refuses to start.
+    #[error(
+        "handler `{handler}` ({location}) takes `Data<{type_name}>`, but no `{type_name}` was given to the \
+         executor builder: add `.data(value)` with a value of that type before `.build()`"
+    )]
+    MissingData {
+        /// The handler's task name.
+        handler: String,
+        /// Where the handler was defined.
+        location: String,
+        /// The missing type.
+        type_name: &'static str,
+    },
+
     /// The store failed or could not be reached.
     #[error("storage error{}: {source}", if *.retryable { " (retryable)" } else { "" })]
     Storage {

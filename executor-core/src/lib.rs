@@ -93,6 +93,7 @@ extern crate self as executor_core;
 mod client;
 mod coalesce;
 mod context;
+mod data;
 mod error;
 mod executor;
 mod group_commit;
@@ -111,9 +112,10 @@ pub mod testing;
 mod tiered;
 mod time;
 
-pub use client::{Client, DEFAULT_MAX_PAYLOAD, Submit, TaskBuilder};
+pub use client::{Client, DEFAULT_MAX_PAYLOAD, SUBMIT_BATCH, Submit, TaskBuilder};
 pub use coalesce::{CoalesceStats, Coalescer};
 pub use context::{Action, IntoTaskResult, TaskContext, TaskError};
+pub use data::Data;
 pub use error::{BoxError, Error, Result};
 pub use executor::{Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, shutdown_signal};
 pub use group_commit::{GroupCommit, MAX_GROUP};
@@ -137,7 +139,7 @@ pub use executor_macros::reliable_task;
 /// Everything a handler module needs: `use executor_core::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Client, Executor, Handler, MemoryStorage, RetryPolicy, Submit, TaskContext, TaskError, TaskId,
+        Client, Data, Executor, Handler, MemoryStorage, RetryPolicy, Submit, TaskContext, TaskError, TaskId,
         TaskOptions, TaskState, reliable_task, shutdown_signal,
     };
     pub use serde::{Deserialize, Serialize};
@@ -153,7 +155,8 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::{
-        BoxFuture, Error, IntoTaskResult, NewTask, RetryPolicy, Submit, TaskBuilder, TaskContext, TaskError,
-        TaskId, TaskOptions, TaskRegistration, decode,
+        BoxFuture, Data, Error, IntoTaskResult, NewTask, RetryPolicy, Submit, Submitted, TaskBuilder,
+        TaskContext, TaskError, TaskId, TaskOptions, TaskRegistration, decode,
     };
+    pub use crate::{client::submit_built, data::DataNeed};
 }

@@ -5,7 +5,9 @@ use std::{collections::HashMap, fmt, future::Future, pin::Pin, sync::Arc};
 
 use serde::de::DeserializeOwned;
 
-use crate::{Error, IntoTaskResult, Result, TaskContext, TaskError, TaskOptions};
+use crate::{
+    Error, IntoTaskResult, Result, TaskContext, TaskError, TaskOptions, data::DataMap, data::DataNeed,
+};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -22,6 +24,7 @@ pub struct TaskRegistration {
     location: &'static str,
     options: fn() -> TaskOptions,
     invoke: InvokeFn,
+    needs: &'static [DataNeed],
 }
 
 impl TaskRegistration {
@@ -32,7 +35,14 @@ impl TaskRegistration {
         options: fn() -> TaskOptions,
         invoke: InvokeFn,
     ) -> Self {
-        Self { name, location, options, invoke }
+        Self { name, location, options, invoke, needs: &[] }
+    }
+
+    /// The `Data<T>` types the handler takes, checked by `build()`. Used by
+    /// the generated code.
+    pub const fn with_data(mut self, needs: &'static [DataNeed]) -> Self {
+        self.needs = needs;
+        self
     }
 
     /// The task name.
@@ -67,6 +77,7 @@ pub struct Handler {
     location: String,
     options: TaskOptions,
     invoke: Arc<DynInvoke>,
+    needs: &'static [DataNeed],
 }
 
 impl fmt::Debug for Handler {
@@ -99,6 +110,7 @@ impl Handler {
                 let fut = f(payload, ctx);
                 Ok(Box::pin(async move { fut.await.into_task_result() }))
             }),
+            needs: &[],
         }
     }
 
@@ -120,6 +132,7 @@ impl Handler {
             location: r.location.to_owned(),
             options: (r.options)(),
             invoke: Arc::new(invoke),
+            needs: r.needs,
         }
     }
 
@@ -195,6 +208,26 @@ impl Registry {
     /// The handler for `name`.
     pub fn get(&self, name: &str) -> Option<&Handler> {
         self.handlers.get(name)
+    }
+
+    /// Checks that every `Data<T>` a handler takes was given to the builder.
+    ///
+    /// # Errors
+    /// [`Error::MissingData`] naming the first handler and type found missing.
+    pub(crate) fn check_data(&self, data: &DataMap) -> Result<()> {
+        let mut names = self.names();
+        names.sort_unstable();
+        for name in names {
+            let Some(h) = self.handlers.get(name) else { continue };
+            if let Some(need) = h.needs.iter().find(|n| !data.has(n)) {
+                return Err(Error::MissingData {
+                    handler: h.name.clone(),
+                    location: h.location.clone(),
+                    type_name: need.type_name(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Every registered name, sorted.

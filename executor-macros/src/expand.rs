@@ -21,7 +21,7 @@ use syn::{ItemFn, Path, Type, parse_quote, spanned::Spanned};
 use crate::{
     diagnostics::Errors,
     parse::{Retry, TaskAttr},
-    signature::Signature,
+    signature::{Param, Signature},
 };
 
 /// The macro: the user's function plus everything above, or the function
@@ -62,6 +62,7 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
     let docs = Docs::new(name, &ident.to_string());
     let (enum_doc, name_doc, options_doc, with_doc, submit_doc) =
         (&docs.enum_doc, &docs.name, &docs.options, &docs.with, &docs.submit);
+    let many_with_doc = &docs.many_with;
 
     let (helpers, decode) = match &sig.payload {
         Some(ty) => payload_helpers(ident, vis, ty, &krate, &docs),
@@ -75,17 +76,38 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                 #vis async fn submit(client: &impl #p::Submit) -> ::core::result::Result<#p::TaskId, #p::Error> {
                     Self::with().submit(client).await
                 }
+                #[doc = #many_with_doc]
+                #vis async fn submit_many_with(
+                    client: &impl #p::Submit,
+                    builders: impl ::core::iter::IntoIterator<Item = #p::TaskBuilder<()>>,
+                ) -> ::std::vec::Vec<::core::result::Result<#p::Submitted, #p::Error>> {
+                    #p::submit_built(client, builders.into_iter().map(#p::TaskBuilder::into_new_task)).await
+                }
             },
             // Any JSON value is accepted (submit sends `null`), garbage is not.
             quote!(let _: #p::serde::de::IgnoredAny = #p::decode(__bytes)?;),
         ),
     };
-    let call_args = match (sig.payload.is_some(), sig.context) {
-        (true, true) => quote!(__payload, __ctx),
-        (true, false) => quote!(__payload),
-        (false, true) => quote!(__ctx),
-        (false, false) => quote!(),
-    };
+    // Each `Data<T>` is taken from the context before the context itself
+    // is moved into the call; the user's parameter order is kept.
+    let mut extract = Vec::new();
+    let mut needs = Vec::new();
+    let call_args: Vec<TokenStream> = sig
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, param)| match param {
+            Param::Payload => quote!(__payload),
+            Param::Context => quote!(__ctx),
+            Param::Data(ty) => {
+                let var = format_ident!("__data_{i}");
+                let take = respan(quote!(__ctx.__data::<#ty>()), ty.span());
+                extract.push(quote!(let #var: #p::Data<#ty> = #take?;));
+                needs.push(respan(quote!(#p::DataNeed::of::<#ty>()), ty.span()));
+                quote!(#var)
+            }
+        })
+        .collect();
     let invoke = format_ident!("__reliable_task_invoke");
     let line = respan(quote!(::core::line!()), ident.span());
     // A handler whose future is not `Send` is reported on its name, a return
@@ -139,9 +161,12 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                 ::std::string::String,
             > {
                 #decode
-                let __attempt = #ident(#call_args);
+                #(#extract)*
+                let __attempt = #ident(#(#call_args),*);
                 #start
             }
+
+            const __NEEDS: &[#p::DataNeed] = &[#(#needs),*];
 
             #p::inventory::submit! {
                 #p::TaskRegistration::new(
@@ -153,6 +178,7 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                     #ident::options,
                     #invoke,
                 )
+                .with_data(__NEEDS)
             }
         };
     }
@@ -244,6 +270,7 @@ fn payload_helpers(
 ) -> (TokenStream, TokenStream) {
     let p = quote!(#krate::__private);
     let (with_doc, submit_doc) = (&docs.with, &docs.submit);
+    let (many_doc, many_with_doc) = (&docs.many, &docs.many_with);
     let check = format_ident!("__payload_must_be_serialize_deserialize_send_static");
     let typed = respan(quote!(Self::#check::<#ty>()), ty.span());
     let typed_outside = respan(quote!(#ident::#check::<#ty>()), ty.span());
@@ -278,6 +305,22 @@ fn payload_helpers(
             let task = (#typed.1)(Self::with(payload))?;
             ::core::result::Result::Ok(#p::Submit::submit_new(client, task).await?.id)
         }
+
+        #[doc = #many_doc]
+        #vis async fn submit_many(
+            client: &impl #p::Submit,
+            payloads: impl ::core::iter::IntoIterator<Item = #ty>,
+        ) -> ::std::vec::Vec<::core::result::Result<#p::Submitted, #p::Error>> {
+            #p::submit_built(client, payloads.into_iter().map(|__payload| (#typed.1)(Self::with(__payload)))).await
+        }
+
+        #[doc = #many_with_doc]
+        #vis async fn submit_many_with(
+            client: &impl #p::Submit,
+            builders: impl ::core::iter::IntoIterator<Item = #p::TaskBuilder<#ty>>,
+        ) -> ::std::vec::Vec<::core::result::Result<#p::Submitted, #p::Error>> {
+            #p::submit_built(client, builders.into_iter().map(#typed.1)).await
+        }
     };
     (helpers, quote!(let __payload: #ty = (#typed_outside.2)(__bytes)?;))
 }
@@ -289,6 +332,8 @@ struct Docs {
     options: String,
     with: String,
     submit: String,
+    many: String,
+    many_with: String,
 }
 
 impl Docs {
@@ -306,6 +351,12 @@ impl Docs {
                 .to_owned(),
             submit: "Submits with the defaults and returns the new task's id.\n\n# Errors\n\
                      Validation errors, a duplicate id, store failures."
+                .to_owned(),
+            many: "Submits one task per payload with the defaults, in store batches: one answer per \
+                   task, in order (created, existing, debounced, or its own error)."
+                .to_owned(),
+            many_with: "Submits many tasks built with `with(..)` (ids, delays, options per task), in \
+                        store batches: one answer per task, in order."
                 .to_owned(),
         }
     }

@@ -5,13 +5,26 @@ use syn::{FnArg, GenericParam, ItemFn, PatType, Type, TypeReference};
 
 use crate::diagnostics::Errors;
 
-/// A handler's accepted shape: `(payload?, ctx?)`, in that order.
+/// One parameter of a handler, in the order the user wrote them.
+pub(crate) enum Param {
+    /// The decoded payload (always first when present).
+    Payload,
+    /// The attempt's `TaskContext`.
+    Context,
+    /// `Data<T>`: the application's value of type `T` (the type held).
+    Data(Box<Type>),
+}
+
+/// A handler's accepted shape: the payload first if any, then
+/// `TaskContext` and `Data<T>` parameters in any order.
 #[derive(Default)]
 pub(crate) struct Signature {
     /// The payload type, if the handler takes one.
     pub(crate) payload: Option<Type>,
-    /// Whether a `TaskContext` comes after the payload (or alone).
+    /// Whether it takes a `TaskContext`.
     pub(crate) context: bool,
+    /// Every parameter, in order.
+    pub(crate) params: Vec<Param>,
 }
 
 impl Signature {
@@ -45,6 +58,8 @@ impl Signature {
 
         let mut shape = Self::default();
         let mut context_arg: Option<&PatType> = None;
+        // The first `TaskContext` or `Data<..>` seen, which a payload may not follow.
+        let mut extractor: Option<(&PatType, &'static str)> = None;
         for arg in &sig.inputs {
             let arg = match arg {
                 FnArg::Receiver(receiver) => {
@@ -67,28 +82,87 @@ impl Signature {
                     );
                 }
                 context_arg = context_arg.or(Some(arg));
+                extractor = extractor.or(Some((arg, "`TaskContext`")));
                 shape.context = true;
+                shape.params.push(Param::Context);
                 continue;
             }
-            if let Some(ctx) = context_arg {
+            if let Some(held) = data_type(&arg.ty, errors) {
+                extractor = extractor.or(Some((arg, "`Data<..>`")));
+                if let Some(held) = held {
+                    shape.params.push(Param::Data(Box::new(held)));
+                }
+                continue;
+            }
+            if let Some((first, what)) = extractor {
                 errors.at(
-                    &ctx.ty,
-                    "`TaskContext` must come after the payload: `async fn name(payload: P, ctx: TaskContext)`",
+                    &first.ty,
+                    format!(
+                        "{what} must come after the payload: \
+                         `async fn name(payload: P, ctx: TaskContext, db: Data<Pool>)`"
+                    ),
                 );
             }
             if shape.payload.is_some() {
                 errors.at(
                     arg,
                     "a #[reliable_task] handler takes one payload parameter; put the values in one \
-                     struct: `#[derive(Serialize, Deserialize)] struct Params { .. }`",
+                     struct: `#[derive(Serialize, Deserialize)] struct Params { .. }`. To receive the \
+                     application's state (a pool, a client, config), take `Data<ThatType>` and give the \
+                     value to the executor builder with `.data(value)`",
                 );
                 continue;
             }
             if payload_type_ok(&arg.ty, errors) {
                 shape.payload = Some((*arg.ty).clone());
+                shape.params.push(Param::Payload);
             }
         }
         shape
+    }
+}
+
+/// `Some(Some(T))` for a well-formed `Data<T>`, `Some(None)` for a misused
+/// one (reported), `None` for any other type.
+fn data_type(ty: &Type, errors: &mut Errors) -> Option<Option<Type>> {
+    match ty {
+        Type::Reference(r) if data_type(&r.elem, &mut Errors::default()).is_some() => {
+            errors.at(
+                ty,
+                "take `Data<T>` by value: `db: Data<Pool>` (the executor clones it for each attempt)",
+            );
+            Some(None)
+        }
+        Type::Paren(p) => data_type(&p.elem, errors),
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            if last.ident != "Data" {
+                return None;
+            }
+            let held = match &last.arguments {
+                syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match a.args.first() {
+                    Some(syn::GenericArgument::Type(t)) => Some(t.clone()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match held {
+                Some(Type::Reference(r)) => {
+                    errors.at(
+                        &r,
+                        "`Data` holds an owned value the executor clones for each attempt: \
+                         `Data<Pool>`, not `Data<&Pool>`",
+                    );
+                    Some(None)
+                }
+                Some(t) => Some(Some(t)),
+                None => {
+                    errors.at(ty, "write `Data<T>` with the one type it holds, e.g. `Data<MySqlPool>`");
+                    Some(None)
+                }
+            }
+        }
+        _ => None,
     }
 }
 
@@ -183,6 +257,11 @@ mod tests {
         assert!(e.is_empty() && s.payload.is_none() && s.context, "{e:?}");
         let (s, e) = check("async fn a(Order { id }: Order, _: TaskContext) {}");
         assert!(e.is_empty() && s.payload.is_some() && s.context, "{e:?}");
+        let (s, e) =
+            check("async fn a(p: Order, db: Data<Pool>, ctx: TaskContext, c: executor_core::Data<Cfg>) {}");
+        assert!(e.is_empty() && s.payload.is_some() && s.context && s.params.len() == 4, "{e:?}");
+        let (s, e) = check("async fn a(db: Data<Pool>) {}");
+        assert!(e.is_empty() && s.payload.is_none() && s.params.len() == 1, "{e:?}");
     }
 
     #[test]
@@ -195,6 +274,10 @@ mod tests {
             ("async fn a<'a>(p: Cow<'a, str>) {}", "lifetime parameters"),
             ("async fn a(p: u32, q: u32) {}", "one payload parameter"),
             ("async fn a(ctx: TaskContext, p: u32) {}", "must come after the payload"),
+            ("async fn a(db: Data<Pool>, p: u32) {}", "must come after the payload"),
+            ("async fn a(p: u32, db: &Data<Pool>) {}", "by value"),
+            ("async fn a(p: u32, db: Data<&Pool>) {}", "owned value"),
+            ("async fn a(p: u32, db: Pool) {}", "take `Data<ThatType>`"),
             ("async fn a(ctx: TaskContext, c: TaskContext) {}", "at most one `TaskContext`"),
             ("async fn a(ctx: &TaskContext) {}", "by value"),
             ("async fn a(p: &str) {}", "take `String` instead"),

@@ -166,6 +166,39 @@ async fn the_generated_submit_stores_the_task_through_a_client() -> TestResult {
     Ok(())
 }
 
+#[tokio::test]
+async fn the_generated_submit_many_answers_per_task() -> TestResult {
+    let client = Client::new(MemoryStorage::new(), Namespace::new("macros-many")?)?;
+    let answers = process_order::submit_many(&client, (0..3).map(|n| OrderParam { order_id: n })).await;
+    assert_eq!(answers.len(), 3);
+    for answer in &answers {
+        let submitted = answer.as_ref().map_err(|e| e.to_string())?;
+        assert_eq!(submitted.outcome, executor_core::SubmitOutcome::Created);
+        let record = client.status(&submitted.id).await?.ok_or("batched task not found")?;
+        assert_eq!(record.name, process_order::NAME);
+    }
+    let builders = [
+        process_order::with(OrderParam { order_id: 20 }).id("order_20"),
+        process_order::with(OrderParam { order_id: 21 }).id("bad id"),
+        process_order::with(OrderParam { order_id: 20 }).id("order_20").idempotent(),
+        process_order::with(OrderParam { order_id: 22 }).delay(Duration::MAX),
+    ];
+    let answers = process_order::submit_many_with(&client, builders).await;
+    assert!(
+        matches!(&answers[0], Ok(s) if s.outcome == executor_core::SubmitOutcome::Created),
+        "{answers:?}"
+    );
+    assert!(matches!(&answers[1], Err(Error::Invalid { what: "task id", .. })), "{answers:?}");
+    assert!(
+        matches!(&answers[2], Ok(s) if s.outcome == executor_core::SubmitOutcome::Existing),
+        "{answers:?}"
+    );
+    assert!(matches!(&answers[3], Err(Error::Invalid { what: "delay", .. })), "{answers:?}");
+    let notify = send_notify::submit_many_with(&client, [send_notify::with(), send_notify::with()]).await;
+    assert!(notify.iter().all(Result::is_ok), "{notify:?}");
+    Ok(())
+}
+
 async fn finished(executor: &Executor<MemoryStorage>, id: &TaskId) -> Result<TaskRecord, Error> {
     executor.wait_for(id, WAIT).await
 }

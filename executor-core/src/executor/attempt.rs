@@ -209,6 +209,7 @@ async fn execute<S: Storage>(
         fence: lease.fence,
         deadline: task.deadline,
         cancel,
+        data: Arc::clone(executor.data()),
     };
     // Decoding and starting run user code (a `Deserialize` impl, the
     // handler's body up to its first await): a panic there is caught like

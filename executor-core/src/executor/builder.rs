@@ -5,7 +5,7 @@ use std::{fmt, sync::Arc, time::Duration};
 use super::{Executor, config::Config};
 use crate::{
     Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, Registry, Result, Retention, Storage,
-    WorkerId, listener::Listeners,
+    WorkerId, data::DataMap, listener::Listeners,
 };
 
 /// Builds an [`Executor`]. Start with [`Executor::builder`].
@@ -35,6 +35,7 @@ pub struct ExecutorBuilder<S> {
     expected: Vec<String>,
     listeners: Vec<Arc<dyn Listener>>,
     max_payload: usize,
+    data: DataMap,
 }
 
 impl<S> fmt::Debug for ExecutorBuilder<S> {
@@ -58,6 +59,7 @@ impl<S: Storage> ExecutorBuilder<S> {
             expected: Vec::new(),
             listeners: Vec::new(),
             max_payload: DEFAULT_MAX_PAYLOAD,
+            data: DataMap::default(),
         }
     }
 
@@ -161,6 +163,32 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
+    /// Gives handlers a value of the application's state (a database pool,
+    /// an HTTP client, configuration): a handler receives it by taking a
+    /// [`Data<T>`](crate::Data) parameter. Call once per type; a second value
+    /// of the same type replaces the first. `build()` refuses to start when
+    /// a handler takes a type that was not given.
+    ///
+    /// ```
+    /// use executor_core::{Executor, MemoryStorage};
+    ///
+    /// #[derive(Clone)]
+    /// struct Config { api_url: String }
+    ///
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let executor = Executor::builder(MemoryStorage::new())
+    ///     .data(Config { api_url: "https://api.example.com".into() })
+    ///     .data(std::sync::Arc::new(String::from("shared")))
+    ///     .build()
+    ///     .await?;
+    /// # Ok::<(), executor_core::Error>(()) })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn data<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.data.insert(value);
+        self
+    }
+
     /// Adds a listener.
     pub fn listener(mut self, listener: impl Listener) -> Self {
         self.listeners.push(Arc::new(listener));
@@ -176,7 +204,9 @@ impl<S: Storage> ExecutorBuilder<S> {
     /// most half the lease, other intervals and graces up to a day, retention
     /// up to [`crate::MAX_DURATION`]) or a handler default out of range;
     /// [`Error::DuplicateHandler`] when two handlers share a name;
-    /// [`Error::UnknownTask`] when an expected handler is missing.
+    /// [`Error::UnknownTask`] when an expected handler is missing;
+    /// [`Error::MissingData`] when a handler takes a `Data<T>` that was not
+    /// given with [`ExecutorBuilder::data`].
     pub async fn build(self) -> Result<Executor<S>> {
         let namespace = Namespace::new(self.namespace)?;
         let worker = match self.worker {
@@ -185,6 +215,7 @@ impl<S: Storage> ExecutorBuilder<S> {
         };
         self.config.validate()?;
         let registry = Registry::collect(self.handlers)?;
+        registry.check_data(&self.data)?;
         if let Some(missing) = self.expected.iter().find(|n| registry.get(n).is_none()) {
             return Err(Error::invalid(
                 "handlers",
@@ -212,6 +243,6 @@ impl<S: Storage> ExecutorBuilder<S> {
             self.max_payload,
             listeners,
         );
-        Ok(Executor::from_parts(client, registry, worker, self.config))
+        Ok(Executor::from_parts(client, registry, worker, self.config, Arc::new(self.data)))
     }
 }

@@ -13,6 +13,7 @@ use std::{fmt, future::Future, sync::Arc};
 pub use builder::ExecutorBuilder;
 pub use run::{RunningExecutor, ShutdownReport};
 
+use crate::data::DataMap;
 use crate::{
     CancelOutcome, Client, ListQuery, Namespace, NewTask, Page, Registry, Result, StateCounts, Storage,
     Submit, Submitted, TaskId, TaskRecord, WorkerId,
@@ -49,6 +50,7 @@ struct Inner<S> {
     registry: Arc<Registry>,
     worker: WorkerId,
     config: Config,
+    data: Arc<DataMap>,
 }
 
 impl<S> Clone for Executor<S> {
@@ -78,8 +80,14 @@ impl<S: Storage> Executor<S> {
         registry: Arc<Registry>,
         worker: WorkerId,
         config: Config,
+        data: Arc<DataMap>,
     ) -> Self {
-        Self { inner: Arc::new(Inner { client, registry, worker, config }) }
+        Self { inner: Arc::new(Inner { client, registry, worker, config, data }) }
+    }
+
+    /// The values given with [`ExecutorBuilder::data`], for each attempt's context.
+    pub(crate) fn data(&self) -> &Arc<DataMap> {
+        &self.inner.data
     }
 
     /// The client side: submit, status, list, cancel, requeue, counts.
@@ -150,6 +158,11 @@ impl<S: Storage> Executor<S> {
         self.inner.client.requeue(id).await
     }
 
+    /// See [`Client::submit_many`].
+    pub async fn submit_many(&self, tasks: impl IntoIterator<Item = NewTask>) -> Vec<Result<Submitted>> {
+        self.inner.client.submit_many(tasks).await
+    }
+
     /// See [`Client::delete`].
     ///
     /// # Errors
@@ -186,6 +199,10 @@ impl<S: Storage> Executor<S> {
 impl<S: Storage> Submit for Executor<S> {
     async fn submit_new(&self, task: NewTask) -> Result<Submitted> {
         self.inner.client.submit_new(task).await
+    }
+
+    async fn submit_many_new(&self, tasks: Vec<NewTask>) -> Vec<Result<Submitted>> {
+        self.inner.client.submit_many_new(tasks).await
     }
 }
 

@@ -394,3 +394,62 @@ async fn a_finish_the_store_refuses_as_invalid_is_recorded_as_error() -> Result<
     assert!(!ex.delete(&id).await?, "delete of a missing task answers false");
     Ok(())
 }
+
+/// Counts `on_submitted` calls.
+#[derive(Debug, Default, Clone)]
+struct SubmitCount(Arc<AtomicUsize>);
+
+impl Listener for SubmitCount {
+    fn on_submitted(&self, _id: &TaskId, _name: &str, _outcome: executor_core::SubmitOutcome) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn submit_many_checks_each_task_like_a_single_submit() -> Result<()> {
+    let count = SubmitCount::default();
+    let ex = builder(MemoryStorage::new())
+        .handler(Handler::new("known", |_: u32, _ctx: TaskContext| async {}))
+        .listener(count.clone())
+        .max_payload(100)
+        .build()
+        .await?;
+    let task = |name: &str, payload: serde_json::Value| {
+        executor_core::TaskBuilder::new(name, payload, TaskOptions::new()).into_new_task()
+    };
+    // More than one store batch, with bad tasks spread through it.
+    let mut tasks = Vec::new();
+    for n in 0..(executor_core::SUBMIT_BATCH * 2 + 3) {
+        tasks.push(match n % 250 {
+            7 => task("misspelled", serde_json::json!(n))?,
+            8 => task("known", serde_json::json!("x".repeat(200)))?,
+            9 => executor_core::NewTask {
+                due: executor_core::Due::After(Duration::MAX),
+                ..task("known", serde_json::json!(n))?
+            },
+            _ => task("known", serde_json::json!(n))?,
+        });
+    }
+    let first_id = tasks[0].id.clone();
+    tasks.push(executor_core::NewTask { id: first_id, ..task("known", serde_json::json!(0))? });
+    let n = tasks.len();
+    let answers = ex.submit_many(tasks).await;
+    assert_eq!(answers.len(), n, "one answer per task");
+    let mut created = 0;
+    for (i, answer) in answers.iter().enumerate() {
+        match (i % 250, answer) {
+            (_, Ok(s)) if i < n - 1 && i % 250 > 9 || i % 250 < 7 => {
+                assert_eq!(s.outcome, executor_core::SubmitOutcome::Created);
+                created += 1;
+            }
+            (7, Err(Error::UnknownTask(_)))
+            | (8, Err(Error::PayloadTooLarge { .. }))
+            | (9, Err(Error::Invalid { .. })) => {}
+            _ if i == n - 1 => assert!(matches!(answer, Err(Error::DuplicateId(_))), "{answer:?}"),
+            other => panic!("task {i}: {other:?}"),
+        }
+    }
+    assert_eq!(count.0.load(Ordering::SeqCst), created, "on_submitted once per stored task");
+    assert_eq!(ex.counts().await?.total(), created as u64, "only the good tasks are stored");
+    Ok(())
+}

@@ -120,6 +120,12 @@ fn the_handler_is_called_with_the_parameters_it_declares() {
             ),
             "a (__payload , __ctx)",
         ),
+        (
+            quote!(
+                async fn a(p: u32, db: Data<Pool>, ctx: TaskContext) {}
+            ),
+            "a (__payload , __data_1 , __ctx)",
+        ),
     ];
     for (item, call) in shapes {
         let out = expand(quote!(name = "a"), item.clone());

@@ -1,0 +1,8 @@
+use executor_core::prelude::*;
+
+struct Pool;
+
+#[reliable_task(name = "charge")]
+async fn charge(_order: u64, _db: Data<Pool>) {}
+
+fn main() {}
