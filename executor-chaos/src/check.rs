@@ -81,6 +81,24 @@ pub struct Report {
     pub rerun_delay_ms: Vec<u64>,
     /// Faults by kind.
     pub faults: BTreeMap<String, usize>,
+    /// Tasks (ordinary or victims) still `RUNNING` at the end (must be 0).
+    pub stuck_running: usize,
+    /// Re-runs of a task whose earlier attempt returned on a worker that was
+    /// neither killed nor paused, with no store fault to explain them (must
+    /// be 0: a healthy task re-run, e.g. because of another task's bad input).
+    pub healthy_reruns: usize,
+    /// Victims submitted.
+    pub victims: usize,
+    /// Of those, corrupt ones whose record was edited while they waited.
+    pub victims_corrupted: usize,
+    /// Victims that ended as expected.
+    pub victims_expected: usize,
+    /// Victims by label and outcome (`corrupt wrong-type -> ERROR`).
+    pub victim_outcomes: BTreeMap<String, usize>,
+    /// Victims `Storage::delete` removed at the end.
+    pub victims_deleted: usize,
+    /// Observations that are not violations.
+    pub notes: Vec<String>,
     /// Broken invariants, described (the first few are printed).
     pub violations: Vec<String>,
 }
@@ -121,6 +139,7 @@ pub fn check(
     let mut faults: Vec<(String, u64)> = Vec::new();
     let mut completions: Vec<u64> = Vec::new();
     let mut open_stop: HashMap<u32, u64> = HashMap::new();
+    let mut open_claim_stop: HashMap<u32, u64> = HashMap::new();
     let mut store_down: Option<u64> = None;
     let mut end_of_run = u64::MAX;
     for e in events {
@@ -165,7 +184,7 @@ pub fn check(
                 }
             }
             Event::Lost { tasks: lost, .. } => r.lost_leases += lost.len(),
-            Event::Fault { kind, pid, t, .. } => {
+            Event::Fault { kind, pid, t, note } => {
                 *r.faults.entry(kind.clone()).or_default() += 1;
                 match kind.as_str() {
                     "kill" => {
@@ -191,6 +210,17 @@ pub fn check(
                         windows.push(Window { kind: "dropped connection", pid: None, from: *t, to: *t + 1 });
                         faults.push((kind.clone(), *t));
                     }
+                    // Written by the paused worker itself (`ClaimStop`).
+                    "claim_stop" => {
+                        open_claim_stop.insert(pid.unwrap_or(0), *t);
+                        faults.push(("claim stop".to_owned(), *t));
+                    }
+                    "claim_cont" => {
+                        let p = pid.unwrap_or(0);
+                        let from = open_claim_stop.remove(&p).unwrap_or(*t);
+                        windows.push(Window { kind: "stop", pid: Some(p), from, to: *t });
+                    }
+                    "first_start_failed" => r.violations.push(format!("concurrent first start: {note}")),
                     "term" => end_of_run = end_of_run.min(*t),
                     _ => {}
                 }
@@ -198,7 +228,7 @@ pub fn check(
             _ => {}
         }
     }
-    for (p, from) in open_stop {
+    for (p, from) in open_stop.into_iter().chain(open_claim_stop) {
         windows.push(Window { kind: "stop", pid: Some(p), from, to: u64::MAX });
     }
     completions.sort_unstable();
@@ -224,6 +254,13 @@ pub fn check(
                         "task {id}: held by {} tiers at the end ({} copy {})",
                         f.copies, f.tier, f.state
                     ));
+                }
+                if f.tier == "unlisted" {
+                    r.violations
+                        .push(format!("task {id}: listed under no state, but get finds it {}", f.state));
+                }
+                if f.state == "RUNNING" {
+                    r.stuck_running += 1;
                 }
                 if !matches!(f.state.as_str(), "COMPLETED" | "FAILED" | "TIMEOUT" | "ERROR" | "CANCELLED") {
                     r.lost += 1;
@@ -320,6 +357,9 @@ pub fn check(
                     r.retry_lateness_ms.push(b.start.saturating_sub(due));
                 }
                 "retry requested by the handler"
+            } else if crate::victims::is_victim(id) && a.accepted.iter().any(|s| s == "PENDING") {
+                // A victim's failed attempt retried by its policy.
+                "victim retry"
             } else if killed.is_some() {
                 "kill"
             } else if stopped {
@@ -331,6 +371,18 @@ pub fn check(
                 .find(|w| w.pid.is_none() && w.from <= b.start && w.to.saturating_add(lease_ms) >= a.start)
             {
                 w.kind
+            } else if a.returned {
+                r.healthy_reruns += 1;
+                r.violations.push(format!(
+                    "task {id}: re-run as fence {fb} (pid {}, at {}) after fence {fa} returned on a healthy worker \
+                     (pid {}, {}..{}): no kill, pause or store fault explains it",
+                    b.pid,
+                    b.start,
+                    a.pid,
+                    a.start,
+                    a.end.unwrap_or(0)
+                ));
+                "healthy task re-run"
             } else {
                 r.violations.push(format!(
                     "task {id}: re-run of fence {fa} (pid {}, started {}) as fence {fb} at {} is not explained \
@@ -379,6 +431,35 @@ pub fn check(
         }
     }
     r
+}
+
+/// Checks the victims against what each must end as
+/// ([`crate::victims::Victim::expected`]), given `outcomes` read from the
+/// store in the same order. A victim still `RUNNING` is stuck.
+pub fn check_victims(
+    r: &mut Report,
+    victims: &[crate::victims::Victim],
+    outcomes: &[crate::victims::Outcome],
+) {
+    use crate::victims::Outcome;
+    for (v, o) in victims.iter().zip(outcomes).filter(|(v, _)| v.submitted) {
+        r.victims += 1;
+        r.victims_corrupted += usize::from(v.corrupted);
+        let label = v.label();
+        *r.victim_outcomes.entry(format!("{label} -> {o}")).or_default() += 1;
+        if matches!(o, Outcome::Record { state: executor_core::TaskState::Running, .. }) {
+            r.stuck_running += 1;
+        }
+        if v.expected(o) {
+            r.victims_expected += 1;
+        } else {
+            let error = match o {
+                Outcome::Record { error: Some(e), .. } | Outcome::Unreadable(e) => format!(": {e}"),
+                _ => String::new(),
+            };
+            r.violations.push(format!("victim {} ({label}): ended {o}{error}", v.id));
+        }
+    }
 }
 
 /// Slack for three clocks (the controller's, the store's, the worker's; one
@@ -490,6 +571,78 @@ mod tests {
         let r = check(&retried(3_000), &["t0000001".to_owned()], &finals(), 2_000);
         assert_eq!(r.early_retries, 1);
         assert!(r.violations.iter().any(|v| v.contains("2000 ms before the retry")), "{:?}", r.violations);
+    }
+
+    #[test]
+    fn a_rerun_after_an_attempt_returned_on_a_healthy_worker_is_a_violation() {
+        let task = || "t0000001".to_owned();
+        let events = vec![
+            Event::Start { task: task(), fence: 1, attempt: 1, pid: 7, t: 1_000 },
+            Event::End { task: task(), fence: 1, pid: 7, t: 1_050 },
+            Event::Start { task: task(), fence: 2, attempt: 2, pid: 8, t: 4_000 },
+            Event::End { task: task(), fence: 2, pid: 8, t: 4_050 },
+            Event::Finish {
+                task: task(),
+                fence: 2,
+                pid: 8,
+                t: 4_060,
+                target: "COMPLETED".to_owned(),
+                result: "ok:COMPLETED".to_owned(),
+            },
+        ];
+        let r = check(&events, &["t0000001".to_owned()], &finals(), 2_000);
+        assert_eq!(r.healthy_reruns, 1, "{:?}", r.violations);
+        assert!(r.violations[0].contains("returned on a healthy worker"), "{:?}", r.violations);
+
+        // The same re-run while worker 7 was paused inside a claim is allowed.
+        let mut paused = events.clone();
+        paused.push(Event::Fault {
+            kind: "claim_stop".to_owned(),
+            pid: Some(7),
+            t: 1_060,
+            note: String::new(),
+        });
+        paused.push(Event::Fault {
+            kind: "claim_cont".to_owned(),
+            pid: Some(7),
+            t: 5_000,
+            note: String::new(),
+        });
+        let r = check(&paused, &["t0000001".to_owned()], &finals(), 2_000);
+        assert_eq!((r.healthy_reruns, r.violations.len()), (0, 0), "{:?}", r.violations);
+        assert_eq!(r.rerun_causes.get("stop"), Some(&1));
+    }
+
+    #[test]
+    fn victims_must_end_dead_lettered_with_their_reason() {
+        use crate::victims::{Outcome, VictimKind, plan};
+        use executor_core::TaskState;
+        let victims: Vec<_> =
+            plan(crate::server::Backend::Redis, &[VictimKind::PanicStart, VictimKind::Corrupt], 1)
+                .into_iter()
+                .map(|mut v| {
+                    v.submitted = true;
+                    v.corrupted = true;
+                    v
+                })
+                .collect();
+        let panicked = Outcome::Record {
+            state: TaskState::Error,
+            error: Some(format!("panicked while starting: {}", crate::victims::PANIC_TEXT)),
+        };
+        let mut r = Report::default();
+        check_victims(&mut r, &victims, &[panicked, Outcome::Unreadable("field `s`".to_owned())]);
+        assert_eq!((r.victims, r.victims_expected, r.violations.len()), (2, 2, 0), "{:?}", r.violations);
+
+        let stuck = Outcome::Record { state: TaskState::Running, error: None };
+        let mut r = Report::default();
+        check_victims(&mut r, &victims, &[stuck, Outcome::Record { state: TaskState::Pending, error: None }]);
+        assert_eq!(
+            (r.victims_expected, r.stuck_running, r.violations.len()),
+            (0, 1, 2),
+            "{:?}",
+            r.violations
+        );
     }
 
     #[test]

@@ -10,16 +10,17 @@ use std::{
     time::{Duration, Instant},
 };
 
-use executor_core::{Due, Namespace, NewTask, Storage, SubmitMode, TaskId, TaskState};
+use executor_core::{Due, ListQuery, Namespace, NewTask, Storage, SubmitMode, TaskId, TaskState};
 
 use crate::{
-    check::{Final, check, check_demoted, check_due},
+    check::{Final, check, check_demoted, check_due, check_victims},
     fleet::{Fleet, backend_name, drop_connections, restart_store},
     ledger::{Ledger, now_ms, read_dir},
     process::TempDir,
     server::{AnyError, Backend, PrivateServer},
     store::ChaosStore,
     summary::print_summary,
+    victims::{CORRUPT_DELAY, Outcome, Victim, VictimKind, is_victim},
     worker::{TASK_NAME, WorkerArgs},
 };
 
@@ -34,6 +35,29 @@ pub enum Fault {
     Restart,
     /// Kill the store's client connections.
     Drop,
+    /// A worker `SIGSTOP`s itself while a reply of its claim is pending
+    /// (MariaDB: the claim's transaction open, its rows locked), past its
+    /// lease. MySQL backend only (elsewhere a claim is one atomic call).
+    ClaimStop,
+    /// `--first-start-processes` processes connect at once to a new, empty
+    /// database on the MariaDB server, racing on the migrations. Backends
+    /// with a MariaDB server (mysql, tiered).
+    FirstStart,
+    /// No fault (`--faults none`: a run of victims alone).
+    None,
+}
+
+impl Fault {
+    /// Whether this fault applies to a run of `backend` over `servers`.
+    fn applies(self, backend: Backend, servers: &[Arc<Mutex<PrivateServer>>]) -> bool {
+        match self {
+            Fault::Kill | Fault::Stop => true,
+            Fault::Restart | Fault::Drop => !servers.is_empty(),
+            Fault::ClaimStop => backend == Backend::Mysql,
+            Fault::FirstStart => servers.iter().any(|s| lock(s).backend() == Backend::Mysql),
+            Fault::None => false,
+        }
+    }
 }
 
 /// Settings of a chaos run.
@@ -61,8 +85,29 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 3_000)]
     pub fault_every_ms: u64,
     /// Faults to inject.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "kill,stop,restart,drop")]
+    /// (`claim-stop` and `first-start` are left out where they do not apply.)
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "kill,stop,restart,drop,claim-stop,first-start"
+    )]
     pub faults: Vec<Fault>,
+    /// Processes of each `first-start` fault.
+    #[arg(long, default_value_t = 4)]
+    pub first_start_processes: usize,
+    /// Victims of each kind in `--victim-kinds`, submitted in rounds during
+    /// the run next to the ordinary tasks; 0: none.
+    #[arg(long, default_value_t = 4)]
+    pub victims: usize,
+    /// The kinds of victims.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "corrupt,panic-decode,panic-start,retry-overflow"
+    )]
+    pub victim_kinds: Vec<VictimKind>,
     /// Use this store instead of a private one (then no restarts or drops);
     /// for `tiered`, the hot tier (Redis).
     #[arg(long)]
@@ -138,6 +183,11 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
         block_ms: 0,
         current_thread: false,
         retry_percent: args.retry_percent,
+        claim_stop_ms: if args.faults.contains(&Fault::ClaimStop) && args.storage == Backend::Mysql {
+            u64::try_from(pause(args.lease_ms).as_millis()).unwrap_or(u64::MAX)
+        } else {
+            0
+        },
     };
     let ledger = Ledger::open(&dir.path().join("controller.log"))?;
     let fleet = Arc::new(Mutex::new(Fleet::new(template, dir.path().to_path_buf(), ledger)));
@@ -171,8 +221,18 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
         args.retry_percent > 0,
     ));
 
+    let victims = crate::victims::plan(args.storage, &args.victim_kinds, args.victims);
+    let victim_rounds = tokio::spawn(submit_victims(
+        storage.clone(),
+        ns.clone(),
+        victims,
+        args.victim_kinds.len(),
+        started,
+        run_for.mul_f64(0.9),
+    ));
     let (submit_errors, due_ms) =
         submit_paced(&storage, &ns, &ids, &delays, started, run_for.mul_f64(0.9)).await;
+    let victims = victim_rounds.await.map_err(|_| "victim submitter panicked")?;
     let handle = injector;
     let faults = handle.join().map_err(|_| "fault injector panicked")?;
     if let Err(e) = faults {
@@ -180,15 +240,23 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
     }
 
     let fault_end = Instant::now();
-    let drained = drain(&storage, &ns, args.tasks, Duration::from_secs(args.drain_seconds), &fleet).await;
+    let drained =
+        drain(&storage, &ns, args.tasks, &victims, Duration::from_secs(args.drain_seconds), &fleet).await;
     let drain_time = fault_end.elapsed();
     lock(&fleet).stop_all(Duration::from_secs(10));
     sampling.store(false, Ordering::Relaxed);
     let (waiting_peak, demoted) = sampler.await.unwrap_or_default();
 
-    let finals = read_finals(&storage, &ns).await?;
+    let (finals, list_error) = read_finals(&storage, &ns, &ids).await?;
+    let mut outcomes = Vec::with_capacity(victims.len());
+    for v in &victims {
+        outcomes.push(Outcome::read(&storage, &ns, &v.id).await);
+    }
     let (events, torn) = read_dir(dir.path())?;
     let mut report = check(&events, &ids, &finals, args.lease_ms);
+    check_victims(&mut report, &victims, &outcomes);
+    report.violations.extend(list_error);
+    delete_victims(&storage, &ns, &victims, &mut report).await;
     check_due(&mut report, &events, &due_ms);
     report.waiting_peak = waiting_peak;
     if args.retry_percent > 0 {
@@ -202,7 +270,13 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
     }
     let counts = storage.counts(&ns).await?;
     if counts.total() != args.tasks as u64 {
-        report.violations.push(format!("counts add up to {}, {} were submitted", counts.total(), args.tasks));
+        let text = format!("counts add up to {}, {} were submitted", counts.total(), args.tasks);
+        // A record edited by hand changes its state behind the counts' back.
+        if victims.iter().any(|v| v.corrupted) {
+            report.notes.push(format!("{text} (after hand-corrupted records: not checked)"));
+        } else {
+            report.violations.push(text);
+        }
     }
     let restarts: Vec<(&str, u32)> = servers
         .iter()
@@ -231,16 +305,12 @@ fn inject(
 ) -> Result<(), AnyError> {
     let every = Duration::from_millis(args.fault_every_ms.max(100));
     let max_faults = args.seconds * 1000 / every.as_millis().max(1) as u64 + 1;
-    let lease = Duration::from_millis(args.lease_ms);
     // Store faults go round the servers (hot and cold tier in turn); each
     // server's restarts alternate crash and clean shutdown.
     let (mut restarts, mut drops) = (0usize, 0usize);
-    let enabled: Vec<Fault> = args
-        .faults
-        .iter()
-        .copied()
-        .filter(|f| !servers.is_empty() || matches!(f, Fault::Kill | Fault::Stop))
-        .collect();
+    let enabled: Vec<Fault> =
+        args.faults.iter().copied().filter(|f| f.applies(args.storage, servers)).collect();
+    let mut first_starts = 0usize;
     // Round robin over a shuffled order, so every kind of fault happens.
     let offset = rand::random_range(0..enabled.len().max(1));
     for n in 0..max_faults {
@@ -253,9 +323,20 @@ fn inject(
         let done = match fault {
             Fault::Kill => lock(fleet).kill_one(),
             Fault::Stop => {
-                lock(fleet).pause_one(lease + lease / 2 + Duration::from_millis(1_000));
+                lock(fleet).pause_one(pause(args.lease_ms));
                 Ok(())
             }
+            Fault::ClaimStop => {
+                lock(fleet).arm_claim_stop();
+                // The worker stops itself at its next claim; no other fault meanwhile.
+                std::thread::sleep(pause(args.lease_ms) + Duration::from_millis(500));
+                Ok(())
+            }
+            Fault::FirstStart => {
+                first_starts += 1;
+                first_start(fleet, servers, args, first_starts)
+            }
+            Fault::None => Ok(()),
             Fault::Restart => {
                 let n = servers.len().max(1);
                 let crash = (restarts / n).is_multiple_of(2);
@@ -281,6 +362,118 @@ fn inject(
         }
     }
     Ok(())
+}
+
+/// How long a paused worker stays stopped: past its lease (1.5 leases + 1 s).
+fn pause(lease_ms: u64) -> Duration {
+    let lease = Duration::from_millis(lease_ms);
+    lease + lease / 2 + Duration::from_millis(1_000)
+}
+
+/// One round of concurrent first starts on the run's MariaDB server; the
+/// outcome goes to the controller's ledger (`first_start` or
+/// `first_start_failed`, which the checker counts as a violation).
+fn first_start(
+    fleet: &Mutex<Fleet>,
+    servers: &[Arc<Mutex<PrivateServer>>],
+    args: &RunArgs,
+    n: usize,
+) -> Result<(), AnyError> {
+    let Some(server) = servers.iter().find(|s| lock(s).backend() == Backend::Mysql) else { return Ok(()) };
+    let port = lock(server).port();
+    let exe = std::env::current_exe()?;
+    let r = crate::first_start::round(&exe, port, &format!("fresh{n}"), "chaos", args.first_start_processes)?;
+    let f = lock(fleet);
+    if r.passed() {
+        f.note(
+            "first_start",
+            None,
+            format!("{} of {} connected at once, schema complete", r.ok, r.processes),
+        );
+    } else {
+        let mut what = r.errors.clone();
+        what.extend(r.schema_diff.iter().take(5).cloned());
+        f.note(
+            "first_start_failed",
+            None,
+            format!("{} of {} connected; {}", r.ok, r.processes, what.join(" | ")),
+        );
+    }
+    Ok(())
+}
+
+/// Submits the victims in rounds (one of each kind per round) spread over
+/// `spread`, retrying a submit while the store is down (30 s at most); a
+/// corrupt victim's record is edited right after its submit, while it
+/// waits. Returns the victims with `submitted` and `corrupted` set.
+async fn submit_victims<S: ChaosStore>(
+    storage: S,
+    ns: Namespace,
+    mut victims: Vec<Victim>,
+    kinds: usize,
+    started: Instant,
+    spread: Duration,
+) -> Vec<Victim> {
+    let kinds = kinds.max(1);
+    let rounds = victims.len().div_ceil(kinds);
+    for (n, round) in victims.chunks_mut(kinds).enumerate() {
+        let at = started + spread.mul_f64((n + 1) as f64 / (rounds + 1) as f64);
+        tokio::time::sleep_until(at.into()).await;
+        for v in round {
+            let Ok(task) = v.new_task() else { continue };
+            let give_up = Instant::now() + Duration::from_secs(30);
+            loop {
+                let sent = Instant::now();
+                match storage.submit(&ns, task.clone()).await {
+                    Ok(_) => {
+                        v.submitted = true;
+                        // Past its due time a claim may hold it already: leave it alone.
+                        if let Some(c) = v.corruption
+                            && sent.elapsed() + Duration::from_millis(300) < CORRUPT_DELAY
+                        {
+                            match storage.corrupt(&ns, &v.id, c).await {
+                                Ok(done) => v.corrupted = done,
+                                Err(e) => {
+                                    eprintln!("corrupting victim {}: {e}", v.id);
+                                    v.edit_refused = true;
+                                }
+                            }
+                        }
+                        break;
+                    }
+                    Err(e) if Instant::now() >= give_up => {
+                        eprintln!("victim {} was never submitted: {e}", v.id);
+                        break;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                }
+            }
+        }
+    }
+    victims
+}
+
+/// Deletes every victim with `Storage::delete` (it must take any record,
+/// readable or not); afterwards `get` must find nothing.
+async fn delete_victims<S: Storage>(
+    storage: &S,
+    ns: &Namespace,
+    victims: &[Victim],
+    report: &mut crate::check::Report,
+) {
+    for v in victims.iter().filter(|v| v.submitted) {
+        let Ok(id) = TaskId::new(&v.id) else { continue };
+        if let Err(e) = storage.delete(ns, &id).await {
+            report.violations.push(format!("victim {} ({}): delete failed: {e}", v.id, v.label()));
+            continue;
+        }
+        match Outcome::read(storage, ns, &v.id).await {
+            Outcome::Gone => report.victims_deleted += 1,
+            other => {
+                report.violations.push(format!("victim {} ({}): still {other} after delete", v.id, v.label()))
+            }
+        }
+    }
 }
 
 /// Submits `ids` (due after `delays`, or now) in batches spread evenly over
@@ -355,22 +548,29 @@ fn new_task(id: &str, delay: Option<Duration>) -> Option<NewTask> {
     })
 }
 
-/// Waits until every task is terminal; keeps the fleet at strength.
+/// Waits until every ordinary task is terminal, then up to
+/// [`VICTIM_GRACE`] more for the victims to settle; keeps the fleet at
+/// strength. Returns whether the ordinary tasks drained.
 async fn drain<S: Storage>(
     storage: &S,
     ns: &Namespace,
     tasks: usize,
+    victims: &[Victim],
     limit: Duration,
     fleet: &Mutex<Fleet>,
 ) -> bool {
     let end = Instant::now() + limit;
+    let mut drained_at: Option<Instant> = None;
     while Instant::now() < end {
-        if let Ok(c) = storage.counts(ns).await {
-            let waiting = [TaskState::Created, TaskState::Pending, TaskState::Running]
-                .iter()
-                .map(|s| c.get(*s))
-                .sum::<u64>();
-            if waiting == 0 && c.total() >= tasks as u64 {
+        if drained_at.is_none() && drained(storage, ns, tasks, victims.len()).await {
+            drained_at = Some(Instant::now());
+        }
+        if let Some(at) = drained_at {
+            let mut settled = true;
+            for v in victims.iter().filter(|v| v.submitted) {
+                settled &= Outcome::read(storage, ns, &v.id).await.is_settled();
+            }
+            if settled || at.elapsed() > VICTIM_GRACE {
                 return true;
             }
         }
@@ -382,15 +582,60 @@ async fn drain<S: Storage>(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    false
+    drained_at.is_some()
 }
 
-/// The final record of every task, from every tier (the hot copy wins if a
-/// half-done move left one in both; `copies` says so).
-async fn read_finals<S: ChaosStore>(storage: &S, ns: &Namespace) -> Result<HashMap<String, Final>, AnyError> {
+/// Most time the victims get to settle once the ordinary tasks are done
+/// (a victim still waiting then is reported, not waited for).
+const VICTIM_GRACE: Duration = Duration::from_secs(15);
+
+/// Whether no ordinary task waits or runs. The counts say so at once when
+/// nothing waits; with victims they may count a few waiting (a victim, or a
+/// count a hand edit left behind), and then the waiting tasks are listed.
+async fn drained<S: Storage>(storage: &S, ns: &Namespace, tasks: usize, victims: usize) -> bool {
+    let waiting_states = [TaskState::Created, TaskState::Pending, TaskState::Running];
+    let Ok(c) = storage.counts(ns).await else { return false };
+    let waiting = waiting_states.iter().map(|s| c.get(*s)).sum::<u64>();
+    if waiting == 0 && c.total() >= tasks as u64 {
+        return true;
+    }
+    if waiting > victims as u64 {
+        return false;
+    }
+    for state in waiting_states {
+        let mut query = ListQuery::new(state, 1_000);
+        loop {
+            let Ok(page) = storage.list(ns, query.clone()).await else { return false };
+            if page.tasks.iter().any(|t| !is_victim(t.id.as_str())) {
+                return false;
+            }
+            match page.next {
+                Some(next) => query.cursor = Some(next),
+                None => break,
+            }
+        }
+    }
+    true
+}
+
+/// The final record of every ordinary task, from every tier (the hot copy
+/// wins if a half-done move left one in both; `copies` says so). A
+/// submitted task no list shows is looked up by id (at most 1,000 of them)
+/// and marked `unlisted`: a record stranded outside every index.
+async fn read_finals<S: ChaosStore>(
+    storage: &S,
+    ns: &Namespace,
+    submitted: &[String],
+) -> Result<(HashMap<String, Final>, Option<String>), AnyError> {
     let mut out: HashMap<String, Final> = HashMap::new();
-    for (tier, records) in storage.tier_records(ns).await? {
-        for t in records {
+    // A list that fails over one bad record hides every task: a violation,
+    // not a setup error; the tasks are then read one by one.
+    let (tiers, list_error) = match storage.tier_records(ns).await {
+        Ok(t) => (t, None),
+        Err(e) => (Vec::new(), Some(format!("listing the final records failed: {e}"))),
+    };
+    for (tier, records) in tiers {
+        for t in records.into_iter().filter(|t| !is_victim(t.id.as_str())) {
             out.entry(t.id.as_str().to_owned()).and_modify(|f| f.copies += 1).or_insert(Final {
                 state: t.state.to_string(),
                 fence: t.fence,
@@ -399,7 +644,19 @@ async fn read_finals<S: ChaosStore>(storage: &S, ns: &Namespace) -> Result<HashM
             });
         }
     }
-    Ok(out)
+    let most = if list_error.is_some() { 20_000 } else { 1_000 };
+    let unlisted: Vec<&String> = submitted.iter().filter(|id| !out.contains_key(*id)).take(most).collect();
+    for id in unlisted {
+        let Ok(tid) = TaskId::new(id.as_str()) else { continue };
+        let (state, fence) = match storage.get(ns, &tid).await {
+            Ok(None) => continue,
+            Ok(Some(t)) => (t.state.to_string(), t.fence),
+            Err(e) => (format!("unreadable ({e})"), 0),
+        };
+        let tier = if list_error.is_some() { "store" } else { "unlisted" };
+        out.insert(id.clone(), Final { state, fence, tier, copies: 1 });
+    }
+    Ok((out, list_error))
 }
 
 /// Samples the tasks waiting in each tier every 250 ms while `on`; returns

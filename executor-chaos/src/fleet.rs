@@ -66,6 +66,12 @@ impl Fleet {
                     .into_iter()
                     .flatten(),
             )
+            .args(
+                (t.claim_stop_ms > 0)
+                    .then(|| ["--claim-stop-ms".to_owned(), t.claim_stop_ms.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(extra)
             .env("RUST_LOG", std::env::var("CHAOS_WORKER_LOG").unwrap_or_else(|_| "warn".to_owned()))
             .stdin(Stdio::null())
@@ -107,6 +113,16 @@ impl Fleet {
             std::thread::sleep(pause);
             signal(pid, Signal::Cont);
             self.note("cont", Some(pid), "SIGCONT");
+        }
+    }
+
+    /// Asks a random worker to `SIGSTOP` itself inside its next claim
+    /// (`SIGUSR1`; see [`crate::recorder::ClaimStop`]); the worker writes
+    /// the pause to its own ledger.
+    pub fn arm_claim_stop(&mut self) {
+        let Some(&pid) = self.pids().choose(&mut rand::rng()) else { return };
+        if signal(pid, Signal::Usr1) {
+            self.note("claim_stop_armed", Some(pid), "SIGUSR1: stop inside the next claim");
         }
     }
 

@@ -22,6 +22,7 @@
 
 pub mod check;
 pub mod controller;
+pub mod first_start;
 pub mod fleet;
 pub mod ledger;
 pub mod process;
@@ -30,4 +31,5 @@ pub mod server;
 pub mod store;
 pub mod summary;
 pub mod tiered;
+pub mod victims;
 pub mod worker;

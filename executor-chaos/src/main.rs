@@ -1,7 +1,7 @@
 //! `chaos run ...` (controller) and `chaos worker ...` (a worker process).
 
 use clap::{Parser, Subcommand};
-use executor_chaos::{controller, worker};
+use executor_chaos::{controller, first_start, worker};
 
 /// Multi-process chaos harness for the reliable executor.
 #[derive(Debug, Parser)]
@@ -17,6 +17,9 @@ enum Role {
     Run(controller::RunArgs),
     /// One worker process (started by `run`).
     Worker(worker::WorkerArgs),
+    /// Connect once to a MariaDB database, running its migrations (one
+    /// process of a concurrent first start).
+    Migrate(first_start::MigrateArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +33,7 @@ fn main() -> std::process::ExitCode {
     let result = match Cli::parse().role {
         Role::Run(args) => controller::run(args),
         Role::Worker(args) => worker::run(args).map(|()| true),
+        Role::Migrate(args) => first_start::migrate(args).map(|()| true),
     };
     match result {
         Ok(true) => std::process::ExitCode::SUCCESS,

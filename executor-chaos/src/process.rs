@@ -20,6 +20,8 @@ pub enum Signal {
     Stop,
     /// `SIGCONT`: resumes a stopped process.
     Cont,
+    /// `SIGUSR1`: a chaos worker pauses inside its next claim.
+    Usr1,
 }
 
 impl Signal {
@@ -29,6 +31,7 @@ impl Signal {
             Self::Term => "-TERM",
             Self::Stop => "-STOP",
             Self::Cont => "-CONT",
+            Self::Usr1 => "-USR1",
         }
     }
 }
@@ -92,6 +95,23 @@ impl Owned {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.exited()
+    }
+
+    /// After it exited: its status and what it wrote to its piped stdout
+    /// and stderr (empty for streams that were not piped).
+    pub fn output(&mut self) -> Option<(std::process::ExitStatus, String, String)> {
+        use std::io::Read;
+        let status = self.child.try_wait().ok().flatten()?;
+        let read = |r: Option<&mut dyn Read>| {
+            let mut s = String::new();
+            if let Some(r) = r {
+                let _ = r.read_to_string(&mut s);
+            }
+            s
+        };
+        let out = read(self.child.stdout.as_mut().map(|s| s as &mut dyn Read));
+        let err = read(self.child.stderr.as_mut().map(|s| s as &mut dyn Read));
+        Some((status, out, err))
     }
 
     /// `SIGKILL` and reap.

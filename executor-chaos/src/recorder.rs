@@ -3,7 +3,16 @@
 //! the checker sees refused stale writes and lost leases, not only what the
 //! handler saw.
 
-use std::time::Duration;
+use std::{
+    future::Future,
+    process::{Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    task::Poll,
+    time::Duration,
+};
 
 use executor_core::{
     Error, Finish, Heartbeat, Lease, Namespace, Result, Storage, TaskRecord, TaskState, WorkerId,
@@ -22,12 +31,92 @@ pub type Recorded<S> = Intercepted<S, Recorder>;
 pub struct Recorder {
     ledger: Ledger,
     pid: u32,
+    claim_stop: Option<ClaimStop>,
+}
+
+/// A pause of this very process inside a claim (`chaos worker
+/// --claim-stop-ms`): once armed (the controller sends `SIGUSR1`), the
+/// next claim call is polled until one of its first replies is pending,
+/// then the process `SIGSTOP`s itself for `pause` (a helper shell sends
+/// `SIGCONT`). On MariaDB the claim's transaction is then open with its
+/// rows locked, as when a worker is stopped at the worst moment.
+#[derive(Clone, Debug)]
+pub struct ClaimStop {
+    /// Set to pause in the next claim; cleared when the pause happens.
+    pub armed: Arc<AtomicBool>,
+    /// How long to stay stopped.
+    pub pause: Duration,
 }
 
 impl Recorder {
     /// Records into `ledger`.
     pub fn new(ledger: Ledger) -> Self {
-        Self { ledger, pid: std::process::id() }
+        Self { ledger, pid: std::process::id(), claim_stop: None }
+    }
+
+    /// Also pauses inside a claim when `stop` is armed.
+    pub fn with_claim_stop(mut self, stop: ClaimStop) -> Self {
+        self.claim_stop = Some(stop);
+        self
+    }
+
+    /// Polls `claim` and stops this process while its `at`-th reply is
+    /// pending; re-arms if the claim finished first.
+    async fn claim_paused<F: Future<Output = Result<Vec<TaskRecord>>>>(
+        &self,
+        claim: F,
+        stop: &ClaimStop,
+    ) -> Result<Vec<TaskRecord>> {
+        // Replies 1-2 are usually the pool and the transaction's start; on a
+        // MariaDB claim that holds a transaction, 3-5 come after its locking read.
+        let at = rand::random_range(2..=5u32);
+        let (mut pending, mut stopped) = (0, false);
+        let mut claim = std::pin::pin!(claim);
+        let r = std::future::poll_fn(|cx| match claim.as_mut().poll(cx) {
+            Poll::Ready(r) => Poll::Ready(r),
+            Poll::Pending => {
+                pending += 1;
+                if pending == at {
+                    stopped = self.stop_self(stop.pause, at);
+                }
+                Poll::Pending
+            }
+        })
+        .await;
+        if !stopped {
+            stop.armed.store(true, Ordering::SeqCst);
+        }
+        r
+    }
+
+    /// `SIGSTOP`s this process for `pause` through a helper shell and
+    /// blocks this thread (the claim's only poller) until it has resumed.
+    fn stop_self(&self, pause: Duration, reply: u32) -> bool {
+        let pid = self.pid;
+        let note = |kind: &str, note: String| {
+            self.ledger.record(&Event::Fault { kind: kind.to_owned(), pid: Some(pid), t: now_ms(), note });
+        };
+        // Written first: the stop may land before anything else runs.
+        note(
+            "claim_stop",
+            format!("SIGSTOP itself while reply {reply} of a claim was pending, for {pause:?}"),
+        );
+        let helper = Command::new("sh")
+            .arg("-c")
+            .arg(format!("kill -STOP {pid}; sleep {:.3}; kill -CONT {pid}", pause.as_secs_f64()))
+            .stdin(Stdio::null())
+            .spawn();
+        let mut helper = match helper {
+            Ok(h) => h,
+            Err(e) => {
+                note("claim_cont", format!("not stopped: cannot start the helper shell: {e}"));
+                return false;
+            }
+        };
+        // Stopped during this wait; the helper exits right after SIGCONT.
+        let _ = helper.wait();
+        note("claim_cont", "resumed by the helper's SIGCONT".to_owned());
+        true
     }
 
     fn finished(&self, lease: &Lease, target: TaskState, r: &Result<TaskState>) {
@@ -56,7 +145,12 @@ impl<S: Storage> Intercept<S> for Recorder {
         limit: usize,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        let r = inner.claim(ns, worker, limit, lease).await;
+        let r = match &self.claim_stop {
+            Some(stop) if stop.armed.swap(false, Ordering::SeqCst) => {
+                self.claim_paused(inner.claim(ns, worker, limit, lease), stop).await
+            }
+            _ => inner.claim(ns, worker, limit, lease).await,
+        };
         let t = now_ms();
         match &r {
             Ok(tasks) => {

@@ -8,10 +8,23 @@ use executor_core::{ListQuery, Namespace, Result, StateCounts, Storage, TaskReco
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;
 
+use crate::victims::Corruption;
+
 /// A store the harness can drive.
 pub trait ChaosStore: Storage + Clone + Sized {
     /// Connects once, with settings that fail fast while the store is down.
     fn connect_once(url: &str) -> impl Future<Output = Result<Self>> + Send;
+
+    /// Edits waiting task `id`'s record into garbage as `corruption` says
+    /// (a corruption of another backend does nothing); returns whether it
+    /// was edited (only a task still `CREATED` or `PENDING` is). For a
+    /// tiered store, the hot tier's record.
+    fn corrupt(
+        &self,
+        ns: &Namespace,
+        id: &str,
+        corruption: Corruption,
+    ) -> impl Future<Output = Result<bool>> + Send;
 
     /// Deletes every key or row of `ns`.
     fn purge(&self, ns: &Namespace) -> impl Future<Output = Result<()>> + Send;
@@ -93,6 +106,19 @@ impl ChaosStore for RedisStorage {
         RedisStorage::builder(url).pool_size(2).command_timeout(Duration::from_secs(2)).connect().await
     }
 
+    async fn corrupt(&self, ns: &Namespace, id: &str, corruption: Corruption) -> Result<bool> {
+        use fred::interfaces::LuaInterface;
+        let Some(script) = corruption.redis_script() else { return Ok(false) };
+        let key = format!("{{re:{}}}:t:{id}", ns.as_str());
+        let edited: i64 = self
+            .pool()
+            .next()
+            .eval(script, vec![key], Vec::<String>::new())
+            .await
+            .map_err(|e| executor_core::Error::storage(e, true))?;
+        Ok(edited == 1)
+    }
+
     async fn purge(&self, ns: &Namespace) -> Result<()> {
         RedisStorage::purge(self, ns).await.map(|_| ())
     }
@@ -106,6 +132,17 @@ impl ChaosStore for MySqlStorage {
             .poll_interval(Duration::from_millis(5), Duration::from_millis(100))
             .connect(url)
             .await
+    }
+
+    async fn corrupt(&self, ns: &Namespace, id: &str, corruption: Corruption) -> Result<bool> {
+        let Some(sql) = corruption.mysql_update() else { return Ok(false) };
+        let done = sqlx::query(sql)
+            .bind(ns.as_str())
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| executor_core::Error::storage(e, true))?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn purge(&self, ns: &Namespace) -> Result<()> {

@@ -41,6 +41,17 @@ pub fn print_summary(
         println!("restarts: {total}");
     }
     println!("dropped connection rounds: {}", fault("drop"));
+    if args.faults.contains(&crate::controller::Fault::ClaimStop) && args.storage == Backend::Mysql {
+        println!("claim pauses (SIGSTOP inside a claim, past the lease): {}", fault("claim_stop"));
+    }
+    if fault("first_start") + fault("first_start_failed") > 0 {
+        println!(
+            "concurrent first starts ({} processes, fresh database each): {} ok, {} failed",
+            args.first_start_processes,
+            fault("first_start"),
+            fault("first_start_failed")
+        );
+    }
     println!("fault injections that failed: {}", fault("fault_error"));
     println!("re-runs: {} {:?}", r.reruns, r.rerun_causes);
     println!("refused stale writes: {}", r.refused_stale);
@@ -56,6 +67,8 @@ pub fn print_summary(
     println!("stale starts (paused between claim and start, write refused): {}", r.stale_starts);
     println!("accepted stale writes: {}", r.accepted_stale);
     println!("lost: {}", r.lost);
+    println!("stuck RUNNING at the end: {}", r.stuck_running);
+    println!("healthy tasks re-run: {}", r.healthy_reruns);
     println!("overlapping: {}", r.overlapping);
     println!("final states: {:?}", r.states);
     if args.storage == Backend::Tiered || r.delayed > 0 {
@@ -95,6 +108,15 @@ pub fn print_summary(
             percentile(&mut late, 99),
             percentile(&mut late, 100)
         );
+    }
+    if args.victims > 0 {
+        println!("victims: {} ({} corrupted while waiting)", r.victims, r.victims_corrupted);
+        println!("victims as expected: {}", r.victims_expected);
+        println!("victims deleted at the end: {}", r.victims_deleted);
+        println!("victim outcomes: {:?}", r.victim_outcomes);
+    }
+    for note in &r.notes {
+        println!("note: {note}");
     }
     for (kind, v) in &r.recovery_ms {
         let mut v = v.clone();

@@ -52,6 +52,16 @@ impl ChaosStore for Tiered {
         Ok(TieredStorage::new(hot, cold).horizon(HORIZON))
     }
 
+    /// Corrupts the hot copy (victims are due within the horizon).
+    async fn corrupt(
+        &self,
+        ns: &Namespace,
+        id: &str,
+        corruption: crate::victims::Corruption,
+    ) -> Result<bool> {
+        self.hot().corrupt(ns, id, corruption).await
+    }
+
     /// Purges both tiers, the cold one even if the hot one failed.
     async fn purge(&self, ns: &Namespace) -> Result<()> {
         let hot = ChaosStore::purge(self.hot(), ns).await;

@@ -1,13 +1,20 @@
 //! The worker role: an executor on the run's namespace whose one handler
 //! records every attempt in this process's ledger, then sleeps 5-100 ms.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{
+    path::PathBuf,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use executor_core::{Executor, Handler, Namespace, TaskContext, TaskError};
 
 use crate::{
     ledger::{Event, Ledger, now_ms},
-    recorder::{Recorded, Recorder},
+    recorder::{ClaimStop, Recorded, Recorder},
     server::{AnyError, Backend},
     store::ChaosStore,
 };
@@ -75,6 +82,10 @@ pub struct WorkerArgs {
     /// every attempt completes.
     #[arg(long, default_value_t = 0)]
     pub retry_percent: u8,
+    /// On `SIGUSR1`, `SIGSTOP` this process inside its next claim for this
+    /// many ms ([`ClaimStop`]); 0: `SIGUSR1` is ignored.
+    #[arg(long, default_value_t = 0)]
+    pub claim_stop_ms: u64,
     /// Run on a single-threaded runtime (a blocked handler then also blocks
     /// the heartbeat, as on a starved machine).
     #[arg(long)]
@@ -101,11 +112,23 @@ pub fn run(args: WorkerArgs) -> Result<(), AnyError> {
 }
 
 async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
+    // First: SIGUSR1's default action would end the process.
+    let armed = Arc::new(AtomicBool::new(false));
+    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())?;
+    let arm = Arc::clone(&armed);
+    let enabled = args.claim_stop_ms > 0;
+    tokio::spawn(async move {
+        while usr1.recv().await.is_some() {
+            arm.store(enabled, Ordering::SeqCst);
+        }
+    });
     let ledger = Ledger::open(&args.ledger)?;
     let storage = S::connect_run(&args.url, args.cold_url.as_deref(), Duration::from_secs(60)).await?;
     Namespace::new(args.ns.clone())?;
     let lease = Duration::from_millis(args.lease_ms);
-    let executor = Executor::builder(Recorded::new(storage, Recorder::new(ledger.clone())))
+    let recorder = Recorder::new(ledger.clone())
+        .with_claim_stop(ClaimStop { armed, pause: Duration::from_millis(args.claim_stop_ms) });
+    let mut builder = Executor::builder(Recorded::new(storage, recorder))
         .namespace(args.ns.clone())
         .concurrency(args.concurrency)
         .claim_batch(args.concurrency)
@@ -114,9 +137,11 @@ async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
         .housekeeping_interval((lease / 4).max(Duration::from_millis(100)))
         .max_idle_wait(Duration::from_secs(1))
         .shutdown_grace(Duration::from_secs(2))
-        .handler(handler(ledger.clone(), &args))
-        .build()
-        .await?;
+        .handler(handler(ledger.clone(), &args));
+    for h in crate::victims::handlers(&Arc::new(ledger.clone())) {
+        builder = builder.handler(h);
+    }
+    let executor = builder.build().await?;
     ledger.record(&Event::Up {
         pid: std::process::id(),
         worker: executor.worker_id().to_string(),

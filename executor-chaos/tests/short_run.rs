@@ -3,6 +3,9 @@
 //! and 3 worker processes, then the tiered store (Redis hot, MariaDB cold)
 //! for 20 s with 30 % of its tasks delayed past the horizon, so they go
 //! cold and are promoted while both servers are restarted and cut off.
+//! Every run also carries the default victims (issue 12: corrupt records,
+//! panicking decoders, retry overflows), and the MariaDB run pauses a worker
+//! inside its claim and races first starts on fresh databases.
 //! Private servers on free loopback ports; the summary is printed (run with
 //! `--nocapture` to see it). One test, so the runs never share the 2 cores.
 
@@ -45,7 +48,8 @@ fn short_chaos_run_redis_mysql_tiered() -> Result<(), String> {
         ("mysql", "4000", "40", &[]),
         // A fault every 0.6 s or so: 2-3 of each kind in 20 s (a pause holds
         // the injector for 4 s), so the restarts and drops hit both tiers.
-        ("tiered", "2000", "20", &["--fault-every-ms", "600"]),
+        // The four classic faults only (no first-start): enough rounds for both tiers.
+        ("tiered", "2000", "20", &["--fault-every-ms", "600", "--faults", "kill,stop,restart,drop"]),
     ];
     for (storage, tasks, seconds, extra) in runs {
         let summary = chaos_run(storage, tasks, seconds, extra)?;
@@ -53,6 +57,13 @@ fn short_chaos_run_redis_mysql_tiered() -> Result<(), String> {
         assert_eq!(figure(&summary, "lost:"), Some(0), "{summary}");
         assert_eq!(figure(&summary, "overlapping:"), Some(0), "{summary}");
         assert_eq!(figure(&summary, "accepted stale writes:"), Some(0), "{summary}");
+        // Issue 12: the default victims (corrupt records, panicking decoders,
+        // retry overflows) end as expected and harm no other task.
+        assert_eq!(figure(&summary, "stuck RUNNING at the end:"), Some(0), "{summary}");
+        assert_eq!(figure(&summary, "healthy tasks re-run:"), Some(0), "{summary}");
+        let victims = figure(&summary, "victims:");
+        assert!(victims.is_some_and(|n| n > 0), "no victims: {summary}");
+        assert_eq!(figure(&summary, "victims as expected:"), victims, "{summary}");
         let faults: u64 = ["kills:", "pauses:", "restarts:", "dropped connection rounds:"]
             .iter()
             .filter_map(|k| figure(&summary, k))

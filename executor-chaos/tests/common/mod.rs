@@ -61,3 +61,35 @@ pub fn events(dir: &Path) -> Vec<Event> {
     }
     out
 }
+
+/// Runs `chaos run` with `args`; returns its summary (stdout), printed, or
+/// the failure with both streams.
+pub fn chaos_run(args: &[&str]) -> Result<String, String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_chaos"))
+        .arg("run")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot start the chaos binary: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{stdout}");
+    if !out.status.success() {
+        return Err(format!(
+            "chaos run {args:?} failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(stdout)
+}
+
+/// The first number after `key` at the start of a summary line.
+pub fn figure(summary: &str, key: &str) -> Option<u64> {
+    summary
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.trim_end_matches(',').parse().ok())
+}
+
+/// The summary's `victim outcomes` line.
+pub fn victim_outcomes(summary: &str) -> &str {
+    summary.lines().find(|l| l.starts_with("victim outcomes:")).unwrap_or_default()
+}

@@ -1,0 +1,73 @@
+//! Victims (issue 12): tasks that go wrong on purpose among ordinary ones,
+//! on a private store with no other fault, so any harm to a neighbour shows.
+//! Each kind found a bug before its fix:
+//! - a corrupt record (Redis: the hash replaced by a string or a list,
+//!   fence/attempts/due not numbers or out of range, an unknown or deleted
+//!   state; MariaDB: a mixed-case or unknown state, attempts/fence at the
+//!   column's maximum) must end `ERROR`, be reported unreadable or be gone,
+//!   and `Storage::delete` must remove it. Before the fix a Redis hash of
+//!   another type failed the claim script half way, a list page failed on one
+//!   bad record, and a `Pending` row was never claimed (stuck);
+//! - a payload whose `Deserialize` panics and a handler that panics before
+//!   returning its future must be dead-lettered with the panic message
+//!   (before: stuck `RUNNING` for ever);
+//! - `TaskError::retry_after(.., Duration::MAX)` must be dead-lettered at
+//!   once (before: MariaDB refused the write, the task was reaped and re-run
+//!   by healthy workers; Redis stored a due time that no longer parsed).
+//!
+//! The checker also demands 0 tasks stuck `RUNNING` and 0 healthy re-runs.
+
+mod common;
+
+use std::sync::Mutex;
+
+use common::{chaos_run, figure, victim_outcomes};
+
+/// The runs share the machine's 2 cores: one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn victims_run(storage: &str, tasks: &str, per_kind: &str) -> Result<(), String> {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let summary = chaos_run(&[
+        "--storage",
+        storage,
+        "--workers",
+        "2",
+        "--tasks",
+        tasks,
+        "--seconds",
+        "5",
+        "--faults",
+        "none",
+        "--victims",
+        per_kind,
+        "--drain-seconds",
+        "40",
+    ])?;
+    let victims = figure(&summary, "victims:");
+    assert!(summary.contains("RESULT: PASS"), "{summary}");
+    assert_eq!(figure(&summary, "stuck RUNNING at the end:"), Some(0), "{summary}");
+    assert_eq!(figure(&summary, "healthy tasks re-run:"), Some(0), "{summary}");
+    assert_eq!(figure(&summary, "victims as expected:"), victims, "{summary}");
+    assert_eq!(figure(&summary, "victims deleted at the end:"), victims, "{summary}");
+    let outcomes = victim_outcomes(&summary);
+    for kind in ["panicdecode -> ", "panicstart -> ", "retryoverflow -> ", "corrupt "] {
+        assert!(outcomes.contains(kind), "no {kind} victim: {summary}");
+    }
+    // Nearly every corrupt victim is edited before it is due (1.5 s).
+    assert!(figure(&summary, "victims:").is_some(), "{summary}");
+    Ok(())
+}
+
+#[test]
+fn victims_on_redis_end_dead_lettered_without_harming_neighbours() -> Result<(), String> {
+    // 8 of each kind: every one of the 8 Redis corruptions once.
+    victims_run("redis", "600", "8")
+}
+
+#[test]
+fn victims_on_mysql_end_dead_lettered_without_harming_neighbours() -> Result<(), String> {
+    // 4 of each kind: the 4 MariaDB corruptions; the retry overflows share
+    // group commits with the ordinary tasks' finishes.
+    victims_run("mysql", "1200", "4")
+}
