@@ -262,3 +262,141 @@ pub async fn random_options_never_corrupt<S: Storage>(s: &S, ns: &Namespace) {
         ok("delete", s.delete(ns, &id).await);
     }
 }
+
+/// An operation of the state diagram, tried on a task in every state.
+#[derive(Clone, Debug)]
+enum Op {
+    Claim,
+    Finish(Finish, crate::Transition),
+    Cancel,
+    Requeue,
+}
+
+fn ops() -> Vec<Op> {
+    use crate::Transition as T;
+    let e = || "transition check".to_owned();
+    vec![
+        Op::Claim,
+        Op::Finish(Finish::Completed, T::Complete),
+        Op::Finish(Finish::Retry { delay: Duration::from_secs(3_600), error: e() }, T::Retry),
+        Op::Finish(Finish::Failed { error: e() }, T::Fail),
+        Op::Finish(Finish::TimedOut { error: e() }, T::TimeOut),
+        Op::Finish(Finish::Errored { error: e() }, T::Error),
+        Op::Finish(Finish::Cancelled, T::Cancel),
+        Op::Finish(Finish::Released, T::Release),
+        Op::Cancel,
+        Op::Requeue,
+    ]
+}
+
+/// A fresh task driven into `state`, alone among the namespace's due
+/// tasks; its lease when it is `RUNNING`.
+async fn in_state<S: Storage>(
+    s: &S,
+    ns: &Namespace,
+    id: &str,
+    state: TaskState,
+) -> (crate::TaskId, Option<crate::Lease>) {
+    let id = submit(s, ns, new_task(id)).await;
+    let finish = match state {
+        TaskState::Created => return (id, None),
+        TaskState::Cancelled => {
+            ok("cancel", s.cancel(ns, &id).await);
+            return (id, None);
+        }
+        TaskState::Running => {
+            let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+            let rec = claimed.into_iter().next().unwrap_or_else(|| panic!("{id} not claimable"));
+            return (id, Some(lease(&rec)));
+        }
+        TaskState::Pending => Finish::Retry { delay: Duration::ZERO, error: "setup".to_owned() },
+        TaskState::Completed => Finish::Completed,
+        TaskState::Failed => Finish::Failed { error: "setup".to_owned() },
+        TaskState::Timeout => Finish::TimedOut { error: "setup".to_owned() },
+        TaskState::Error => Finish::Errored { error: "setup".to_owned() },
+    };
+    let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+    let rec = claimed.into_iter().next().unwrap_or_else(|| panic!("{id} not claimable"));
+    assert_eq!(ok("finish", s.finish(ns, &lease(&rec), finish).await), state, "setup of {id}");
+    (id, None)
+}
+
+/// Puts a task in every state and tries every operation of the diagram on
+/// it (claim, each finish, cancel, requeue), asserting exactly what
+/// [`TaskState::TRANSITIONS`] allows: the table is the contract, on every
+/// store. (Reaping is checked by `reap_after_lease_expiry`.)
+pub async fn transitions_follow_the_table<S: Storage>(s: &S, ns: &Namespace) {
+    for (n, state) in TaskState::ALL.into_iter().enumerate() {
+        for (m, op) in ops().into_iter().enumerate() {
+            let (id, held) = in_state(s, ns, &format!("tr-{n}-{m}"), state).await;
+            let before = record(s, ns, &id).await;
+            let what = format!("{op:?} on a {state} task");
+            let expected = match &op {
+                Op::Claim => {
+                    let got = ok(&what, s.claim(ns, &worker(), 1, LONG_LEASE).await);
+                    assert_eq!(got.len(), usize::from(state.is_waiting()), "{what}: claimed {got:?}");
+                    state.can(crate::Transition::Claim).unwrap_or(state)
+                }
+                Op::Finish(finish, t) => {
+                    let lease = held.clone().unwrap_or(crate::Lease {
+                        id: id.clone(),
+                        fence: before.fence,
+                        worker: worker(),
+                    });
+                    let answer = s.finish(ns, &lease, finish.clone()).await;
+                    // A finish ends an attempt: only a RUNNING task has one.
+                    let allowed = if state == TaskState::Running { state.can(*t) } else { None };
+                    match allowed {
+                        Some(to) => assert_eq!(ok(&what, answer), to, "{what}"),
+                        None => {
+                            let e = err(&what, answer);
+                            assert!(
+                                matches!(e, Error::StaleFence { .. }),
+                                "{what}: expected StaleFence, got {e:?}"
+                            );
+                        }
+                    }
+                    allowed.unwrap_or(state)
+                }
+                Op::Cancel => {
+                    let answer = s.cancel(ns, &id).await;
+                    match state {
+                        TaskState::Running => {
+                            assert_eq!(ok(&what, answer), crate::CancelOutcome::Requested, "{what}");
+                            state
+                        }
+                        _ => match state.can(crate::Transition::Cancel) {
+                            Some(to) => {
+                                assert_eq!(ok(&what, answer), crate::CancelOutcome::Cancelled, "{what}");
+                                to
+                            }
+                            None => {
+                                let e = err(&what, answer);
+                                assert!(matches!(e, Error::IllegalTransition { .. }), "{what}: got {e:?}");
+                                state
+                            }
+                        },
+                    }
+                }
+                Op::Requeue => {
+                    let answer = s.requeue(ns, &id).await;
+                    match state.can(crate::Transition::Requeue) {
+                        Some(to) => {
+                            ok(&what, answer);
+                            to
+                        }
+                        None => {
+                            let e = err(&what, answer);
+                            assert!(matches!(e, Error::IllegalTransition { .. }), "{what}: got {e:?}");
+                            state
+                        }
+                    }
+                }
+            };
+            assert_eq!(record(s, ns, &id).await.state, expected, "state after {what}");
+            ok("delete", s.delete(ns, &id).await);
+        }
+    }
+    let counts = ok("counts", s.counts(ns).await);
+    assert_eq!(counts.total(), 0, "every case deleted its task: {counts:?}");
+}

@@ -109,6 +109,7 @@ macro_rules! storage_conformance_tests {
             finish_out_of_range_refused_alone,
             delete_removes_any_state,
             random_options_never_corrupt,
+            transitions_follow_the_table,
         }
     };
 }
