@@ -1,0 +1,304 @@
+//! [`AnyStorage`]: the store chosen by configuration, not by type.
+//!
+//! A service that reads its store from configuration (`TASKS_URL=redis://…`
+//! in production, `memory:` in tests) builds one executor type for all of
+//! them:
+//!
+//! ```
+//! use executor_any::AnyStorage;
+//! use executor_core::{Executor, prelude::*};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), executor_core::Error> {
+//! let url = std::env::var("TASKS_URL").unwrap_or_else(|_| "memory:".to_owned());
+//! let storage = AnyStorage::connect(&url).await?;
+//! assert_eq!(storage.kind(), "memory");
+//! let executor: Executor<AnyStorage> = Executor::builder(storage).build().await?;
+//! # let _ = executor;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Each method forwards to the chosen store with one `match`: no boxing,
+//! no dynamic dispatch. The Redis and MySQL drivers are Cargo features
+//! (`redis`, `mysql`, both on by default).
+
+use std::time::Duration;
+
+use executor_core::{
+    CancelOutcome, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, MemoryStorage, Namespace, NewTask,
+    Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
+    TieredStorage, Timestamp, WorkerId,
+};
+#[cfg(feature = "mysql")]
+use executor_mysql::MySqlStorage;
+#[cfg(feature = "redis")]
+use executor_redis::RedisStorage;
+
+/// A store chosen at run time: memory, Redis, MySQL/MariaDB, or Redis hot
+/// with MySQL cold.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum AnyStorage {
+    /// The in-process store (tests, quick starts; not durable).
+    Memory(MemoryStorage),
+    /// Redis, standalone or cluster.
+    #[cfg(feature = "redis")]
+    Redis(RedisStorage),
+    /// MySQL 8 or MariaDB 10.6+.
+    #[cfg(feature = "mysql")]
+    MySql(MySqlStorage),
+    /// Short delays in Redis, long ones in MySQL.
+    #[cfg(all(feature = "redis", feature = "mysql"))]
+    Tiered(TieredStorage<RedisStorage, MySqlStorage>),
+}
+
+impl AnyStorage {
+    /// Connects to the store a URL names:
+    ///
+    /// | URL | store |
+    /// |---|---|
+    /// | `memory:` (or `memory://`) | a new [`MemoryStorage`] |
+    /// | `redis://host:port/db`, `rediss://…` | [`RedisStorage`] (feature `redis`) |
+    /// | `redis-cluster://host:port?node=host2:port2` | [`RedisStorage`] on a cluster |
+    /// | `mysql://user:pass@host:port/db`, `mariadb://…` | [`MySqlStorage`] (feature `mysql`) |
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a scheme this build does not know (naming the
+    /// ones it does), or one whose feature is off; the driver's connect
+    /// errors otherwise.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let scheme = url.split_once(':').map(|(s, _)| s.to_ascii_lowercase()).unwrap_or_default();
+        match scheme.as_str() {
+            "memory" => Ok(Self::Memory(MemoryStorage::new())),
+            #[cfg(feature = "redis")]
+            "redis" | "rediss" | "redis-cluster" => Ok(Self::Redis(RedisStorage::connect(url).await?)),
+            #[cfg(feature = "mysql")]
+            "mysql" | "mariadb" => {
+                let url = match url.strip_prefix("mariadb") {
+                    Some(rest) => format!("mysql{rest}"),
+                    None => url.to_owned(),
+                };
+                Ok(Self::MySql(MySqlStorage::connect(&url).await?))
+            }
+            _ => Err(Error::invalid(
+                "store URL",
+                format!(
+                    "`{}` does not name a store this build knows; use one of: {}",
+                    redact(url),
+                    Self::SCHEMES.join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// The URL schemes [`AnyStorage::connect`] accepts in this build.
+    pub const SCHEMES: &'static [&'static str] = &[
+        "memory:",
+        #[cfg(feature = "redis")]
+        "redis://",
+        #[cfg(feature = "redis")]
+        "rediss://",
+        #[cfg(feature = "redis")]
+        "redis-cluster://",
+        #[cfg(feature = "mysql")]
+        "mysql://",
+        #[cfg(feature = "mysql")]
+        "mariadb://",
+    ];
+
+    /// Redis hot, MySQL cold: see [`TieredStorage`].
+    #[cfg(all(feature = "redis", feature = "mysql"))]
+    pub fn tiered(hot: RedisStorage, cold: MySqlStorage) -> Self {
+        Self::Tiered(TieredStorage::new(hot, cold))
+    }
+
+    /// Which store this is: `memory`, `redis`, `mysql` or `tiered`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Memory(_) => "memory",
+            #[cfg(feature = "redis")]
+            Self::Redis(_) => "redis",
+            #[cfg(feature = "mysql")]
+            Self::MySql(_) => "mysql",
+            #[cfg(all(feature = "redis", feature = "mysql"))]
+            Self::Tiered(_) => "tiered",
+        }
+    }
+}
+
+impl From<MemoryStorage> for AnyStorage {
+    fn from(s: MemoryStorage) -> Self {
+        Self::Memory(s)
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<RedisStorage> for AnyStorage {
+    fn from(s: RedisStorage) -> Self {
+        Self::Redis(s)
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl From<MySqlStorage> for AnyStorage {
+    fn from(s: MySqlStorage) -> Self {
+        Self::MySql(s)
+    }
+}
+
+#[cfg(all(feature = "redis", feature = "mysql"))]
+impl From<TieredStorage<RedisStorage, MySqlStorage>> for AnyStorage {
+    fn from(s: TieredStorage<RedisStorage, MySqlStorage>) -> Self {
+        Self::Tiered(s)
+    }
+}
+
+/// The URL without its password, for error messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(start), Some(at)) if at > start => {
+            let auth = &url[start + 3..at];
+            match auth.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..start + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+/// Calls the same method on whichever store `self` holds.
+macro_rules! each {
+    ($self:expr, $s:ident => $call:expr) => {
+        match $self {
+            AnyStorage::Memory($s) => $call,
+            #[cfg(feature = "redis")]
+            AnyStorage::Redis($s) => $call,
+            #[cfg(feature = "mysql")]
+            AnyStorage::MySql($s) => $call,
+            #[cfg(all(feature = "redis", feature = "mysql"))]
+            AnyStorage::Tiered($s) => $call,
+        }
+    };
+}
+
+impl Storage for AnyStorage {
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        each!(self, s => s.submit(ns, task).await)
+    }
+
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        each!(self, s => s.submit_many(ns, tasks).await)
+    }
+
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        each!(self, s => s.claim(ns, worker, limit, lease).await)
+    }
+
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        each!(self, s => s.heartbeat(ns, leases, lease).await)
+    }
+
+    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        each!(self, s => s.finish(ns, lease, finish).await)
+    }
+
+    async fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> Result<Vec<Result<TaskState>>> {
+        each!(self, s => s.finish_many(ns, items).await)
+    }
+
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        each!(self, s => s.cancel(ns, id).await)
+    }
+
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        each!(self, s => s.get(ns, id).await)
+    }
+
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        each!(self, s => s.list(ns, query).await)
+    }
+
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        each!(self, s => s.delete(ns, id).await)
+    }
+
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        each!(self, s => s.counts(ns).await)
+    }
+
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        each!(self, s => s.requeue(ns, id).await)
+    }
+
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        each!(self, s => s.reap(ns, limit).await)
+    }
+
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        each!(self, s => s.trim(ns, retention, limit).await)
+    }
+
+    async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        each!(self, s => s.acquire_leadership(ns, worker, ttl).await)
+    }
+
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        each!(self, s => s.release_leadership(ns, term).await)
+    }
+
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        each!(self, s => s.leader(ns).await)
+    }
+
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        each!(self, s => Storage::now(s, ns).await)
+    }
+
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        each!(self, s => s.due_before(ns, before, limit).await)
+    }
+
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        each!(self, s => s.import(ns, record).await)
+    }
+
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        each!(self, s => s.remove(ns, id, fence).await)
+    }
+
+    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        each!(self, s => s.housekeeping(ns).await)
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        each!(self, s => s.wait_for_work(ns, max_wait).await)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("mysql://root:secret@db:3306/app"), "mysql://root:***@db:3306/app");
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+    }
+}
