@@ -1,10 +1,25 @@
 -- cancel: ARGV[3] id, ARGV[4] nonce. A waiting task becomes CANCELLED at
 -- once; a running one gets its cancel flag, delivered by the next heartbeat.
--- Returns {'cancelled'} | {'requested'} | {'illegal', state} | {'missing'}.
+-- Returns {'cancelled'} | {'requested'} | {'illegal', state} | {'missing'} |
+-- {'corrupt', reason} for a key that is not a hash or a record without a
+-- known state, which is set aside (common.lua; `delete` removes it).
 local id, nonce = ARGV[3], ARGV[4]
+check_keys()
 local tkey = task_key(id)
-local st, k, u = unpack(redis.call('HMGET', tkey, 's', 'k', 'u'))
-if not st then return {'missing'} end
+local rec = fields(tkey, 's', 'k', 'u')
+-- A record it cannot read is set aside (common.lua) and answered as corrupt.
+local function corrupt(reason, is_hash)
+  set_aside(id, nil, reason, is_hash, nil, now_ms())
+  flush_counts()
+  return {'corrupt', reason}
+end
+if not rec then return corrupt(not_a_hash(tkey), false) end
+local st, k, u = rec[1], rec[2], rec[3]
+if not st then
+  if redis.call('EXISTS', tkey) == 0 then return {'missing'} end
+  return corrupt('field `s` (state) is missing', true)
+end
+if not STATES[st] then return corrupt('unknown state `' .. shown(st) .. '`', true) end
 if st == 'CREATED' or st == 'PENDING' then
   local now = now_ms()
   redis.call('HSET', tkey, 's', 'CANCELLED', 'z', int(now), 'u', nonce)

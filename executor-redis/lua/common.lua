@@ -6,12 +6,51 @@
 -- Task keys (`<base>t:<id>`) are built from ARGV[1] because claim and reap
 -- only learn ids from a ZSET; they share the hash tag of KEYS, so every
 -- script touches one slot.
+--
+-- Redis does not roll back a script that fails half way: what it wrote
+-- before the error stays. So a script checks everything it can fail on
+-- before it writes (invariant 7): the partition's own keys are of their type
+-- (check_keys), task hashes are read with redis.pcall (a key of another type
+-- answers an error table instead of aborting the script), numbers are
+-- checked with nat() before any arithmetic, and a record a script cannot
+-- work on is set aside (set_aside) without touching its neighbours.
 
 -- The task hash fields, in the order scripts return them to Rust (record.rs).
+-- Two more fields are never returned: `u`, the nonce of the last change by
+-- finish, cancel or requeue, and `h`, the nonce of the submit that created
+-- the task (kept apart, so a resent submit is recognised whatever happened
+-- to the task since).
 local FIELDS = {'s', 'n', 'p', 'a', 'm', 'f', 'c', 'd', 'b', 'z', 'x', 'o', 'r', 'e', 'w', 'l', 'q', 'k'}
 
 local STATES = {CREATED = true, PENDING = true, RUNNING = true, COMPLETED = true,
   FAILED = true, TIMEOUT = true, ERROR = true, CANCELLED = true}
+
+-- The index (KEYS position) each state lives in, and the states of each
+-- index. Every counted task has exactly one index entry, so the count of a
+-- record whose own state cannot be trusted is taken from its index.
+local INDEX_OF = {CREATED = 1, PENDING = 1, RUNNING = 2, FAILED = 3, TIMEOUT = 3, ERROR = 3,
+  COMPLETED = 4, CANCELLED = 4}
+
+-- Largest whole number a Lua double holds exactly (2^53 - 1); times, fences
+-- and durations stay far below it (the year 9999 is 2.5e14 ms).
+local SAFE = 9007199254740991
+local U32 = 4294967295
+
+-- A whole number of 0..max (default SAFE) written as plain digits, as Rust
+-- writes and parses them; nil for anything else (nil, false, '', '-1',
+-- '1e3', ' 5', 'nan', a number past max).
+local function nat(v, max)
+  if type(v) ~= 'string' or #v == 0 or #v > 16 or string.find(v, '[^0-9]') then return nil end
+  local n = tonumber(v)
+  if n > (max or SAFE) then return nil end
+  return n
+end
+
+-- A stored value as it may be shown in a reason: at most 40 bytes, and
+-- printable ASCII only, so the reason itself is always readable text.
+local function shown(v)
+  return (string.gsub(string.sub(v, 1, 40), '[^%w%p ]', '?'))
+end
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -23,6 +62,25 @@ local function int(n)
   return string.format('%d', n)
 end
 
+-- Refuses the call, before any write, when one of the partition's indexes
+-- (KEYS 1-4) or its debounce hash (KEYS 5) holds another type of value (a
+-- hand-made key): a write to it would fail half way. With no argument all
+-- five are checked, else the positions given (the keys the script may
+-- write). The wake marker and the counts hash are only written with pcall,
+-- so a broken one never stops work.
+local function check_keys(...)
+  local which = {...}
+  if #which == 0 then which = {1, 2, 3, 4, 5} end
+  for _, i in ipairs(which) do
+    local want = (i == 5) and 'hash' or 'zset'
+    local t = redis.call('TYPE', KEYS[i]).ok
+    if t ~= 'none' and t ~= want then
+      error({err = 'WRONGTYPE ' .. KEYS[i] .. ' holds a ' .. t .. ', not a ' .. want ..
+        ' (edited by hand?): nothing was changed; delete or repair that key'})
+    end
+  end
+end
+
 -- Count changes are gathered per call and written once per state. A count
 -- that reaches zero is deleted, so a namespace whose tasks are all gone
 -- leaves no counts hash behind (Redis drops an empty hash).
@@ -31,24 +89,183 @@ local function move(from, to)
   if from then deltas[from] = (deltas[from] or 0) - 1 end
   if to then deltas[to] = (deltas[to] or 0) + 1 end
 end
+
+-- The count of `state` including this call's changes so far.
+local function count_of(state)
+  local n = tonumber(redis.pcall('HGET', KEYS[7], state)) or 0
+  return n + (deltas[state] or 0)
+end
+
+-- The state a record found in index `index` was counted under when its own
+-- state field cannot be trusted: `hint` when it is a state of that index
+-- with a count, else the first state of the index with a count, else nil
+-- (nothing to take back). Exact whenever the hint is right or only one
+-- state of the index has tasks.
+local function counted(index, hint)
+  if not index then return nil end
+  if hint and INDEX_OF[hint] == index and count_of(hint) > 0 then return hint end
+  local states = ({{'CREATED', 'PENDING'}, {'RUNNING'}, {'ERROR', 'FAILED', 'TIMEOUT'},
+    {'COMPLETED', 'CANCELLED'}})[index]
+  for _, s in ipairs(states) do
+    if count_of(s) > 0 then return s end
+  end
+  return nil
+end
+
+-- Writes with pcall: a count field that is not a number (edited by hand) is
+-- replaced rather than failing the call after its other writes.
 local function flush_counts()
   for state, d in pairs(deltas) do
-    if d ~= 0 and redis.call('HINCRBY', KEYS[7], state, d) == 0 then
-      redis.call('HDEL', KEYS[7], state)
+    if d ~= 0 then
+      local n = redis.pcall('HINCRBY', KEYS[7], state, d)
+      if type(n) == 'table' then
+        redis.log(redis.LOG_WARNING, 'executor-redis: ' .. KEYS[7] .. ' ' .. state .. ': ' .. tostring(n.err))
+        if d > 0 then redis.pcall('HSET', KEYS[7], state, d) else redis.pcall('HDEL', KEYS[7], state) end
+      elseif n <= 0 then
+        -- Zero (or below, after a hand edit): no tasks in the state.
+        redis.pcall('HDEL', KEYS[7], state)
+      end
     end
   end
+  deltas = {}
 end
 
 local function wake()
-  if ARGV[2] == '1' then redis.call('ZADD', KEYS[6], 0, 'w') end
+  if ARGV[2] == '1' then redis.pcall('ZADD', KEYS[6], 0, 'w') end
 end
 
 local function task_key(id)
   return ARGV[1] .. 't:' .. id
 end
 
+-- The FIELDS of a task hash; false when the key holds another type of value.
 local function record(tkey)
-  return redis.call('HMGET', tkey, unpack(FIELDS))
+  local rec = redis.pcall('HMGET', tkey, unpack(FIELDS))
+  if rec.err then return false end
+  return rec
+end
+
+-- HMGET of some fields; false when the key holds another type of value.
+local function fields(tkey, ...)
+  local rec = redis.pcall('HMGET', tkey, ...)
+  if rec.err then return false end
+  return rec
+end
+
+-- Why a key that is not a task hash cannot be read.
+local function not_a_hash(tkey)
+  return 'the key holds a ' .. redis.call('TYPE', tkey).ok .. ', not a task hash'
+end
+
+-- Numeric fields, three values each: position in FIELDS, largest value,
+-- required (1) or not (0). Attempts and fence stay one below their limit so
+-- a claim can add one.
+local NUMBERS = {4, U32 - 1, 0, 5, U32, 1, 6, SAFE - 1, 0, 7, SAFE, 1, 8, SAFE, 1, 9, SAFE, 0,
+  10, SAFE, 0, 11, SAFE, 0, 12, SAFE, 0, 16, SAFE, 0}
+
+-- Why a record (the FIELDS of a hash) cannot be worked on, or nil: its state
+-- is missing or unknown, its name or payload is missing, a number is
+-- missing, not a whole number or out of range, or its retry policy is not
+-- JSON. What Lua cannot check (the retry policy's shape, the worker id) is
+-- checked by Rust after a claim.
+local function check(rec)
+  local st = rec[1]
+  if not st then return 'field `s` (state) is missing' end
+  if not STATES[st] then return 'unknown state `' .. shown(st) .. '`' end
+  if not rec[2] then return 'field `n` (name) is missing' end
+  if not rec[3] then return 'field `p` (payload) is missing' end
+  for i = 1, #NUMBERS, 3 do
+    local at, max = NUMBERS[i], NUMBERS[i + 1]
+    local v = rec[at]
+    if v then
+      if not nat(v, max) then
+        return 'field `' .. FIELDS[at] .. '` should be a whole number of 0..' .. int(max) ..
+          ', found `' .. shown(v) .. '`'
+      end
+    elseif NUMBERS[i + 2] == 1 then
+      return 'field `' .. FIELDS[at] .. '` is missing'
+    end
+  end
+  if rec[13] and not pcall(cjson.decode, rec[13]) then return 'field `r` (retry policy) is not JSON' end
+  return nil
+end
+
+-- The first index (1-4) holding `id`, or nil.
+local function index_of(id)
+  for i = 1, 4 do
+    if redis.call('ZSCORE', KEYS[i], id) then return i end
+  end
+  return nil
+end
+
+-- Sets aside the record of `id`, found in index `index` (nil: look it up),
+-- that a script cannot work on: a hash goes to ERROR with `reason` as its
+-- last error and leaves its debounce binding; a key of another type is
+-- left as it is. Either way it leaves every other index for the dead-letter
+-- one, where `list` reports it unreadable, retention trims it and `delete`
+-- removes it, and its count moves to ERROR from the state its index counted
+-- it under (`hint`: the state it probably had). Only reads before its
+-- first write, and the keys it writes were checked by check_keys.
+local function set_aside(id, index, reason, is_hash, hint, now)
+  local tkey = task_key(id)
+  index = index or index_of(id)
+  if is_hash and index == 1 and INDEX_OF[hint or ''] ~= 1 then
+    -- Which waiting state it was counted under: a claimed task has a fence.
+    hint = ((nat(redis.call('HGET', tkey, 'f')) or 0) > 0) and 'PENDING' or 'CREATED'
+  end
+  local from = counted(index, hint)
+  local k = is_hash and redis.call('HGET', tkey, 'k')
+  for _, i in ipairs({1, 2, 4}) do redis.call('ZREM', KEYS[i], id) end
+  redis.call('ZADD', KEYS[3], int(now), id)
+  if is_hash then
+    redis.call('HSET', tkey, 's', 'ERROR', 'z', int(now), 'e', 'corrupt task record: ' .. reason)
+    if k and redis.call('HGET', KEYS[5], k) == id then redis.call('HDEL', KEYS[5], k) end
+  end
+  move(from, 'ERROR')
+end
+
+-- Looks at the record of an index entry before a script works on it:
+-- returns 'ok', rec for a task hash in a state of that index whose fields
+-- all check out; 'ghost' for an entry without a key (the hash was deleted
+-- by hand: its count is taken back); 'stale' for a task in another state
+-- that is also indexed there (the entry is left to the caller to drop);
+-- otherwise it sets the record aside and returns 'aside', reason.
+local function inspect(id, index, now)
+  local tkey = task_key(id)
+  local rec = record(tkey)
+  if not rec then
+    local reason = not_a_hash(tkey)
+    set_aside(id, index, reason, false, nil, now)
+    return 'aside', reason
+  end
+  local st = rec[1]
+  if not st and redis.call('EXISTS', tkey) == 0 then
+    move(counted(index, nil), nil)
+    return 'ghost'
+  end
+  local reason = check(rec)
+  if not reason and INDEX_OF[st] ~= index then
+    if redis.call('ZSCORE', KEYS[INDEX_OF[st]], id) then return 'stale' end
+    reason = 'state ' .. st .. ' found in the wrong index (' .. KEYS[index] .. ')'
+  end
+  if reason then
+    set_aside(id, index, reason, true, st, now)
+    return 'aside', reason
+  end
+  return 'ok', rec
+end
+
+-- ZADD/ZREM of many members in slices: Lua's unpack() fails past ~8,000
+-- values, which would abort a script after its earlier writes.
+local function zadd_all(key, pairs_)
+  for i = 1, #pairs_, 1000 do
+    redis.call('ZADD', key, unpack(pairs_, i, math.min(i + 999, #pairs_)))
+  end
+end
+local function zrem_all(key, members)
+  for i = 1, #members, 1000 do
+    redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))
+  end
 end
 
 -- Dead letter or finished set for a terminal state.

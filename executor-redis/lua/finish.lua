@@ -2,14 +2,19 @@
 -- id, fence, outcome (C completed, R retry, F failed, T timed out, E errored,
 -- X cancelled, L released), retry delay ms, error text, nonce.
 -- Only a RUNNING task with the same fence changes (invariant 2); the answer
--- per item is the new state or 'STALE'. A resent item (same nonce, already
--- applied) answers the state it produced instead of 'STALE'.
+-- per item is the new state, 'STALE', or 'INVALID' for an item whose delay
+-- is not a whole number (Rust checks it first; this keeps the script from
+-- failing half way). A resent item (same nonce, already applied) answers
+-- the state it produced instead of 'STALE'. A task whose key is not a hash
+-- is 'STALE' (it is not RUNNING); the reaper sets it aside.
 -- The worker and lease fields stay in the hash (one write fewer per task);
 -- they mean something only while the task is RUNNING, and a record shows
 -- them only then.
 local TARGET = {C = 'COMPLETED', R = 'PENDING', F = 'FAILED', T = 'TIMEOUT', E = 'ERROR',
   X = 'CANCELLED', L = 'PENDING'}
-local n = tonumber(ARGV[3])
+local n = nat(ARGV[3], 100000)
+if not n or #ARGV < 3 + n * 6 then return redis.error_reply('ERR finish: wrong number of arguments') end
+check_keys(1, 2, 3, 4)
 local now = now_ms()
 local now_s = int(now)
 local out = {}
@@ -18,17 +23,22 @@ local woken = false
 local unleased, pending, finished = {}, {}, {}
 for i = 0, n - 1 do
   local b = 3 + i * 6
-  local id, fence, outcome, delay, err, nonce =
-    ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], tonumber(ARGV[b + 4]), ARGV[b + 5], ARGV[b + 6]
+  local id, fence, outcome, delay_arg, err, nonce =
+    ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
+  local delay = nat(delay_arg)
   local target = TARGET[outcome]
   local tkey = task_key(id)
-  local st, f, u, a = unpack(redis.call('HMGET', tkey, 's', 'f', 'u', 'a'))
-  if st == 'RUNNING' and f == fence and target then
+  local rec = fields(tkey, 's', 'f', 'u', 'a')
+  local st, f, u, a = false, false, false, false
+  if rec then st, f, u, a = rec[1], rec[2], rec[3], rec[4] end
+  if delay_arg ~= '' and not delay then
+    out[#out + 1] = 'INVALID'
+  elseif st == 'RUNNING' and f == fence and target then
     unleased[#unleased + 1] = id
     if target == 'PENDING' then
       local due = now + (delay or 0)
       if outcome == 'L' then
-        redis.call('HSET', tkey, 's', target, 'd', int(due), 'a', int(math.max((tonumber(a) or 1) - 1, 0)), 'u', nonce)
+        redis.call('HSET', tkey, 's', target, 'd', int(due), 'a', int(math.max((nat(a) or 1) - 1, 0)), 'u', nonce)
       else
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'e', err, 'u', nonce)
       end
@@ -55,9 +65,9 @@ for i = 0, n - 1 do
     out[#out + 1] = 'STALE'
   end
 end
-if #unleased > 0 then redis.call('ZREM', KEYS[2], unpack(unleased)) end
-if #pending > 0 then redis.call('ZADD', KEYS[1], unpack(pending)) end
-for set, members in pairs(finished) do redis.call('ZADD', set, unpack(members)) end
+zrem_all(KEYS[2], unleased)
+zadd_all(KEYS[1], pending)
+for set, members in pairs(finished) do zadd_all(set, members) end
 flush_counts()
 if woken then wake() end
 return {int(now), out}

@@ -2,29 +2,42 @@
 -- a task with its id exists (idempotent by id: a move repeated after a crash
 -- is a no-op). ARGV[3] id, ARGV[4] state, ARGV[5] the score of the index the
 -- state belongs to (due, lease until or finished at), then field/value pairs
--- of the hash. Returns {stored (0|1), now}.
-local id, st, score = ARGV[3], ARGV[4], ARGV[5]
+-- of the hash (Rust checked every number). Returns {stored (0|1), now}, or
+-- {2, now, reason} when the id's key holds something that is not a task
+-- hash: nothing is written, so the other tier keeps its copy.
+local id, st, score = ARGV[3], ARGV[4], nat(ARGV[5])
+if not STATES[st] then return redis.error_reply('ERR import: unknown state ' .. shown(st)) end
+if not score or (#ARGV - 5) % 2 ~= 0 then return redis.error_reply('ERR import: bad arguments') end
+check_keys()
 local tkey = task_key(id)
 local now = now_ms()
-if redis.call('EXISTS', tkey) == 1 then return {0, int(now)} end
-if not STATES[st] then return redis.error_reply('import: unknown state ' .. st) end
+local t = redis.call('TYPE', tkey).ok
+if t == 'hash' then return {0, int(now)} end
+if t ~= 'none' then return {2, int(now), not_a_hash(tkey)} end
 local f = {'s', st}
-for i = 6, #ARGV do f[#f + 1] = ARGV[i] end
+local k = nil
+for i = 6, #ARGV, 2 do
+  f[#f + 1] = ARGV[i]
+  f[#f + 1] = ARGV[i + 1]
+  if ARGV[i] == 'k' then k = ARGV[i + 1] end
+end
+-- The debounce key binds the moved task unless a waiting task holds it here.
+local bind = false
+if k and (st == 'CREATED' or st == 'PENDING') then
+  local bound = redis.call('HGET', KEYS[5], k)
+  local held = bound and fields(task_key(bound), 's')
+  held = held and held[1]
+  bind = held ~= 'CREATED' and held ~= 'PENDING'
+end
 redis.call('HSET', tkey, unpack(f))
 if st == 'CREATED' or st == 'PENDING' then
-  redis.call('ZADD', KEYS[1], score, id)
-  -- The debounce key binds the moved task unless a waiting task holds it here.
-  local k = redis.call('HGET', tkey, 'k')
-  if k then
-    local bound = redis.call('HGET', KEYS[5], k)
-    local held = bound and redis.call('HGET', task_key(bound), 's')
-    if held ~= 'CREATED' and held ~= 'PENDING' then redis.call('HSET', KEYS[5], k, id) end
-  end
-  if tonumber(score) <= now then wake() end
+  redis.call('ZADD', KEYS[1], int(score), id)
+  if bind then redis.call('HSET', KEYS[5], k, id) end
+  if score <= now then wake() end
 elseif st == 'RUNNING' then
-  redis.call('ZADD', KEYS[2], score, id)
+  redis.call('ZADD', KEYS[2], int(score), id)
 else
-  redis.call('ZADD', finished_set(st), score, id)
+  redis.call('ZADD', finished_set(st), int(score), id)
 end
 move(nil, st)
 flush_counts()

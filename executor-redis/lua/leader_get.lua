@@ -1,6 +1,8 @@
 -- leader_get: KEYS[1] leader HASH. Returns {worker, token, until} of the
--- unexpired term, or nil.
+-- unexpired term, or nil (also for a leader key that does not parse).
 local now = now_ms()
-local w, t, u = unpack(redis.call('HMGET', KEYS[1], 'w', 't', 'u'))
-if w and (tonumber(u) or 0) > now then return {w, t, u} end
+local term = fields(KEYS[1], 'w', 't', 'u')
+if not term then return false end
+local w, t, u = term[1], nat(term[2]), nat(term[3])
+if w and t and u and u > now then return {w, int(t), int(u)} end
 return false

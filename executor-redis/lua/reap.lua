@@ -1,24 +1,28 @@
 -- reap: recovers up to ARGV[3] RUNNING tasks whose lease expired (their worker
 -- is presumed dead). Past the deadline -> TIMEOUT; no attempts left -> FAILED;
 -- else PENDING due now. The fence grows in every case, so the old worker's
--- late writes are refused (invariant 2). Returns {retried, failed, timed_out}.
-local limit = tonumber(ARGV[3])
+-- late writes are refused (invariant 2). A lease entry whose record is
+-- corrupt is set aside (common.lua); one without a task is dropped.
+-- Returns {retried, failed, timed_out, {{id, reason}...} set aside}.
+local limit = nat(ARGV[3], 100000)
+if not limit then return redis.error_reply('ERR reap: limit is not a whole number') end
+check_keys()
 local now = now_ms()
 local reason = 'lease expired (worker presumed dead)'
-local retried, failed, timed_out = {}, {}, {}
+local retried, failed, timed_out, aside = {}, {}, {}, {}
 local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. int(now), 'LIMIT', 0, limit)
+zrem_all(KEYS[2], ids)
 for _, id in ipairs(ids) do
-  redis.call('ZREM', KEYS[2], id)
   local tkey = task_key(id)
-  local st, f, a, m, x = unpack(redis.call('HMGET', tkey, 's', 'f', 'a', 'm', 'x'))
-  if st == 'RUNNING' then
-    local fence = int((tonumber(f) or 0) + 1)
-    local deadline = tonumber(x)
+  local verdict, rec = inspect(id, 2, now)
+  if verdict == 'ok' then
+    local fence = int((nat(rec[6]) or 0) + 1)
+    local deadline = nat(rec[11])
     local target
     if deadline and now > deadline then
       target = 'TIMEOUT'
       timed_out[#timed_out + 1] = id
-    elseif (tonumber(a) or 0) >= (tonumber(m) or 1) then
+    elseif (nat(rec[4]) or 0) >= (nat(rec[5]) or 1) then
       target = 'FAILED'
       failed[#failed + 1] = id
     else
@@ -33,8 +37,10 @@ for _, id in ipairs(ids) do
       redis.call('ZADD', KEYS[3], int(now), id)
     end
     move('RUNNING', target)
+  elseif verdict == 'aside' then
+    aside[#aside + 1] = {id, rec}
   end
 end
 flush_counts()
 if #retried > 0 then wake() end
-return {retried, failed, timed_out}
+return {retried, failed, timed_out, aside}

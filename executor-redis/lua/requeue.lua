@@ -1,10 +1,26 @@
 -- requeue: ARGV[3] id, ARGV[4] nonce. A dead-lettered task goes back to
 -- PENDING, due now, attempts reset; its last error stays for the record.
--- Returns {'ok'} | {'illegal', state} | {'missing'}.
+-- Returns {'ok'} | {'illegal', state} | {'missing'} | {'corrupt', reason}
+-- for a key that is not a hash or a record without a known state, which is
+-- set aside (common.lua; `delete` removes it). A record with other broken
+-- fields is requeued and set aside again by the next claim, with the reason.
 local id, nonce = ARGV[3], ARGV[4]
+check_keys()
 local tkey = task_key(id)
-local st, u = unpack(redis.call('HMGET', tkey, 's', 'u'))
-if not st then return {'missing'} end
+local rec = fields(tkey, 's', 'u')
+-- A record it cannot read is set aside (common.lua) and answered as corrupt.
+local function corrupt(reason, is_hash)
+  set_aside(id, nil, reason, is_hash, nil, now_ms())
+  flush_counts()
+  return {'corrupt', reason}
+end
+if not rec then return corrupt(not_a_hash(tkey), false) end
+local st, u = rec[1], rec[2]
+if not st then
+  if redis.call('EXISTS', tkey) == 0 then return {'missing'} end
+  return corrupt('field `s` (state) is missing', true)
+end
+if not STATES[st] then return corrupt('unknown state `' .. shown(st) .. '`', true) end
 if st == 'FAILED' or st == 'TIMEOUT' or st == 'ERROR' then
   local now = now_ms()
   redis.call('HSET', tkey, 's', 'PENDING', 'd', int(now), 'a', '0', 'u', nonce)

@@ -1,63 +1,105 @@
 -- submit: many tasks in one call. ARGV[3] = n, then 14 values per task:
 -- id, name, payload, due kind (n|a|t), due value, max_attempts, max_duration,
 -- timeout, retry, mode (p|i|d), debounce key, window, max_wait, nonce.
--- Returns {now, {outcome, id}...}; outcome created|existing|debounced|duplicate.
--- A resent plain submit (same nonce) answers `created` again, not `duplicate`.
-local n = tonumber(ARGV[3])
+-- Returns {now, {outcome, id[, reason]}...}; outcome created|existing|
+-- debounced|duplicate, or corrupt (the id's key holds something that is not
+-- a task hash) or invalid (an argument that is not a whole number: Rust
+-- checks first, this keeps the script from failing half way).
+-- The nonce is stored in the new task's `h` field, which no other script
+-- writes: a resent call (same nonce) answers `created` again, not
+-- `duplicate`, `existing` or `debounced`, whatever happened to the task since.
+-- A debounce key bound to a corrupt record sets that record aside
+-- (common.lua) and creates a new task, as if the key were free.
+local n = nat(ARGV[3], 100000)
+if not n or #ARGV < 3 + n * 14 then return redis.error_reply('ERR submit: wrong number of arguments') end
+-- A plain or idempotent batch writes only the due index (and the counts);
+-- a debounce item may write the debounce hash and set a record aside.
+local debounces = false
+for i = 0, n - 1 do
+  if ARGV[3 + i * 14 + 10] == 'd' then debounces = true end
+end
+if debounces then check_keys() else check_keys(1) end
 local now = now_ms()
 local now_s = int(now)
 local out = {}
 -- Due entries are written with one ZADD at the end (a later entry for the
 -- same id wins, as it would have one by one).
 local queued = {}
+local DEBOUNCED = {'s', 'c', 'h'}
+
+-- Why the arguments of one task are unusable, or nil.
+local function bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait)
+  if not (due_kind == 'n' or nat(due_value)) then return 'due' end
+  if not nat(max_attempts, U32) then return 'max_attempts' end
+  if max_duration ~= '' and not nat(max_duration) then return 'max_duration' end
+  if timeout ~= '' and not nat(timeout) then return 'timeout' end
+  if mode ~= 'p' and mode ~= 'i' and mode ~= 'd' then return 'mode' end
+  if mode == 'd' and not nat(window) then return 'debounce window' end
+  if max_wait ~= '' and not nat(max_wait) then return 'debounce max_wait' end
+  return nil
+end
+
 for i = 0, n - 1 do
   local b = 3 + i * 14
   local id, name, payload = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
-  local due_kind, due_value, max_attempts = ARGV[b + 4], tonumber(ARGV[b + 5]), ARGV[b + 6]
+  local due_kind, due_value, max_attempts = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local max_duration, timeout, retry, mode = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 10]
   local dkey, window, max_wait, nonce = ARGV[b + 11], ARGV[b + 12], ARGV[b + 13], ARGV[b + 14]
   local result
-  if mode == 'd' then
+  local bad = bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait)
+  if bad then result = {'invalid', id, bad .. ' is not a whole number'} end
+  if not result and mode == 'd' then
     local bound = redis.call('HGET', KEYS[5], dkey)
     if bound then
       local bkey = task_key(bound)
-      local st, created = unpack(redis.call('HMGET', bkey, 's', 'c'))
-      if st == 'CREATED' or st == 'PENDING' then
-        local due = now + tonumber(window)
-        created = tonumber(created)
-        if max_wait ~= '' and created then due = math.min(due, created + tonumber(max_wait)) end
-        redis.call('HSET', bkey, 'p', payload, 'd', int(due))
-        queued[#queued + 1] = int(due)
-        queued[#queued + 1] = bound
-        result = {'debounced', bound}
+      local head = fields(bkey, unpack(DEBOUNCED))
+      if not head then
+        set_aside(bound, nil, not_a_hash(bkey), false, nil, now)
+      elseif head[1] == 'CREATED' or head[1] == 'PENDING' then
+        local reason = check(record(bkey))
+        if nonce ~= '' and head[3] == nonce then
+          result = {'created', bound}
+        elseif reason then
+          set_aside(bound, nil, reason, true, head[1], now)
+        else
+          local due = now + nat(window)
+          if max_wait ~= '' then due = math.min(due, nat(head[2]) + nat(max_wait)) end
+          redis.call('HSET', bkey, 'p', payload, 'd', int(due))
+          queued[#queued + 1] = int(due)
+          queued[#queued + 1] = bound
+          result = {'debounced', bound}
+        end
       end
     end
   end
   if not result then
     local tkey = task_key(id)
-    if redis.call('EXISTS', tkey) == 1 then
-      if mode == 'i' then
-        result = {'existing', id}
-      elseif nonce ~= '' and redis.call('HGET', tkey, 'u') == nonce then
+    local t = redis.call('TYPE', tkey).ok
+    if t == 'hash' then
+      if nonce ~= '' and redis.call('HGET', tkey, 'h') == nonce then
         result = {'created', id}
+      elseif mode == 'i' then
+        result = {'existing', id}
       else
         result = {'duplicate', id}
       end
+    elseif t ~= 'none' then
+      result = {'corrupt', id, not_a_hash(tkey)}
     else
       local due = now
       if mode == 'd' then
-        due = now + tonumber(window)
-        if max_wait ~= '' then due = math.min(due, now + tonumber(max_wait)) end
+        due = now + nat(window)
+        if max_wait ~= '' then due = math.min(due, now + nat(max_wait)) end
       elseif due_kind == 'a' then
-        due = now + due_value
+        due = now + nat(due_value)
       elseif due_kind == 't' then
-        due = due_value
+        due = nat(due_value)
       end
       -- Attempts and fence start at 0 and are left out until a claim sets them.
       local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', now_s, 'd', int(due)}
       if max_duration ~= '' then
         f[#f + 1] = 'x'
-        f[#f + 1] = int(now + tonumber(max_duration))
+        f[#f + 1] = int(now + nat(max_duration))
       end
       if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
       if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
@@ -65,7 +107,7 @@ for i = 0, n - 1 do
         f[#f + 1] = 'k'; f[#f + 1] = dkey
         redis.call('HSET', KEYS[5], dkey, id)
       end
-      if nonce ~= '' then f[#f + 1] = 'u'; f[#f + 1] = nonce end
+      if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
       redis.call('HSET', tkey, unpack(f))
       queued[#queued + 1] = int(due)
       queued[#queued + 1] = id
@@ -75,7 +117,7 @@ for i = 0, n - 1 do
   end
   out[#out + 1] = result
 end
-if #queued > 0 then redis.call('ZADD', KEYS[1], unpack(queued)) end
+zadd_all(KEYS[1], queued)
 flush_counts()
 wake()
 return {int(now), out}

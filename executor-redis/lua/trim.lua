@@ -1,23 +1,39 @@
 -- trim: deletes at most ARGV[5] finished tasks: COMPLETED and CANCELLED ones
 -- finished more than ARGV[3] ms ago, dead-lettered ones more than ARGV[4] ms
--- ago ('' keeps them). Returns the number deleted.
+-- ago ('' keeps them). Records set aside as corrupt live in the dead-letter
+-- index and go with it. A task found in the wrong index that is also in its
+-- own (a stale entry) keeps its key. Returns the number deleted.
+local limit, keep_done, keep_dead = nat(ARGV[5], 100000), nat(ARGV[3]), nat(ARGV[4])
+if not (limit and keep_done and (keep_dead or ARGV[4] == '')) then
+  return redis.error_reply('ERR trim: limit or retention is not a whole number')
+end
+check_keys()
 local now = now_ms()
-local limit = tonumber(ARGV[5])
 local removed = 0
-local function trim(set, keep_ms)
+local function trim(index, keep_ms)
   if removed >= limit then return end
+  local set = KEYS[index]
   local ids = redis.call('ZRANGEBYSCORE', set, '-inf', '(' .. int(now - keep_ms), 'LIMIT', 0, limit - removed)
   if #ids == 0 then return end
   for _, id in ipairs(ids) do
     local tkey = task_key(id)
-    local st = redis.call('HGET', tkey, 's')
-    redis.call('DEL', tkey)
-    if st then move(st, nil) end
+    local rec = fields(tkey, 's')
+    local st = rec and rec[1]
+    -- Trim deletes whatever the key holds: a record set aside as corrupt
+    -- goes like any other once its retention has passed.
+    if STATES[st or ''] and INDEX_OF[st] ~= index and redis.call('ZSCORE', KEYS[INDEX_OF[st]], id) then
+      -- A stale entry: the task lives on in its own index.
+    else
+      -- A record whose state cannot be trusted (or an entry without a
+      -- key) was counted under a state of this index.
+      if STATES[st or ''] and INDEX_OF[st] == index then move(st, nil) else move(counted(index, nil), nil) end
+      redis.call('DEL', tkey)
+      removed = removed + 1
+    end
   end
-  redis.call('ZREM', set, unpack(ids))
-  removed = removed + #ids
+  zrem_all(set, ids)
 end
-trim(KEYS[4], tonumber(ARGV[3]))
-if ARGV[4] ~= '' then trim(KEYS[3], tonumber(ARGV[4])) end
+trim(4, keep_done)
+if keep_dead then trim(3, keep_dead) end
 flush_counts()
 return removed

@@ -1,5 +1,6 @@
-//! Cancel, requeue, reads and housekeeping: `cancel.lua`, `requeue.lua`,
-//! `reap.lua`, `trim.lua`, plain `HMGET`/`HGETALL` for reads.
+//! Cancel, requeue, delete, reads and housekeeping: `cancel.lua`,
+//! `requeue.lua`, `delete.lua`, `reap.lua`, `trim.lua`, plain
+//! `HMGET`/`HGETALL` for reads.
 
 use executor_core::{
     CancelOutcome, Error, Namespace, Reaped, Result, Retention, StateCounts, TaskId, TaskRecord, TaskState,
@@ -8,19 +9,25 @@ use fred::{interfaces::HashesInterface, prelude::ClientLike, types::Value};
 
 use crate::{
     RedisStorage,
+    args::clamped_ms,
     error::{shape, storage},
-    lease::ids,
+    lease::{ids, log_aside},
     record::{self, FIELDS, array, text},
 };
 
 impl RedisStorage {
-    /// `{word, state?}` replies of cancel and requeue.
+    /// `{word, state?}` replies of cancel and requeue; `{'corrupt', reason}`
+    /// becomes [`Error::Corrupt`].
     async fn by_id(&self, ns: &Namespace, id: &TaskId, cancel: bool) -> Result<(String, Option<TaskState>)> {
         let keys = self.keys(ns, self.inner.layout.partition_of(id));
         let lua = if cancel { &self.inner.scripts.cancel } else { &self.inner.scripts.requeue };
         let args = vec![Value::from(id.as_str()), Value::from(self.nonce())];
         let reply = array(self.run_in(lua, &keys, args).await?)?;
         let word = reply.first().and_then(text).unwrap_or_default();
+        if word == "corrupt" {
+            let reason = reply.get(1).and_then(text).unwrap_or_default();
+            return Err(Error::Corrupt { id: id.clone(), reason });
+        }
         let state = reply.get(1).and_then(text).and_then(|s| s.parse().ok());
         Ok((word, state))
     }
@@ -47,11 +54,26 @@ impl RedisStorage {
     pub(crate) async fn get_task(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
         let key = self.keys(ns, self.inner.layout.partition_of(id)).task(id.as_str());
         let client = self.client()?.with_options(&self.inner.options);
-        let values = array(client.hmget::<Value, _, _>(key, FIELDS.to_vec()).await.map_err(storage)?)?;
+        let values = match client.hmget::<Value, _, _>(key, FIELDS.to_vec()).await {
+            Ok(values) => array(values)?,
+            Err(e) if e.details().starts_with("WRONGTYPE") => {
+                let reason = "the key holds a value that is not a task hash (edited by hand?); \
+                              `delete` removes it";
+                return Err(Error::Corrupt { id: id.clone(), reason: reason.to_owned() });
+            }
+            Err(e) => return Err(storage(e)),
+        };
         if values.iter().all(|v| matches!(v, Value::Null)) {
             return Ok(None);
         }
         record::parse(id.as_str(), &values).map(Some)
+    }
+
+    /// Deletes one task whatever its key holds (`delete.lua`).
+    pub(crate) async fn delete_task(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        let keys = self.keys(ns, self.inner.layout.partition_of(id));
+        let reply = self.run_in(&self.inner.scripts.delete, &keys, vec![Value::from(id.as_str())]).await?;
+        Ok(reply.as_u64() == Some(1))
     }
 
     pub(crate) async fn count_states(&self, ns: &Namespace) -> Result<StateCounts> {
@@ -82,12 +104,13 @@ impl RedisStorage {
             if left == 0 {
                 break;
             }
-            let args = vec![Value::from(left.min(crate::lease::MAX_CLAIM).to_string())];
+            let args = vec![Value::from(crate::args::count(left, crate::lease::MAX_CLAIM))];
             let reply = array(self.run_in(&self.inner.scripts.reap, &self.keys(ns, p), args).await?)?;
             let mut reply = reply.into_iter();
             out.retried.extend(ids(reply.next())?);
             out.failed.extend(ids(reply.next())?);
             out.timed_out.extend(ids(reply.next())?);
+            log_aside("reap", reply.next());
         }
         if !out.retried.is_empty() {
             self.poke(ns).await?;
@@ -107,9 +130,10 @@ impl RedisStorage {
             if left == 0 {
                 break;
             }
+            // Retention past 1,000 years keeps as much as 1,000 years does.
             let args = vec![
-                Value::from(retention.completed.as_millis().to_string()),
-                Value::from(retention.dead_letter.map(|d| d.as_millis().to_string()).unwrap_or_default()),
+                Value::from(clamped_ms(retention.completed)),
+                Value::from(retention.dead_letter.map(clamped_ms).unwrap_or_default()),
                 Value::from(left.min(10_000).to_string()),
             ];
             let reply = self.run_in(&self.inner.scripts.trim, &self.keys(ns, p), args).await?;

@@ -13,6 +13,9 @@ use fred::{
 
 use crate::{RedisStorage, error::storage, keys::Layout, storage::Inner};
 
+/// Longest key prefix, in bytes.
+const MAX_PREFIX_LEN: usize = 64;
+
 /// Settings for [`RedisStorage`]; start with [`RedisStorage::builder`].
 ///
 /// ```no_run
@@ -43,6 +46,16 @@ pub struct RedisStorageBuilder {
 }
 
 impl RedisStorageBuilder {
+    /// Most pooled connections [`RedisStorageBuilder::pool_size`] accepts.
+    pub const MAX_POOL_SIZE: usize = 256;
+    /// Largest payload limit [`RedisStorageBuilder::max_payload`] accepts:
+    /// 512 MiB, the longest string Redis stores.
+    pub const MAX_PAYLOAD: usize = 512 * 1024 * 1024;
+    /// Most partitions [`RedisStorageBuilder::partitions`] accepts.
+    pub const MAX_PARTITIONS: u16 = 1024;
+    /// Longest [`RedisStorageBuilder::command_timeout`]: one hour.
+    pub const MAX_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
+
     pub(crate) fn new(url: &str) -> Self {
         Self {
             url: url.to_owned(),
@@ -55,14 +68,16 @@ impl RedisStorageBuilder {
         }
     }
 
-    /// Connections for commands (round robin); default 4. The blocking
-    /// wake-up uses one more connection per waited-on namespace.
+    /// Connections for commands (round robin), 1 to [`Self::MAX_POOL_SIZE`];
+    /// default 4. The blocking wake-up uses one more connection per
+    /// waited-on namespace.
     pub fn pool_size(mut self, n: usize) -> Self {
-        self.pool_size = n.max(1);
+        self.pool_size = n;
         self
     }
 
-    /// Largest payload accepted at submit, in bytes; default
+    /// Largest payload accepted at submit, in bytes, 1 to [`Self::MAX_PAYLOAD`]
+    /// (512 MiB, the longest string Redis stores); default
     /// [`DEFAULT_MAX_PAYLOAD`] (1 MiB). Larger ones get
     /// [`Error::PayloadTooLarge`].
     pub fn max_payload(mut self, bytes: usize) -> Self {
@@ -75,12 +90,12 @@ impl RedisStorageBuilder {
     /// slots. A task's partition is a hash of its id; claims rotate over the
     /// partitions. Every process sharing a namespace must use the same `n`.
     pub fn partitions(mut self, n: u16) -> Self {
-        self.partitions = n.clamp(1, 1024);
+        self.partitions = n;
         self
     }
 
     /// The first part of every key (default `re`): keys are
-    /// `{<prefix>:<namespace>}:...`. Letters, digits, `-`, `_`, `.` only.
+    /// `{<prefix>:<namespace>}:...`. 1 to 64 letters, digits, `-`, `_`, `.`.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
@@ -93,27 +108,67 @@ impl RedisStorageBuilder {
         self
     }
 
-    /// Longest wait for one command (default 5 s), including time spent
-    /// reconnecting; a command that times out returns a retryable error.
+    /// Longest wait for one command, 1 ms to [`Self::MAX_COMMAND_TIMEOUT`] (one
+    /// hour); default 5 s, including time spent reconnecting. A command that
+    /// times out returns a retryable error.
     pub fn command_timeout(mut self, timeout: Duration) -> Self {
-        self.command_timeout = timeout.max(Duration::from_millis(1));
+        self.command_timeout = timeout;
         self
     }
 
-    /// Connects the pool and loads the scripts.
+    /// Checks every setting, naming the one out of range and its range;
+    /// [`RedisStorageBuilder::connect`] calls it before connecting.
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a bad URL or key prefix; a retryable
-    /// [`Error::Storage`] when Redis does not answer.
-    pub async fn connect(self) -> Result<RedisStorage> {
+    /// [`Error::Invalid`] for the first setting out of range.
+    pub fn validate(&self) -> Result<()> {
+        let out_of = |what, value: String, range: &str| {
+            Err(Error::invalid(what, format!("{value} is outside its range, {range}")))
+        };
+        if !(1..=Self::MAX_POOL_SIZE).contains(&self.pool_size) {
+            return out_of(
+                "pool_size",
+                self.pool_size.to_string(),
+                &format!("1 to {} connections", Self::MAX_POOL_SIZE),
+            );
+        }
+        if !(1..=Self::MAX_PAYLOAD).contains(&self.max_payload) {
+            return out_of("max_payload", self.max_payload.to_string(), "1 to 536870912 bytes (512 MiB)");
+        }
+        if !(1..=Self::MAX_PARTITIONS).contains(&self.partitions) {
+            return out_of(
+                "partitions",
+                self.partitions.to_string(),
+                &format!("1 to {}", Self::MAX_PARTITIONS),
+            );
+        }
+        if !(Duration::from_millis(1)..=Self::MAX_COMMAND_TIMEOUT).contains(&self.command_timeout) {
+            return out_of("command_timeout", format!("{:?}", self.command_timeout), "1 ms to 1 hour");
+        }
         if self.prefix.is_empty()
+            || self.prefix.len() > MAX_PREFIX_LEN
             || !self.prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         {
             return Err(Error::invalid(
                 "key prefix",
-                format!("`{}`: use 1 or more letters, digits, `-`, `_` or `.`", self.prefix),
+                format!(
+                    "`{}`: use 1 to {MAX_PREFIX_LEN} letters, digits, `-`, `_` or `.`",
+                    self.prefix.escape_debug()
+                ),
             ));
         }
+        Config::from_url(&self.url).map_err(|e| Error::invalid("redis url", e.details().to_owned()))?;
+        Ok(())
+    }
+
+    /// Checks the settings ([`RedisStorageBuilder::validate`]), connects the
+    /// pool and loads the scripts.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a setting out of range, a bad URL or key
+    /// prefix; a retryable [`Error::Storage`] when Redis does not answer.
+    pub async fn connect(self) -> Result<RedisStorage> {
+        self.validate()?;
         let mut config =
             Config::from_url(&self.url).map_err(|e| Error::invalid("redis url", e.details().to_owned()))?;
         if self.cluster

@@ -32,7 +32,8 @@ impl RedisStorage {
         ttl: Duration,
     ) -> Result<Option<Leadership>> {
         let keys = self.inner.layout.leader(ns).to_vec();
-        let args = vec![Value::from(worker.as_str()), Value::from(ttl.as_millis().to_string())];
+        let ttl = crate::args::duration_ms("leadership ttl", ttl)?;
+        let args = vec![Value::from(worker.as_str()), Value::from(ttl)];
         term(self.run(&self.inner.scripts.leader_acquire, keys, args).await?)
     }
 

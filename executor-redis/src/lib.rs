@@ -20,6 +20,7 @@
 //! `docs/redis.md` in the repository.
 
 mod admin;
+mod args;
 mod batch;
 mod builder;
 mod error;
@@ -92,6 +93,10 @@ impl Storage for RedisStorage {
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         self.list_tasks(ns, query).await
+    }
+
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        self.delete_task(ns, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {

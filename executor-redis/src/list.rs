@@ -3,9 +3,14 @@
 //! Each state lives in one index ZSET (CREATED/PENDING in `due`, RUNNING in
 //! `lease`, COMPLETED/CANCELLED in `done`, dead letter in `dead`), so a page
 //! walks that index in (score, id) order and keeps the tasks in the state.
-//! The cursor is `<partition>:<score>:<id>` of the last index entry looked at.
+//! The cursor is `<partition>:<score>:<hex of the id>` of the last index
+//! entry looked at; every part is checked before a call reaches Redis.
+//!
+//! A record that does not parse is skipped and reported in
+//! [`Page::unreadable`] (invariant 7): one hand-edited task never hides the
+//! rest of its state.
 
-use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskState};
+use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskState, Unreadable};
 use fred::types::Value;
 
 use crate::{
@@ -18,23 +23,70 @@ const BUDGET: usize = 2000;
 /// Script calls one page makes, at most; a page may come back short (never
 /// empty-handed at the end: `next` is `None` only when every partition is done).
 const CALLS: usize = 8;
+/// Longest index member a cursor carries, in bytes (task ids are at most 191).
+const MAX_CURSOR_ID: usize = 1024;
 
+#[derive(Debug, PartialEq)]
 struct Cursor {
     partition: u16,
+    /// '' before the first entry, else a score as [`score_text`] writes it.
     score: String,
-    id: String,
+    id: Vec<u8>,
 }
 
-fn parse_cursor(text: &str, partitions: u16) -> Result<Cursor> {
-    let bad = || Error::invalid("cursor", format!("`{text}` was not made by this storage"));
-    let mut parts = text.splitn(3, ':');
-    let partition: u16 = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
-    let score = parts.next().ok_or_else(bad)?.to_owned();
-    let id = parts.next().ok_or_else(bad)?.to_owned();
-    if partition >= partitions || !(score.is_empty() || score.parse::<f64>().is_ok()) {
-        return Err(bad());
+impl Cursor {
+    fn start(partition: u16) -> Self {
+        Self { partition, score: String::new(), id: Vec::new() }
     }
-    Ok(Cursor { partition, score, id })
+
+    fn encode(&self) -> String {
+        let hex: String = self.id.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{}:{}:{hex}", self.partition, self.score)
+    }
+}
+
+/// A score as the cursor carries it: Rust's shortest form of the double
+/// Redis printed (`1700000000000`, `1.5`, `inf`), never NaN.
+fn score_text(redis: &str) -> Option<String> {
+    let f: f64 = redis.parse().ok()?;
+    (!f.is_nan()).then(|| f.to_string())
+}
+
+/// Parses a cursor this storage made, refusing anything else: a partition
+/// outside the storage's, a score that is not a number in the form
+/// [`score_text`] writes (`nan`, `1e400`, `0x1`), an id part that is not
+/// even-length lowercase hex of at most [`MAX_CURSOR_ID`] bytes.
+fn parse_cursor(text: &str, partitions: u16) -> Result<Cursor> {
+    let bad = |why: &str| {
+        Error::invalid("cursor", format!("`{}` was not made by this storage: {why}", text.escape_debug()))
+    };
+    let mut parts = text.splitn(3, ':');
+    let (Some(partition), Some(score), Some(hex)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad("expected <partition>:<score>:<id>"));
+    };
+    let partition: u16 = partition.parse().map_err(|_| bad("the partition is not a number"))?;
+    if partition >= partitions {
+        return Err(bad("no such partition"));
+    }
+    if score.is_empty() != hex.is_empty() {
+        return Err(bad("score and id go together"));
+    }
+    if !score.is_empty() && score_text(score).as_deref() != Some(score) {
+        return Err(bad("the score is not a number"));
+    }
+    if hex.len() % 2 != 0 || hex.len() > MAX_CURSOR_ID * 2 {
+        return Err(bad("the id is not hex"));
+    }
+    let id = (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            let pair =
+                hex.get(i..i + 2).filter(|p| p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')));
+            pair.and_then(|p| u8::from_str_radix(p, 16).ok())
+        })
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(|| bad("the id is not hex"))?;
+    Ok(Cursor { partition, score: score.to_owned(), id })
 }
 
 impl RedisStorage {
@@ -42,9 +94,9 @@ impl RedisStorage {
         let limit = query.limit.clamp(1, 1000);
         let mut cursor = match &query.cursor {
             Some(c) => parse_cursor(c, self.partitions())?,
-            None => Cursor { partition: 0, score: String::new(), id: String::new() },
+            None => Cursor::start(0),
         };
-        let mut tasks = Vec::new();
+        let mut page = Page::default();
         for _ in 0..CALLS {
             let keys = self.keys(ns, cursor.partition);
             let index = match query.state {
@@ -58,31 +110,93 @@ impl RedisStorage {
                 Value::from("0"),
                 Value::from(query.state.as_str()),
                 Value::from(cursor.score.as_str()),
-                Value::from(cursor.id.as_str()),
-                Value::from((limit - tasks.len()).to_string()),
+                Value::Bytes(cursor.id.clone().into()),
+                Value::from((limit - page.tasks.len()).to_string()),
                 Value::from(BUDGET.to_string()),
             ];
             let reply = array(self.run(&self.inner.scripts.list, vec![index.to_owned()], args).await?)?;
             let mut reply = reply.into_iter();
             let at_end = reply.next().and_then(|v| text(&v)).as_deref() == Some("1");
             let score = reply.next().and_then(|v| text(&v)).unwrap_or_default();
-            let id = reply.next().and_then(|v| text(&v)).unwrap_or_default();
+            let id = reply.next().map(|v| record::bytes(&v).map(<[u8]>::to_vec).unwrap_or_default());
             for entry in array(reply.next().unwrap_or(Value::Null))? {
                 let (id, values) = record::parse_entry(entry)?;
-                tasks.push(record::parse(&id, &values)?);
+                match record::parse(&id, &values) {
+                    Ok(task) => page.tasks.push(task),
+                    Err(e) => page.unreadable.push(Unreadable { id, reason: reason(e) }),
+                }
             }
-            cursor = Cursor { partition: cursor.partition, score, id };
+            for entry in array(reply.next().unwrap_or(Value::Null))? {
+                let items = array(entry)?;
+                let id = items.first().and_then(text).unwrap_or_default();
+                let reason = items.get(1).and_then(text).unwrap_or_default();
+                page.unreadable.push(Unreadable { id, reason });
+            }
+            let score = if score.is_empty() { Some(String::new()) } else { score_text(&score) };
+            let Some(score) = score else {
+                return Err(crate::error::shape("list answered a score that is not a number"));
+            };
+            cursor = Cursor { partition: cursor.partition, id: id.unwrap_or_default(), score };
             if at_end {
                 if cursor.partition + 1 >= self.partitions() {
-                    return Ok(Page { tasks, next: None });
+                    return Ok(page);
                 }
-                cursor = Cursor { partition: cursor.partition + 1, score: String::new(), id: String::new() };
+                cursor = Cursor::start(cursor.partition + 1);
             }
-            if tasks.len() >= limit {
+            if page.tasks.len() >= limit {
                 break;
             }
         }
-        let next = format!("{}:{}:{}", cursor.partition, cursor.score, cursor.id);
-        Ok(Page { tasks, next: Some(next) })
+        page.next = Some(cursor.encode());
+        Ok(page)
+    }
+}
+
+/// The reason of a parse error, without the id the page already names.
+fn reason(e: Error) -> String {
+    match e {
+        Error::Corrupt { reason, .. } => reason,
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip() -> Result<()> {
+        let c = Cursor { partition: 2, score: "1700000000000".into(), id: b"a:b{c}".to_vec() };
+        assert_eq!(parse_cursor(&c.encode(), 3)?, c);
+        assert_eq!(parse_cursor("0::", 1)?, Cursor::start(0));
+        assert_eq!(score_text("1.7e12").as_deref(), Some("1700000000000"));
+        assert_eq!(score_text("inf").as_deref(), Some("inf"));
+        Ok(())
+    }
+
+    #[test]
+    fn foreign_cursors_are_refused() {
+        let hex_y = "79";
+        for bad in [
+            "0:nan:79".to_owned(),
+            format!("0:NaN:{hex_y}"),
+            "0:1e400:79".into(),
+            "0:0x10:79".into(),
+            "0: 1:79".into(),
+            "0:1:y".into(),
+            "0:1:7".into(),
+            "0:1:7G".into(),
+            "0:1:".into(),
+            "0::79".into(),
+            "3:1:79".into(),
+            "-1:1:79".into(),
+            "65536:1:79".into(),
+            "0:1".into(),
+            "%%not-a-cursor%%".into(),
+            format!("0:1:{}", "61".repeat(MAX_CURSOR_ID + 1)),
+        ] {
+            let e = parse_cursor(&bad, 3);
+            assert!(matches!(e, Err(Error::Invalid { .. })), "{bad} accepted: {e:?}");
+        }
     }
 }

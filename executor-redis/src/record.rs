@@ -154,7 +154,13 @@ pub(crate) fn parse_entry(entry: Value) -> Result<(String, Vec<Value>)> {
         return Err(crate::error::shape("a task entry of the wrong length"));
     }
     let values = items.split_off(1);
-    let id = items.first().and_then(text).ok_or_else(|| crate::error::shape("a task entry without id"))?;
+    // Lossy: an index member that is not UTF-8 (a hand-made entry) still
+    // names its entry, and fails to parse as an id instead of failing the call.
+    let id = items
+        .first()
+        .and_then(bytes)
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .ok_or_else(|| crate::error::shape("a task entry without id"))?;
     Ok((id, values))
 }
 

@@ -77,6 +77,7 @@ pub(crate) struct Scripts {
     pub(crate) due_before: Lua,
     pub(crate) import: Lua,
     pub(crate) remove: Lua,
+    pub(crate) delete: Lua,
 }
 
 impl Scripts {
@@ -100,10 +101,11 @@ impl Scripts {
             due_before: Lua::new("due_before", with_common!("due_before.lua")),
             import: Lua::new("import", with_common!("import.lua")),
             remove: Lua::new("remove", with_common!("remove.lua")),
+            delete: Lua::new("delete", with_common!("delete.lua")),
         }
     }
 
-    fn all(&self) -> [&Lua; 18] {
+    fn all(&self) -> [&Lua; 19] {
         [
             &self.submit,
             &self.claim,
@@ -123,6 +125,7 @@ impl Scripts {
             &self.due_before,
             &self.import,
             &self.remove,
+            &self.delete,
         ]
     }
 

@@ -1,5 +1,7 @@
 //! Submitting: one `submit.lua` call per partition and chunk of tasks.
 
+use std::time::Duration;
+
 use executor_core::{
     Debounce, Due, Error, Namespace, NewTask, Result, SubmitMode, SubmitOutcome, Submitted, TaskId,
 };
@@ -7,6 +9,7 @@ use fred::types::Value;
 
 use crate::{
     RedisStorage,
+    args::{duration_ms, instant_ms},
     error::shape,
     record::{array, text},
 };
@@ -15,13 +18,12 @@ use crate::{
 /// enough that one call does not hold the server for long.
 const CHUNK: usize = 500;
 
-fn ms(d: std::time::Duration) -> String {
-    d.as_millis().to_string()
-}
-
 impl RedisStorage {
-    /// The 14 script arguments of one task, or why it cannot be stored.
+    /// The 14 script arguments of one task, or why it cannot be stored. The
+    /// task is checked here, at the store's entry point, whoever built it
+    /// (invariant 6): every number that reaches the script is in range.
     fn submit_args(&self, task: NewTask) -> Result<Vec<Value>> {
+        task.validate()?;
         if task.payload.len() > self.inner.max_payload {
             return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: self.inner.max_payload });
         }
@@ -36,25 +38,33 @@ impl RedisStorage {
         };
         let (due_kind, due_value) = match task.due {
             Due::Now => ("n", "0".to_owned()),
-            Due::After(d) => ("a", ms(d)),
-            Due::At(t) => ("t", t.as_millis().to_string()),
+            Due::After(d) => ("a", duration_ms("delay", d)?),
+            Due::At(t) => ("t", instant_ms("run_at", t)?),
         };
-        let (mode, key, window, max_wait, nonce) = match task.mode {
-            SubmitMode::Plain => ("p", String::new(), String::new(), String::new(), self.nonce()),
-            SubmitMode::Idempotent => ("i", String::new(), String::new(), String::new(), String::new()),
-            SubmitMode::Debounce(Debounce { key, window, max_wait }) => {
-                ("d", key, ms(window), max_wait.map(ms).unwrap_or_default(), String::new())
-            }
+        let optional = |what, d: Option<Duration>| d.map(|d| duration_ms(what, d)).transpose();
+        let max_duration = optional("max_duration", task.max_duration)?.unwrap_or_default();
+        let timeout = optional("timeout", task.timeout)?.unwrap_or_default();
+        let (mode, key, window, max_wait) = match task.mode {
+            SubmitMode::Plain => ("p", String::new(), String::new(), String::new()),
+            SubmitMode::Idempotent => ("i", String::new(), String::new(), String::new()),
+            SubmitMode::Debounce(Debounce { key, window, max_wait }) => (
+                "d",
+                key,
+                duration_ms("debounce window", window)?,
+                optional("debounce max_wait", max_wait)?.unwrap_or_default(),
+            ),
         };
+        // Every mode carries a nonce: a resent call answers as the first did.
+        let nonce = self.nonce();
         Ok(vec![
             Value::from(task.id.into_string()),
             Value::from(task.name),
             Value::Bytes(task.payload.into()),
             Value::from(due_kind),
             Value::from(due_value),
-            Value::from(task.max_attempts.max(1)),
-            Value::from(task.max_duration.map(ms).unwrap_or_default()),
-            Value::from(task.timeout.map(ms).unwrap_or_default()),
+            Value::from(task.max_attempts.to_string()),
+            Value::from(max_duration),
+            Value::from(timeout),
             Value::from(retry),
             Value::from(mode),
             Value::from(key),
@@ -126,11 +136,14 @@ fn parse_outcome(v: Value) -> Result<Submitted> {
     let word = items.first().and_then(text).unwrap_or_default();
     let id = items.get(1).and_then(text).ok_or_else(|| shape("submit outcome without id"))?;
     let id = TaskId::new(id)?;
+    let reason = || items.get(2).and_then(text).unwrap_or_default();
     let outcome = match word.as_str() {
         "created" => SubmitOutcome::Created,
         "existing" => SubmitOutcome::Existing,
         "debounced" => SubmitOutcome::Debounced,
         "duplicate" => return Err(Error::DuplicateId(id)),
+        "corrupt" => return Err(Error::Corrupt { id, reason: reason() }),
+        "invalid" => return Err(Error::invalid("task", reason())),
         other => return Err(shape(&format!("submit outcome `{other}`"))),
     };
     Ok(Submitted { id, outcome })

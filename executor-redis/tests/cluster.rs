@@ -72,6 +72,14 @@ mod four_partitions {
         wait_for_work_wakes_at_due_time,
         wait_for_work_returns_by_max_wait,
         no_loss_no_double_claim_concurrent,
+        debounce_key_released_when_cancelled,
+        submit_many_answers_each_task,
+        out_of_range_options_refused,
+        extreme_valid_options_read_back,
+        finish_out_of_range_refused_alone,
+        delete_removes_any_state,
+        random_options_never_corrupt,
+        transitions_follow_the_table,
     }
     executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);
 }

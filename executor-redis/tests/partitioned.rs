@@ -53,6 +53,14 @@ executor_core::__storage_conformance_tests! {
     wait_for_work_wakes_at_due_time,
     wait_for_work_returns_by_max_wait,
     no_loss_no_double_claim_concurrent,
+    debounce_key_released_when_cancelled,
+    submit_many_answers_each_task,
+    out_of_range_options_refused,
+    extreme_valid_options_read_back,
+    finish_out_of_range_refused_alone,
+    delete_removes_any_state,
+    random_options_never_corrupt,
+    transitions_follow_the_table,
 }
 
 /// The storage's partition function (FNV-1a of the id), repeated here.

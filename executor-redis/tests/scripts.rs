@@ -96,6 +96,36 @@ async fn submit_resent_with_the_same_nonce_is_not_a_duplicate() -> TestResult {
     Ok(())
 }
 
+/// Issue 12, item 6: finish, cancel and requeue write their own nonce; the
+/// submit's nonce is kept apart (`h`), so a submit resent after a store
+/// restart gets its first answer whatever happened to the task since.
+#[tokio::test]
+async fn submit_resent_after_finish_cancel_or_requeue_still_answers_created() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    let cancel = include_str!("../lua/cancel.lua");
+    let requeue = include_str!("../lua/requeue.lua");
+    let outcome = |v: &Value| texts(&nth(&nth(v, 1), 0)).first().cloned().unwrap_or_default();
+
+    lua.submit("done", "s1").await?;
+    lua.claim("w1", "1", "c1").await?;
+    assert_eq!(lua.finish("done", "1", "C", "f1").await?, "COMPLETED");
+    assert_eq!(outcome(&lua.submit("done", "s1").await?), "created", "resent after finish");
+
+    lua.submit("gone", "s2").await?;
+    assert_eq!(texts(&lua.call(cancel, &["gone", "x1"]).await?), ["cancelled"]);
+    assert_eq!(outcome(&lua.submit("gone", "s2").await?), "created", "resent after cancel");
+
+    lua.submit("back", "s3").await?;
+    lua.claim("w1", "1", "c2").await?;
+    assert_eq!(lua.finish("back", "1", "F", "f2").await?, "FAILED");
+    assert_eq!(texts(&lua.call(requeue, &["back", "r1"]).await?), ["ok"]);
+    assert_eq!(outcome(&lua.submit("back", "s3").await?), "created", "resent after requeue");
+
+    assert_eq!(outcome(&lua.submit("done", "s9").await?), "duplicate", "another call is a duplicate");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn claim_resent_returns_the_same_tasks_and_skips_garbage() -> TestResult {
     let (lua, storage, ns) = Scripts::new().await;

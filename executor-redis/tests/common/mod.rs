@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub, reason = "each test file uses a part of this module")]
 
+pub mod corrupt;
+
 use executor_core::Namespace;
 use executor_redis::{RedisStorage, RedisStorageBuilder};
 
