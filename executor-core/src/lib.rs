@@ -132,7 +132,7 @@ pub use storage::{
 };
 pub use task::{Debounce, Due, Finish, Lease, NewTask, SubmitMode, SubmitOutcome, Submitted, TaskRecord};
 pub use tiered::{DEFAULT_HORIZON, PromoteStep, Tier, TieredStorage};
-pub use time::{MAX_DURATION, Timestamp};
+pub use time::{MAX_DURATION, Timestamp, check_duration, check_instant};
 
 pub use executor_macros::reliable_task;
 

@@ -85,11 +85,12 @@ impl fmt::Display for Timestamp {
     }
 }
 
-/// Checks that `d` is at most [`MAX_DURATION`].
+/// Checks that `d` is at most [`MAX_DURATION`]: the one wording of this
+/// range on every store.
 ///
 /// # Errors
 /// [`Error::Invalid`] naming `what` and the range.
-pub(crate) fn check_duration(what: &'static str, d: Duration) -> Result<()> {
+pub fn check_duration(what: &'static str, d: Duration) -> Result<()> {
     if d > MAX_DURATION {
         return Err(Error::invalid(
             what,
@@ -102,11 +103,12 @@ pub(crate) fn check_duration(what: &'static str, d: Duration) -> Result<()> {
     Ok(())
 }
 
-/// Checks that `t` is at most [`Timestamp::MAX`].
+/// Checks that `t` is at most [`Timestamp::MAX`]: the one wording of this
+/// range on every store.
 ///
 /// # Errors
 /// [`Error::Invalid`] naming `what` and the range.
-pub(crate) fn check_instant(what: &'static str, t: Timestamp) -> Result<()> {
+pub fn check_instant(what: &'static str, t: Timestamp) -> Result<()> {
     if t > Timestamp::MAX {
         return Err(Error::invalid(
             what,

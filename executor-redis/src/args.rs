@@ -7,22 +7,14 @@
 
 use std::time::Duration;
 
-use executor_core::{Error, MAX_DURATION, Result, Timestamp};
+use executor_core::{MAX_DURATION, Result, Timestamp, check_duration, check_instant};
 
 /// `d` in whole milliseconds, if it is at most [`MAX_DURATION`].
 ///
 /// # Errors
 /// [`Error::Invalid`] naming `what` and the range.
 pub(crate) fn duration_ms(what: &'static str, d: Duration) -> Result<String> {
-    if d > MAX_DURATION {
-        return Err(Error::invalid(
-            what,
-            format!(
-                "{d:?} is longer than the maximum of {} days (1,000 years)",
-                MAX_DURATION.as_secs() / 86_400
-            ),
-        ));
-    }
+    check_duration(what, d)?;
     Ok(d.as_millis().to_string())
 }
 
@@ -38,16 +30,7 @@ pub(crate) fn clamped_ms(d: Duration) -> String {
 /// # Errors
 /// [`Error::Invalid`] naming `what` and the range.
 pub(crate) fn instant_ms(what: &'static str, t: Timestamp) -> Result<String> {
-    if t > Timestamp::MAX {
-        return Err(Error::invalid(
-            what,
-            format!(
-                "{} ms since the epoch is past the latest instant, {} (year 9999)",
-                t.as_millis(),
-                Timestamp::MAX.as_millis()
-            ),
-        ));
-    }
+    check_instant(what, t)?;
     Ok(t.as_millis().to_string())
 }
 
