@@ -136,13 +136,17 @@ impl ChaosStore for MySqlStorage {
 
     async fn corrupt(&self, ns: &Namespace, id: &str, corruption: Corruption) -> Result<bool> {
         let Some(sql) = corruption.mysql_update() else { return Ok(false) };
-        let done = sqlx::query(sql)
-            .bind(ns.as_str())
-            .bind(id)
-            .execute(self.pool())
-            .await
-            .map_err(|e| executor_core::Error::storage(e, true))?;
-        Ok(done.rows_affected() == 1)
+        let err = |e| executor_core::Error::storage(e, true);
+        let mut conn = self.pool().acquire().await.map_err(err)?;
+        // A row from before the schema's state check, or a server that
+        // ignores CHECK: MariaDB lets a session turn the check off.
+        let unchecked =
+            sqlx::query("SET SESSION check_constraint_checks = 0").execute(&mut *conn).await.is_ok();
+        let done = sqlx::query(sql).bind(ns.as_str()).bind(id).execute(&mut *conn).await;
+        if unchecked {
+            sqlx::query("SET SESSION check_constraint_checks = 1").execute(&mut *conn).await.map_err(err)?;
+        }
+        Ok(done.map_err(err)?.rows_affected() == 1)
     }
 
     async fn purge(&self, ns: &Namespace) -> Result<()> {
