@@ -3,12 +3,14 @@
 --   mysql -uroot -h127.0.0.1 --table < executor-mysql/explain/plans.sql
 -- (run from the repository root: it SOURCEs the migration file).
 -- ANALYZE runs the statement and adds r_rows, the rows actually read;
--- statements that change data run inside a transaction that is rolled back.
+-- statements that change data run inside a transaction that is rolled back
+-- (the storage itself runs every statement autocommit).
 
 DROP DATABASE IF EXISTS rex_explain;
 CREATE DATABASE rex_explain;
 USE rex_explain;
 SOURCE executor-mysql/migrations/20261130000001_tasks.sql;
+SOURCE executor-mysql/migrations/20261130000002_claim_token_and_state_check.sql;
 
 SET @now = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED);
 -- Namespace 'app': 1,000,000 completed tasks (a day of history), 20,000
@@ -27,21 +29,36 @@ INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max
 UPDATE reliable_executor_tasks SET debounce_key = 'user-7' WHERE ns = 'app' AND id = 'w3';
 ANALYZE TABLE reliable_executor_tasks;
 
-SELECT 'claim: step 1 of the claim transaction (then one UPDATE ... WHERE ns = ? AND id IN (...))' AS statement;
-ANALYZE SELECT id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, debounce_key, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms
-  FROM reliable_executor_tasks WHERE ns = 'app' AND ready_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) ORDER BY ready_at LIMIT 64 FOR UPDATE SKIP LOCKED;
+SELECT 'claim 1/3: candidates (autocommit, locks end with the statement)' AS statement;
+ANALYZE SELECT id, attempts, fence
+  FROM reliable_executor_tasks WHERE ns = 'app' AND ready_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) ORDER BY ready_at LIMIT 128 FOR UPDATE SKIP LOCKED;
 
-SELECT 'reap: step 1 of the reap transaction' AS statement;
-ANALYZE SELECT id, deadline, attempts, max_attempts, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms
+SELECT 'claim 2/3: the UPDATE of the candidates, in due order, with a token' AS statement;
+BEGIN;
+ANALYZE UPDATE reliable_executor_tasks SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0,
+  started_at = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED), lease_until = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) + 30000,
+  worker = 'w-2', claim_token = 77, state = 'RUNNING'
+  WHERE ns = 'app' AND id IN ('w2', 'w4', 'w6', 'w8', 'w10', 'w12', 'w14', 'w16')
+  AND ready_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AND attempts < 4294967295 AND fence < 18446744073709551615
+  ORDER BY ready_at LIMIT 4;
+
+SELECT 'claim 3/3: the claimed rows read back by ids and token' AS statement;
+ANALYZE SELECT id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, debounce_key
+  FROM reliable_executor_tasks WHERE ns = 'app' AND id IN ('w2', 'w4', 'w6', 'w8', 'w10', 'w12', 'w14', 'w16')
+  AND state = 'RUNNING' AND claim_token = 77 ORDER BY due_at, id;
+ROLLBACK;
+
+SELECT 'reap 1/3: expired leases no one is changing (then an UPDATE and a read back by ids, as the claim)' AS statement;
+ANALYZE SELECT id, fence
   FROM reliable_executor_tasks WHERE ns = 'app' AND state = 'RUNNING' AND lease_until < CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) ORDER BY lease_until LIMIT 1000 FOR UPDATE SKIP LOCKED;
 
 SELECT 'trim: completed and cancelled past a 1-day retention (then DELETE by primary key)' AS statement;
 ANALYZE SELECT id, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms FROM reliable_executor_tasks
-  WHERE ns = 'app' AND state IN ('COMPLETED', 'CANCELLED') AND finished_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 86400000 LIMIT 1000;
+  WHERE ns = 'app' AND state IN ('COMPLETED', 'CANCELLED') AND finished_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 86400000 LIMIT 1000 FOR UPDATE SKIP LOCKED;
 
 SELECT 'trim: dead letter past a 7-day retention' AS statement;
 ANALYZE SELECT id, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS now_ms FROM reliable_executor_tasks
-  WHERE ns = 'app' AND state IN ('FAILED', 'TIMEOUT', 'ERROR') AND finished_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 604800000 LIMIT 1000;
+  WHERE ns = 'app' AND state IN ('FAILED', 'TIMEOUT', 'ERROR') AND finished_at <= CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 604800000 LIMIT 1000 FOR UPDATE SKIP LOCKED;
 
 SELECT 'trim: the DELETE of the ids read' AS statement;
 BEGIN;
@@ -51,7 +68,7 @@ ROLLBACK;
 SELECT 'finish: one UPDATE conditional on the fence' AS statement;
 BEGIN;
 ANALYZE UPDATE reliable_executor_tasks SET finished_at = @now, worker = NULL, lease_until = NULL, state = 'COMPLETED'
-  WHERE ns = 'app' AND id = 'r20' AND fence = 1 AND state = 'RUNNING';
+  WHERE ns = 'app' AND id = 'r20' AND LENGTH(id) = 3 AND fence = 1 AND state = 'RUNNING';
 ROLLBACK;
 
 SELECT 'heartbeat: all leases of a worker in one UPDATE' AS statement;
@@ -64,7 +81,7 @@ SELECT 'wait_for_work: the earliest waiting due time' AS statement;
 ANALYZE SELECT MIN(ready_at) - CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) AS wait_ms FROM reliable_executor_tasks WHERE ns = 'app';
 
 SELECT 'debounce: the task waiting under a key' AS statement;
-ANALYZE SELECT id FROM reliable_executor_tasks WHERE ns = 'app' AND waiting_key = 'user-7' FOR UPDATE;
+ANALYZE SELECT id FROM reliable_executor_tasks WHERE ns = 'app' AND waiting_key = 'user-7';
 
 SELECT 'list: a later page of COMPLETED' AS statement;
 ANALYZE SELECT id FROM reliable_executor_tasks WHERE ns = 'app' AND state = 'COMPLETED'

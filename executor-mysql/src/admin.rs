@@ -1,9 +1,11 @@
-//! What operators and producers call: get, list, counts, cancel, requeue.
+//! What operators and producers call: get, list, counts, cancel, requeue,
+//! delete.
 
 use std::collections::BTreeMap;
 
 use executor_core::{
     CancelOutcome, Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, TaskState,
+    Unreadable,
 };
 use sqlx::{MySql, QueryBuilder, Row};
 
@@ -11,24 +13,22 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{now_ms, task_columns, tasks},
+    sql::{ID_COLUMN_CHARS, bind_task, by_task, now_ms, task_columns, tasks},
 };
 
 /// Reads one task; a row that does not parse is [`Error::Corrupt`].
 pub(crate) async fn get(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-    let r = sqlx::query(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
-        .bind(ns.as_str())
-        .bind(id.as_str())
-        .fetch_optional_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
+    let q = sqlx::query(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ", by_task!()));
+    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     r.map(|r| row::task_from_row(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason })).transpose()
 }
 
 /// One page of a state, in `(finished_at, id)` order: the order of the
 /// `ix_finished` index, so a page is one index range scan. `finished_at`
 /// does not change while a task stays in a state, so following `next`
-/// visits each such task once.
+/// visits each such task once. A row that does not parse is skipped and
+/// reported in [`Page::unreadable`] (invariant 7): the rest of the page
+/// still reads, and the cursor moves past it.
 pub(crate) async fn list(s: &MySqlStorage, ns: &Namespace, query: ListQuery) -> Result<Page> {
     if query.limit == 0 || query.limit > 1000 {
         return Err(Error::invalid("page size", format!("{} is not between 1 and 1000", query.limit)));
@@ -40,7 +40,8 @@ pub(crate) async fn list(s: &MySqlStorage, ns: &Namespace, query: ListQuery) -> 
     match cursor {
         None => {}
         // NULLs sort first: after a NULL come the larger ids among NULLs,
-        // then every non-NULL.
+        // then every non-NULL. `id > ?` is compared under the column's
+        // collation, as the index orders it.
         Some((None, id)) => {
             qb.push(" AND ((finished_at IS NULL AND id > ")
                 .push_bind(id)
@@ -59,32 +60,65 @@ pub(crate) async fn list(s: &MySqlStorage, ns: &Namespace, query: ListQuery) -> 
     qb.push(" ORDER BY finished_at, id LIMIT ").push_bind(u32::try_from(query.limit + 1).unwrap_or(u32::MAX));
     let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let more = rows.len() > query.limit;
-    let mut tasks = Vec::with_capacity(query.limit);
+    let mut page = Page::default();
     for r in rows.iter().take(query.limit) {
-        tasks.push(row::task_from_row(r).map_err(|reason| row::corrupt(&row::raw_id(r), reason))?);
+        match row::task_from_row(r) {
+            Ok(task) => page.tasks.push(task),
+            Err(reason) => {
+                tracing::warn!(task = %row::raw_id(r), %reason, "unreadable task row skipped by list");
+                page.unreadable.push(Unreadable { id: row::raw_id(r), reason });
+            }
+        }
     }
-    let next = match tasks.last() {
-        Some(last) if more => Some(make_cursor(last)),
-        _ => None,
-    };
-    Ok(Page { tasks, next })
+    if more && let Some(last) = rows.get(query.limit - 1) {
+        // From the raw row, so an unreadable last row still moves it on.
+        let finished: Option<i64> = last.try_get("finished_at").unwrap_or(None);
+        page.next = Some(make_cursor(finished, &row::raw_id(last)));
+    }
+    Ok(page)
 }
 
-fn make_cursor(t: &TaskRecord) -> String {
-    match t.finished_at {
-        Some(f) => format!("{}:{}", f.as_millis(), t.id),
-        None => format!("-:{}", t.id),
-    }
+/// What every cursor of this store starts with.
+const CURSOR_PREFIX: &str = "my1.";
+
+/// `my1.<finished_at or ->.<id in hex>`: hex, so any stored id (even one
+/// that is not a valid `TaskId` any more) round-trips, and a cursor from
+/// another store or another version is refused rather than misread.
+fn make_cursor(finished: Option<i64>, id: &str) -> String {
+    let f = finished.map_or_else(|| "-".to_owned(), |f| f.to_string());
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("{CURSOR_PREFIX}{f}.{hex}")
 }
 
 fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
-    let bad = || Error::invalid("cursor", format!("`{c}` was not made by this store"));
-    let (f, id) = c.split_once(':').ok_or_else(bad)?;
+    let bad = || Error::invalid("cursor", format!("`{c}` was not made by this store's list"));
+    let (f, hex) = c.strip_prefix(CURSOR_PREFIX).and_then(|rest| rest.split_once('.')).ok_or_else(bad)?;
     let f = match f {
         "-" => None,
-        f => Some(f.parse::<i64>().map_err(|_| bad())?),
+        f => Some(f.parse::<u64>().ok().and_then(|f| i64::try_from(f).ok()).ok_or_else(bad)?),
     };
-    Ok((f, id.to_owned()))
+    if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * 4 * ID_COLUMN_CHARS {
+        return Err(bad());
+    }
+    let bytes = (0..hex.len())
+        .step_by(2)
+        .map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(bad)?;
+    Ok((f, String::from_utf8(bytes).map_err(|_| bad())?))
+}
+
+/// Deletes one task in any state, readable or not, by primary key: one
+/// statement. Its debounce key goes with the row (the `waiting_key` index
+/// entry); a worker still running it has its finish refused as stale (no
+/// row matches the fence).
+pub(crate) async fn delete(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
+    let done = error::retry_lock_conflicts(|| async move {
+        let q = sqlx::query(concat!("DELETE FROM ", tasks!(), " WHERE ", by_task!()));
+        bind_task(q, ns, id).execute_on(&s.conns).await.map_err(error::storage)
+    })
+    .await?;
+    Ok(done.rows_affected() > 0)
 }
 
 /// Tasks per state, from the `ix_finished` index alone. Rows with a state
@@ -100,7 +134,7 @@ pub(crate) async fn counts(s: &MySqlStorage, ns: &Namespace) -> Result<StateCoun
     for r in rows {
         let state: String = r.try_get("state").map_err(error::storage)?;
         let n: i64 = r.try_get("n").map_err(error::storage)?;
-        match state.parse::<TaskState>() {
+        match row::exact_state(&state) {
             Ok(st) => {
                 out.insert(st, u64::try_from(n).unwrap_or(0));
             }
@@ -122,26 +156,22 @@ pub(crate) async fn cancel(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Res
             tasks!(),
             " SET finished_at = ",
             now_ms!(),
-            ", state = 'CANCELLED' WHERE ns = ? AND id = ? AND state IN ('CREATED', 'PENDING')"
-        ))
-        .bind(ns.as_str())
-        .bind(id.as_str())
-        .execute_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
+            ", state = 'CANCELLED' WHERE ",
+            by_task!(),
+            " AND state IN ('CREATED', 'PENDING')"
+        ));
+        let done = bind_task(done, ns, id).execute_on(&s.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
             return Ok(CancelOutcome::Cancelled);
         }
         let done = sqlx::query(concat!(
             "UPDATE ",
             tasks!(),
-            " SET cancel_requested = 1 WHERE ns = ? AND id = ? AND state = 'RUNNING'"
-        ))
-        .bind(ns.as_str())
-        .bind(id.as_str())
-        .execute_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
+            " SET cancel_requested = 1 WHERE ",
+            by_task!(),
+            " AND state = 'RUNNING'"
+        ));
+        let done = bind_task(done, ns, id).execute_on(&s.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
             return Ok(CancelOutcome::Requested);
         }
@@ -164,13 +194,11 @@ pub(crate) async fn requeue(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Re
         " SET due_at = ",
         now_ms!(),
         ", attempts = 0, finished_at = NULL, worker = NULL, lease_until = NULL, cancel_requested = 0, \
-         state = 'PENDING' WHERE ns = ? AND id = ? AND state IN ('FAILED', 'TIMEOUT', 'ERROR')"
-    ))
-    .bind(ns.as_str())
-    .bind(id.as_str())
-    .execute_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+         state = 'PENDING' WHERE ",
+        by_task!(),
+        " AND state IN ('FAILED', 'TIMEOUT', 'ERROR')"
+    ));
+    let done = bind_task(done, ns, id).execute_on(&s.conns).await.map_err(error::storage)?;
     if done.rows_affected() > 0 {
         s.notify_work();
         return Ok(());
@@ -182,19 +210,13 @@ pub(crate) async fn requeue(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Re
 }
 
 async fn state_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<TaskState>> {
-    let r = sqlx::query(concat!("SELECT state FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
-        .bind(ns.as_str())
-        .bind(id.as_str())
-        .fetch_optional_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
+    let q = sqlx::query(concat!("SELECT state FROM ", tasks!(), " WHERE ", by_task!()));
+    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     match r {
         None => Ok(None),
         Some(r) => {
             let st: String = r.try_get("state").map_err(error::storage)?;
-            st.parse::<TaskState>()
-                .map(Some)
-                .map_err(|e| Error::Corrupt { id: id.clone(), reason: e.to_string() })
+            row::exact_state(&st).map(Some).map_err(|reason| Error::Corrupt { id: id.clone(), reason })
         }
     }
 }
@@ -205,9 +227,23 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_foreign_ones_are_refused() {
-        assert_eq!(parse_cursor("-:a:b").ok(), Some((None, "a:b".to_owned())));
-        assert_eq!(parse_cursor("17:x").ok(), Some((Some(17), "x".to_owned())));
-        assert!(parse_cursor("garbage").is_err());
-        assert!(parse_cursor("x:y").is_err());
+        for (f, id) in [(None, "a:b"), (Some(17), "x"), (Some(0), "pad "), (None, "é.\u{1d11e}")] {
+            assert_eq!(parse_cursor(&make_cursor(f, id)).ok(), Some((f, id.to_owned())), "{f:?} {id:?}");
+        }
+        for foreign in [
+            "garbage",
+            "x:y",
+            "0:x:y",
+            "-:a",
+            "my1.",
+            "my1.-.",
+            "my1.x.61",
+            "my1.-1.61",
+            "my1.1.6",
+            "my1.1.zz",
+            "my1.1.ff",
+        ] {
+            assert!(parse_cursor(foreign).is_err(), "{foreign} accepted");
+        }
     }
 }

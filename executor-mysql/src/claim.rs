@@ -2,27 +2,45 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use executor_core::{Heartbeat, Lease, Namespace, Result, TaskRecord, TaskState, Timestamp, WorkerId};
+use executor_core::{Heartbeat, Lease, Namespace, Result, TaskRecord, TaskState, WorkerId};
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{clip_error, ms, now_ms, push_in_list, task_columns, tasks},
+    sql::{
+        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, ms, now_ms, push_in_list, task_columns,
+        tasks,
+    },
 };
 
 /// Most tasks one claim or heartbeat statement names.
 const MAX_BATCH: usize = 1000;
 
-/// Claims up to `limit` due tasks in one READ COMMITTED transaction:
-/// `SELECT ... ORDER BY ready_at LIMIT n FOR UPDATE SKIP LOCKED`, then one
-/// UPDATE for the whole batch. Rows another claimer holds are skipped, not
-/// waited for, so claimers never hand out a task twice (invariant 2) and
-/// never block each other; `ready_at <= NOW(3)` keeps invariant 4 on the
-/// server's clock. A dropped connection rolls the transaction back: the
-/// tasks stay due. A row that does not parse is moved to `ERROR` with the
-/// reason in the same transaction, so it can never block the queue.
+/// Rounds of a claim that lost candidates to concurrent claimers.
+const ROUNDS: usize = 3;
+
+/// Claims up to `limit` due tasks in three autocommit statements, none of
+/// which waits for the client while it holds a lock (invariant 9: a claimer
+/// stopped at any point holds nothing; the tasks it claimed come back
+/// through the reaper one lease later):
+///
+/// 1. `SELECT id ... WHERE ready_at <= now ORDER BY ready_at LIMIT 2n FOR
+///    UPDATE SKIP LOCKED`: candidates no one is changing right now (the
+///    locks end with the statement);
+/// 2. `UPDATE ... WHERE id IN (candidates) AND ready_at <= now ORDER BY
+///    ready_at LIMIT n`, stamping a fresh token: the condition is checked
+///    again under the row lock, so two claimers never take the same task
+///    (invariant 2) and nothing is taken before it is due (invariant 4, on
+///    the server's clock);
+/// 3. the claimed rows read back by their ids and the token.
+///
+/// Candidates are fetched twice over so that a concurrent claimer that
+/// picked the same ones leaves this one the rest; a claim that lost
+/// candidates that way tries again, up to [`ROUNDS`] times. A waiting row
+/// whose counters are at their column's maximum, or that does not parse,
+/// is moved to `ERROR` with the reason, so it can never block the queue.
 pub(crate) async fn claim(
     s: &MySqlStorage,
     ns: &Namespace,
@@ -30,11 +48,26 @@ pub(crate) async fn claim(
     limit: usize,
     lease: Duration,
 ) -> Result<Vec<TaskRecord>> {
-    if limit == 0 {
-        return Ok(Vec::new());
+    let mut claimed = Vec::new();
+    let mut want = limit.min(MAX_BATCH);
+    for _ in 0..ROUNDS {
+        if want == 0 {
+            break;
+        }
+        let round = error::retry_lock_conflicts(|| claim_once(s, ns, worker, want, lease)).await?;
+        want -= round.tasks.len().min(want);
+        claimed.extend(round.tasks);
+        if !round.lost_race {
+            break;
+        }
     }
-    let limit = limit.min(MAX_BATCH);
-    error::retry_lock_conflicts(|| claim_once(s, ns, worker, limit, lease)).await
+    Ok(claimed)
+}
+
+/// What one round claimed, and whether candidates went to another claimer.
+struct Round {
+    tasks: Vec<TaskRecord>,
+    lost_race: bool,
 }
 
 async fn claim_once(
@@ -43,98 +76,114 @@ async fn claim_once(
     worker: &WorkerId,
     limit: usize,
     lease: Duration,
-) -> Result<Vec<TaskRecord>> {
-    let mut c = s.conns.get().await.map_err(error::storage)?;
-    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
+) -> Result<Round> {
     let rows = sqlx::query(concat!(
-        "SELECT ",
-        task_columns!(),
-        ", ",
-        now_ms!(),
-        " AS now_ms FROM ",
+        "SELECT id, attempts, fence FROM ",
         tasks!(),
         " WHERE ns = ? AND ready_at <= ",
         now_ms!(),
         " ORDER BY ready_at LIMIT ? FOR UPDATE SKIP LOCKED"
     ))
     .bind(ns.as_str())
-    .bind(u32::try_from(limit).unwrap_or(u32::MAX))
-    .fetch_all(&mut *tx)
+    .bind(u32::try_from((limit * 2).min(2 * MAX_BATCH)).unwrap_or(u32::MAX))
+    .fetch_all_on(&s.conns)
     .await
     .map_err(error::storage)?;
-    let Some(first) = rows.first() else {
-        tx.commit().await.map_err(error::storage)?;
-        c.done();
-        return Ok(Vec::new());
-    };
-    // The server's now, read in the locking SELECT; the UPDATE stamps the
-    // same value so the records handed back match the rows exactly.
-    let now: i64 = first.try_get("now_ms").map_err(error::storage)?;
-    let mut claimed = Vec::with_capacity(rows.len());
-    let mut corrupt = Vec::new();
+    let mut candidates = Vec::with_capacity(rows.len());
     for r in &rows {
-        match row::task_from_row(r) {
-            // A counter at its column's maximum (edited by hand) would make the
-            // batch UPDATE fail "out of range" for every task in it, forever:
-            // send that one task to ERROR instead (invariant 6).
-            Ok(task) if task.attempts == u32::MAX || task.fence == u64::MAX => corrupt.push((
-                task.id.as_str().to_owned(),
-                format!("attempts {} or fence {} is at its column's maximum", task.attempts, task.fence),
-            )),
-            Ok(task) => claimed.push(task),
-            Err(reason) => corrupt.push((row::raw_id(r), reason)),
+        let id = row::raw_id(r);
+        let attempts: u32 = r.try_get("attempts").map_err(error::storage)?;
+        let fence: u64 = r.try_get("fence").map_err(error::storage)?;
+        if attempts == MAX_ATTEMPTS_COLUMN || fence == MAX_FENCE_COLUMN {
+            // Bumping it would fail the claim "out of range", every time.
+            let reason = format!("attempts {attempts} or fence {fence} is at its column's maximum");
+            to_error(s, ns, &id, None, &reason).await?;
+        } else {
+            candidates.push(id);
         }
     }
-    let lease_until = now.saturating_add(ms(lease));
-    if !claimed.is_empty() {
-        let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0, started_at = "
-        ));
-        qb.push_bind(now)
-            .push(", lease_until = ")
-            .push_bind(lease_until)
-            .push(", worker = ")
-            .push_bind(worker.as_str().to_owned())
-            .push(", state = 'RUNNING' WHERE ns = ")
-            .push_bind(ns.as_str().to_owned())
-            .push(" AND id IN ");
-        push_in_list(&mut qb, claimed.iter().map(|t| t.id.as_str()));
-        qb.build().execute(&mut *tx).await.map_err(error::storage)?;
+    if candidates.is_empty() {
+        return Ok(Round { tasks: Vec::new(), lost_race: false });
     }
-    for (id, reason) in &corrupt {
-        tracing::warn!(task = %id, %reason, "corrupt task row moved to ERROR by claim");
-        sqlx::query(concat!(
-            "UPDATE ",
-            tasks!(),
-            // No fence bump: the row waited, so no worker holds a lease on
-            // it, and its fence may be the very value that overflows.
-            " SET finished_at = ?, last_error = ?, worker = NULL, lease_until = NULL, \
-             state = 'ERROR' WHERE ns = ? AND id = ?"
-        ))
-        .bind(now)
-        .bind(clip_error(&format!("corrupt record: {reason}")).into_owned())
-        .bind(ns.as_str())
-        .bind(id)
-        .execute(&mut *tx)
-        .await
-        .map_err(error::storage)?;
+    let token = sql::token();
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0, started_at = ",
+        now_ms!(),
+        ", lease_until = ",
+        now_ms!(),
+        " + "
+    ));
+    qb.push_bind(ms(lease))
+        .push(", worker = ")
+        .push_bind(worker.as_str().to_owned())
+        .push(", claim_token = ")
+        .push_bind(token)
+        .push(", state = 'RUNNING' WHERE ns = ")
+        .push_bind(ns.as_str().to_owned())
+        .push(" AND id IN ");
+    push_in_list(&mut qb, candidates.iter().map(String::as_str));
+    qb.push(concat!(" AND ready_at <= ", now_ms!(), " AND attempts < "))
+        .push_bind(MAX_ATTEMPTS_COLUMN)
+        .push(" AND fence < ")
+        .push_bind(MAX_FENCE_COLUMN)
+        .push(" ORDER BY ready_at LIMIT ")
+        .push_bind(u32::try_from(limit).unwrap_or(u32::MAX));
+    let changed = qb.build().execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
+    let lost_race = changed < u64::try_from(limit.min(candidates.len())).unwrap_or(u64::MAX);
+    if changed == 0 {
+        return Ok(Round { tasks: Vec::new(), lost_race });
     }
-    tx.commit().await.map_err(error::storage)?;
-    c.done();
-    let now = Timestamp::from_millis(u64::try_from(now).unwrap_or(0));
-    let lease_until = Timestamp::from_millis(u64::try_from(lease_until).unwrap_or(0));
-    for t in &mut claimed {
-        t.state = TaskState::Running;
-        t.fence += 1;
-        t.attempts += 1;
-        t.cancel_requested = false;
-        t.started_at = Some(now);
-        t.lease_until = Some(lease_until);
-        t.worker = Some(worker.clone());
+    let mut qb: QueryBuilder<MySql> =
+        QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
+    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+    push_in_list(&mut qb, candidates.iter().map(String::as_str));
+    // RUNNING: a claimer stopped between its UPDATE and this read for
+    // longer than the lease finds its tasks reaped and does not run them.
+    qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token).push(" ORDER BY due_at, id");
+    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let mut tasks = Vec::with_capacity(rows.len());
+    for r in &rows {
+        match row::task_from_row(r) {
+            Ok(task) => tasks.push(task),
+            Err(reason) => to_error(s, ns, &row::raw_id(r), Some(token), &reason).await?,
+        }
     }
-    Ok(claimed)
+    Ok(Round { tasks, lost_race })
+}
+
+/// Moves a row that cannot run to `ERROR` with the reason (invariant 6).
+/// `token`: the claim that took it (the row is `RUNNING` under that claim);
+/// `None`: it is still waiting. The fence is not bumped: it may be the very
+/// value that overflows, and no other worker holds a lease on the row.
+async fn to_error(
+    s: &MySqlStorage,
+    ns: &Namespace,
+    raw_id: &str,
+    token: Option<u64>,
+    reason: &str,
+) -> Result<()> {
+    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR by claim");
+    sqlx::query(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET finished_at = ",
+        now_ms!(),
+        ", last_error = ?, worker = NULL, lease_until = NULL, state = 'ERROR' \
+         WHERE ns = ? AND id = ? AND LENGTH(id) = ? AND IF(? IS NULL, state IN ('CREATED', 'PENDING'), \
+         state = 'RUNNING' AND claim_token = ?)"
+    ))
+    .bind(clip_error(&format!("corrupt record: {reason}")).into_owned())
+    .bind(ns.as_str())
+    .bind(raw_id)
+    .bind(u32::try_from(raw_id.len()).unwrap_or(u32::MAX))
+    .bind(token)
+    .bind(token)
+    .execute_on(&s.conns)
+    .await
+    .map_err(error::storage)?;
+    Ok(())
 }
 
 /// Renews every lease in one UPDATE (only rows still `RUNNING` with the

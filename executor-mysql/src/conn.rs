@@ -22,16 +22,19 @@
 //!   fails with `PrepareOk expected 12 bytes but got 7 bytes` (the 7 bytes
 //!   are a ping's OK), and a cached one silently gets the previous reply
 //!   (a `SELECT` of an existing row answers no row).
-//! - `begin_with` dropped after sending `SET TRANSACTION ...; START
-//!   TRANSACTION` leaves the server inside a transaction that sqlx does not
-//!   know about (no `Transaction`, so no rollback on drop). The pool's ping
-//!   passes; on that connection every later `SET TRANSACTION` fails with
-//!   1568 and autocommit statements run inside the stray transaction.
+//! - a multi-statement text query (the session setup below) dropped after
+//!   it was sent leaves replies unread in the same way.
 //!
-//! `tests/cancelled_calls.rs` reproduces both. Closing costs a reconnect
-//! after a dropped operation or a failed transaction; a single statement
-//! that ends in the server's error reply (a duplicate key) has been read in
-//! full and its connection still goes back to the pool.
+//! `tests/cancelled_calls.rs` reproduces these. Closing costs a reconnect
+//! after a dropped operation; a single statement that ends in the server's
+//! error reply (a duplicate key) has been read in full and its connection
+//! still goes back to the pool.
+//!
+//! No statement of this crate runs inside a multi-statement transaction:
+//! each is autocommit, so a process that stops between two of them (SIGSTOP,
+//! a pause, a partition) holds no row lock (invariant 9). Every connection
+//! taken from the pool first gets [`SESSION_SETUP`] (READ COMMITTED, a 2 s
+//! lock wait).
 
 use std::{
     ops::{Deref, DerefMut},
@@ -39,9 +42,9 @@ use std::{
     time::Duration,
 };
 
-use crate::sql::BEGIN_READ_COMMITTED;
+use crate::sql::SESSION_SETUP;
 use sqlx::{
-    Connection, MySql, MySqlConnection, MySqlPool, Transaction,
+    Connection, MySql, MySqlConnection, MySqlPool,
     mysql::{MySqlArguments, MySqlQueryResult, MySqlRow},
     pool::PoolConnection,
     query::Query,
@@ -97,6 +100,8 @@ impl Conns {
             c.close();
         }
         c.conn = Some(self.pool.acquire().await?);
+        // Inside the checkout too: dropped mid-setup, the connection closes.
+        sqlx::raw_sql(SESSION_SETUP).execute(&mut *c).await?;
         Ok(c)
     }
 }
@@ -111,11 +116,6 @@ pub(crate) struct Checkout<'a> {
 }
 
 impl Checkout<'_> {
-    /// Starts a READ COMMITTED transaction on this connection.
-    pub(crate) async fn begin_read_committed(&mut self) -> Result<Transaction<'_, MySql>, sqlx::Error> {
-        Connection::begin_with(&mut **self, BEGIN_READ_COMMITTED).await
-    }
-
     /// The operation succeeded: keep the connection for the next one.
     pub(crate) fn done(mut self) {
         if let (Some(conn), Ok(mut idle)) = (self.conn.take(), self.conns.idle.lock()) {

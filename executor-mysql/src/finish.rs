@@ -1,24 +1,29 @@
-//! Ending attempts: one statement conditional on the fence per task, or one
-//! short transaction for a batch.
+//! Ending attempts: one autocommit statement conditional on the fence per
+//! task, or one for a batch of completions. No transaction: a worker stopped
+//! between two statements holds no lock, so the reaper and other workers
+//! never wait on it (invariant 9).
 
 use std::collections::{HashMap, HashSet};
 
-use executor_core::{Error, Finish, Lease, Namespace, Result, TaskId, TaskState};
+use executor_core::{Error, Finish, Lease, Namespace, Result, TaskState};
 use sqlx::{MySql, QueryBuilder, Row};
 use tokio::sync::Notify;
 
 use crate::{
     conn::{Conns, RunOn},
     error,
-    sql::{clip_error, ms, now_ms, push_in_list, tasks},
+    sql::{by_task, clip_error, ms, now_ms, push_in_list, tasks},
 };
 
 /// Below this many items a batch is cheaper as single statements.
 const BATCH_MIN: usize = 3;
+/// Most items in one batch statement.
+const MAX_BATCH: usize = 1000;
 
 /// The one UPDATE behind every finish: it changes the row only while the
 /// task is `RUNNING` with the lease's fence, so a worker that lost its lease
-/// cannot overwrite a newer attempt (invariant 2).
+/// cannot overwrite a newer attempt (invariant 2). Every duration bound here
+/// was validated ([`Finish::validate`]), so `now + delay` stays in range.
 const FINISH_SQL: &str = concat!(
     "UPDATE ",
     tasks!(),
@@ -28,7 +33,9 @@ const FINISH_SQL: &str = concat!(
     now_ms!(),
     ", NULL), last_error = COALESCE(?, last_error), \
      attempts = IF(?, GREATEST(attempts, 1) - 1, attempts), worker = NULL, lease_until = NULL, state = ? \
-     WHERE ns = ? AND id = ? AND fence = ? AND state = 'RUNNING'"
+     WHERE ",
+    by_task!(),
+    " AND fence = ? AND state = 'RUNNING'"
 );
 
 fn finish_query<'a>(
@@ -42,20 +49,19 @@ fn finish_query<'a>(
         Finish::Released => Some(0),
         _ => None,
     };
-    sqlx::query(FINISH_SQL)
+    let q = sqlx::query(FINISH_SQL)
         .bind(delay)
         .bind(delay)
         .bind(target.is_terminal())
         .bind(finish.error().map(|e| clip_error(e).into_owned()))
         .bind(matches!(finish, Finish::Released))
-        .bind(target.as_str())
-        .bind(ns.as_str())
-        .bind(lease.id.as_str())
-        .bind(lease.fence)
+        .bind(target.as_str());
+    crate::sql::bind_task(q, ns, &lease.id).bind(lease.fence)
 }
 
-/// Ends one attempt. When no row changed, one read tells a stale lease from
-/// a task that is gone.
+/// Ends one attempt. No row changed means the lease is stale: the task
+/// moved on, or is gone (deleted, trimmed); either way this worker's write
+/// is refused.
 pub(crate) async fn finish(
     conns: &Conns,
     wake: &Notify,
@@ -63,18 +69,14 @@ pub(crate) async fn finish(
     lease: &Lease,
     finish: Finish,
 ) -> Result<TaskState> {
-    let done = finish_query(ns, lease, &finish).execute_on(conns).await.map_err(error::storage)?;
+    finish.validate()?;
+    let f = &finish;
+    let done = error::retry_lock_conflicts(|| async move {
+        finish_query(ns, lease, f).execute_on(conns).await.map_err(error::storage)
+    })
+    .await?;
     if done.rows_affected() == 0 {
-        let exists = sqlx::query(concat!("SELECT 1 FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
-            .bind(ns.as_str())
-            .bind(lease.id.as_str())
-            .fetch_optional_on(conns)
-            .await
-            .map_err(error::storage)?;
-        return Err(match exists {
-            Some(_) => Error::StaleFence { id: lease.id.clone(), fence: lease.fence },
-            None => Error::NotFound(lease.id.clone()),
-        });
+        return Err(Error::StaleFence { id: lease.id.clone(), fence: lease.fence });
     }
     let target = finish.target();
     if target == TaskState::Pending {
@@ -83,102 +85,131 @@ pub(crate) async fn finish(
     Ok(target)
 }
 
-/// Ends many attempts in one READ COMMITTED transaction. The common batch
-/// (every item `Completed`, each task once) is one UPDATE conditional on
-/// every item's fence; when it changes every row it is committed, else it
-/// is rolled back and the batch goes the exact way: one locking SELECT
-/// reads every fence, one UPDATE completes all current `Completed` items,
-/// the rarer outcomes get one statement each. Each item gets its own
-/// answer.
+/// Ends many attempts; each item gets its own answer and no item can fail
+/// another (invariant 7):
+///
+/// - each item is validated first; an invalid one is refused alone;
+/// - the completions of tasks named once go in one UPDATE conditional on
+///   every item's fence; when it changes fewer rows than items, one read
+///   tells which landed;
+/// - every other item (a retry, a failure, a task named twice) is its own
+///   statement, in the order given;
+/// - when a batch statement fails for any reason, its items are sent one
+///   by one, so the one that cannot be written gets the error alone.
 pub(crate) async fn finish_many(
     conns: &Conns,
     wake: &Notify,
     ns: &Namespace,
     items: Vec<(Lease, Finish)>,
 ) -> Result<Vec<Result<TaskState>>> {
-    if items.len() < BATCH_MIN {
-        let mut out = Vec::with_capacity(items.len());
-        for (lease, f) in items {
-            out.push(finish(conns, wake, ns, &lease, f).await);
-        }
-        return Ok(out);
+    let mut out: Vec<Option<Result<TaskState>>> = Vec::with_capacity(items.len());
+    let mut named: HashMap<&str, usize> = HashMap::with_capacity(items.len());
+    for (lease, _) in &items {
+        *named.entry(lease.id.as_str()).or_default() += 1;
     }
-    let mut out = Vec::with_capacity(items.len());
-    for chunk in items.chunks(1000) {
-        let done = error::retry_lock_conflicts(|| complete_all(conns, ns, chunk)).await?;
-        if done {
-            out.extend(chunk.iter().map(|_| Ok(TaskState::Completed)));
-        } else {
-            out.extend(error::retry_lock_conflicts(|| finish_batch(conns, ns, chunk)).await?);
+    let mut batch: Vec<usize> = Vec::new();
+    let mut singles: Vec<usize> = Vec::new();
+    for (i, (lease, f)) in items.iter().enumerate() {
+        match f.validate() {
+            Err(e) => out.push(Some(Err(e))),
+            Ok(()) => {
+                out.push(None);
+                if matches!(f, Finish::Completed) && named.get(lease.id.as_str()) == Some(&1) {
+                    batch.push(i);
+                } else {
+                    singles.push(i);
+                }
+            }
         }
     }
-    if out.iter().any(|r| matches!(r, Ok(TaskState::Pending))) {
+    if batch.len() < BATCH_MIN {
+        singles.append(&mut batch);
+        singles.sort_unstable();
+    }
+    for chunk in batch.chunks(MAX_BATCH) {
+        let leases: Vec<&Lease> = chunk.iter().map(|&i| &items[i].0).collect();
+        match complete_batch(conns, ns, &leases).await {
+            Ok(answers) => {
+                for (&i, answer) in chunk.iter().zip(answers) {
+                    match answer {
+                        // Still current but not written (cannot happen
+                        // unless the row changed under the statement): alone.
+                        Landed::Retry => singles.push(i),
+                        Landed::Yes => out[i] = Some(Ok(TaskState::Completed)),
+                        Landed::Stale => {
+                            let lease = &items[i].0;
+                            out[i] =
+                                Some(Err(Error::StaleFence { id: lease.id.clone(), fence: lease.fence }));
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, items = chunk.len(), "batch finish failed; finishing its items one by one");
+                singles.extend_from_slice(chunk);
+            }
+        }
+    }
+    singles.sort_unstable();
+    for i in singles {
+        let (lease, f) = &items[i];
+        out[i] = Some(finish(conns, wake, ns, lease, f.clone()).await);
+    }
+    if out.iter().any(|r| matches!(r, Some(Ok(TaskState::Pending)))) {
         wake.notify_waiters();
     }
-    Ok(out)
+    Ok(out
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("finish got no answer"), true)))
+        })
+        .collect())
 }
 
-/// `UPDATE` to `COMPLETED` of these tasks of `ns`; the caller adds any
-/// further condition.
-fn complete_query<'a>(ns: &Namespace, ids: impl IntoIterator<Item = &'a str>) -> QueryBuilder<MySql> {
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET finished_at = ",
-        now_ms!(),
-        ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
-    ));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-    push_in_list(&mut qb, ids);
-    qb
+/// Whether one completion of a batch landed.
+enum Landed {
+    Yes,
+    Stale,
+    Retry,
 }
 
-/// The fast way for a batch that only completes tasks, each once: one
-/// UPDATE conditional on each item's fence. True (committed) when it
-/// changed every row; false (rolled back, nothing changed) when an item was
-/// stale, gone or another outcome, and the batch must go the exact way.
-async fn complete_all(conns: &Conns, ns: &Namespace, items: &[(Lease, Finish)]) -> Result<bool> {
-    let mut ids: HashSet<&TaskId> = HashSet::with_capacity(items.len());
-    if !items.iter().all(|(lease, f)| matches!(f, Finish::Completed) && ids.insert(&lease.id)) {
-        return Ok(false);
+/// Completes every lease in one UPDATE conditional on each fence. When it
+/// changed every row, each landed; otherwise one read by primary key tells:
+/// `COMPLETED` with the lease's fence landed (now, or by an earlier finish
+/// of the same lease, which is the same outcome), `RUNNING` with the fence
+/// is still current, anything else (or no row) is stale.
+async fn complete_batch(conns: &Conns, ns: &Namespace, leases: &[&Lease]) -> Result<Vec<Landed>> {
+    let changed = error::retry_lock_conflicts(|| async move {
+        let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+            "UPDATE ",
+            tasks!(),
+            " SET finished_at = ",
+            now_ms!(),
+            ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
+        ));
+        // The id list keeps the statement on the primary key; the pairs
+        // check each item's fence.
+        qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+        push_in_list(&mut qb, leases.iter().map(|l| l.id.as_str()));
+        qb.push(" AND (id, fence) IN (");
+        let mut pairs = qb.separated(", ");
+        for lease in leases {
+            pairs.push("(").push_bind_unseparated(lease.id.as_str().to_owned());
+            pairs.push_unseparated(", ").push_bind_unseparated(lease.fence).push_unseparated(")");
+        }
+        qb.push(") AND state = 'RUNNING'");
+        qb.build().execute_on(conns).await.map_err(error::storage)
+    })
+    .await?
+    .rows_affected();
+    if changed == leases.len() as u64 {
+        return Ok(leases.iter().map(|_| Landed::Yes).collect());
     }
-    let mut c = conns.get().await.map_err(error::storage)?;
-    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
-    // The id list keeps the statement on the primary key; the pairs check
-    // each item's fence.
-    let mut qb = complete_query(ns, items.iter().map(|(lease, _)| lease.id.as_str()));
-    qb.push(" AND (id, fence) IN (");
-    let mut pairs = qb.separated(", ");
-    for (lease, _) in items {
-        pairs.push("(").push_bind_unseparated(lease.id.as_str().to_owned());
-        pairs.push_unseparated(", ").push_bind_unseparated(lease.fence).push_unseparated(")");
-    }
-    qb.push(") AND state = 'RUNNING'");
-    let changed = qb.build().execute(&mut *tx).await.map_err(error::storage)?.rows_affected();
-    if changed == items.len() as u64 {
-        tx.commit().await.map_err(error::storage)?;
-        c.done();
-        Ok(true)
-    } else {
-        tx.rollback().await.map_err(error::storage)?;
-        c.done();
-        Ok(false)
-    }
-}
-
-async fn finish_batch(
-    conns: &Conns,
-    ns: &Namespace,
-    items: &[(Lease, Finish)],
-) -> Result<Vec<Result<TaskState>>> {
-    let mut c = conns.get().await.map_err(error::storage)?;
-    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
     let mut qb: QueryBuilder<MySql> =
         QueryBuilder::new(concat!("SELECT id, fence, state FROM ", tasks!(), " WHERE ns = "));
     qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-    push_in_list(&mut qb, items.iter().map(|(lease, _)| lease.id.as_str()));
-    qb.push(" FOR UPDATE");
-    let rows = qb.build().fetch_all(&mut *tx).await.map_err(error::storage)?;
+    push_in_list(&mut qb, leases.iter().map(|l| l.id.as_str()));
+    let rows = qb.build().fetch_all_on(conns).await.map_err(error::storage)?;
     let mut current: HashMap<String, (u64, String)> = HashMap::with_capacity(rows.len());
     for r in rows {
         let id: String = r.try_get("id").map_err(error::storage)?;
@@ -187,34 +218,20 @@ async fn finish_batch(
             (r.try_get("fence").map_err(error::storage)?, r.try_get("state").map_err(error::storage)?),
         );
     }
-
-    let mut out: Vec<Result<TaskState>> = Vec::with_capacity(items.len());
-    let mut used: HashSet<&TaskId> = HashSet::new();
-    let mut completed: Vec<&TaskId> = Vec::new();
-    for (lease, f) in items {
-        let answer = match current.get(lease.id.as_str()) {
-            None => Err(Error::NotFound(lease.id.clone())),
-            Some((fence, state))
-                if *fence == lease.fence
-                    && state == TaskState::Running.as_str()
-                    && used.insert(&lease.id) =>
-            {
-                if matches!(f, Finish::Completed) {
-                    completed.push(&lease.id);
+    let mut seen = HashSet::new();
+    Ok(leases
+        .iter()
+        .map(|lease| match current.get(lease.id.as_str()) {
+            Some((fence, state)) if *fence == lease.fence && seen.insert(&lease.id) => {
+                if state == TaskState::Completed.as_str() {
+                    Landed::Yes
+                } else if state == TaskState::Running.as_str() {
+                    Landed::Retry
                 } else {
-                    finish_query(ns, lease, f).execute(&mut *tx).await.map_err(error::storage)?;
+                    Landed::Stale
                 }
-                Ok(f.target())
             }
-            Some(_) => Err(Error::StaleFence { id: lease.id.clone(), fence: lease.fence }),
-        };
-        out.push(answer);
-    }
-    if !completed.is_empty() {
-        let mut qb = complete_query(ns, completed.iter().map(|id| id.as_str()));
-        qb.build().execute(&mut *tx).await.map_err(error::storage)?;
-    }
-    tx.commit().await.map_err(error::storage)?;
-    c.done();
-    Ok(out)
+            _ => Landed::Stale,
+        })
+        .collect())
 }

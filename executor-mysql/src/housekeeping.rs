@@ -1,43 +1,60 @@
 //! Leader-only housekeeping: recovering expired leases and trimming
 //! finished tasks, both in bounded batches.
 
-use executor_core::{Namespace, Reaped, Result, Retention, TaskId};
+use executor_core::{Namespace, Reaped, Result, Retention, TaskState};
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{ms, now_ms, push_in_list, tasks},
+    sql::{self, MAX_FENCE_COLUMN, ms, now_ms, push_in_list, tasks},
 };
 
 /// The reason a reaped task records.
 const REAP_REASON: &str = "lease expired (worker presumed dead)";
 
-/// Recovers up to `limit` tasks whose lease expired, in one READ COMMITTED
-/// transaction: a locking `SKIP LOCKED` read of the `ix_lease` range, then
-/// at most one UPDATE per outcome. The fence grows in every case, so the
-/// presumed-dead worker's late finish is refused (invariant 2), and the
-/// task is never lost (invariant 1).
+/// Lock conflicts housekeeping runs again before leaving the rest to its
+/// next tick: a row a foreign transaction holds costs it at most two lock
+/// waits (2 s each), and no heartbeat or finish waits behind it meanwhile.
+const HOUSEKEEPING_RETRIES: u32 = 1;
+
+/// Recovers up to `limit` tasks whose lease expired, in three autocommit
+/// statements (no lock outlives a statement, so a leader stopped mid-reap
+/// blocks no heartbeat or finish: invariant 9):
+///
+/// 1. `SELECT ... WHERE state = 'RUNNING' AND lease_until < now ORDER BY
+///    lease_until LIMIT n FOR UPDATE SKIP LOCKED`: expired leases no one is
+///    changing right now (a heartbeat or finish in flight is skipped, not
+///    waited for);
+/// 2. one UPDATE of those ids, conditional on the lease still being expired,
+///    deciding each row's outcome in SQL (`TIMEOUT` past the deadline,
+///    `FAILED` with no attempts left, else `PENDING` due now) and stamping a
+///    token;
+/// 3. the rows it changed read back by ids and token.
+///
+/// The fence grows in every case, so the presumed-dead worker's late finish
+/// is refused (invariant 2), and the task is never lost (invariant 1).
 pub(crate) async fn reap(s: &MySqlStorage, ns: &Namespace, limit: usize) -> Result<Reaped> {
     if limit == 0 {
         return Ok(Reaped::default());
     }
     let limit = u32::try_from(limit.min(1000)).unwrap_or(1000);
-    let reaped = error::retry_lock_conflicts(|| reap_once(s, ns, limit)).await?;
+    let reaped = error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || reap_once(s, ns, limit)).await?;
     if !reaped.retried.is_empty() {
         s.notify_work();
     }
     Ok(reaped)
 }
 
+/// Outcome of a reaped row, decided in SQL on the row as it is under the
+/// statement's lock (the columns are read before `state` is assigned).
+const TIMED_OUT: &str = concat!("(deadline IS NOT NULL AND ", now_ms!(), " >= deadline)");
+const NO_ATTEMPTS_LEFT: &str = "(attempts >= max_attempts)";
+
 async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reaped> {
-    let mut c = s.conns.get().await.map_err(error::storage)?;
-    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
     let rows = sqlx::query(concat!(
-        "SELECT id, deadline, attempts, max_attempts, ",
-        now_ms!(),
-        " AS now_ms FROM ",
+        "SELECT id, fence FROM ",
         tasks!(),
         " WHERE ns = ? AND state = 'RUNNING' AND lease_until < ",
         now_ms!(),
@@ -45,55 +62,94 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
     ))
     .bind(ns.as_str())
     .bind(limit)
-    .fetch_all(&mut *tx)
+    .fetch_all_on(&s.conns)
     .await
     .map_err(error::storage)?;
-    let mut now = 0i64;
-    let (mut retried, mut failed, mut timed_out) = (Vec::new(), Vec::new(), Vec::new());
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut stuck = Vec::new();
     for r in &rows {
-        now = r.try_get("now_ms").map_err(error::storage)?;
-        let id = row::raw_id(r);
-        let deadline: Option<i64> = r.try_get("deadline").map_err(error::storage)?;
-        let attempts: u32 = r.try_get("attempts").map_err(error::storage)?;
-        let max_attempts: u32 = r.try_get("max_attempts").map_err(error::storage)?;
-        if deadline.is_some_and(|d| now >= d) {
-            timed_out.push(id);
-        } else if attempts >= max_attempts {
-            failed.push(id);
-        } else {
-            retried.push(id);
+        let fence: u64 = r.try_get("fence").map_err(error::storage)?;
+        if fence == MAX_FENCE_COLUMN { stuck.push(row::raw_id(r)) } else { ids.push(row::raw_id(r)) }
+    }
+    for id in &stuck {
+        to_error(s, ns, id).await?;
+    }
+    if ids.is_empty() {
+        return Ok(Reaped::default());
+    }
+    let token = sql::token();
+    let pending = format!("(NOT {TIMED_OUT} AND NOT {NO_ATTEMPTS_LEFT})");
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!("UPDATE ", tasks!(), " SET due_at = IF("));
+    qb.push(&pending)
+        .push(concat!(", ", now_ms!(), ", due_at), finished_at = IF("))
+        .push(&pending)
+        .push(concat!(", finished_at, ", now_ms!(), "), state = CASE WHEN "))
+        .push(TIMED_OUT)
+        .push(" THEN 'TIMEOUT' WHEN ")
+        .push(NO_ATTEMPTS_LEFT)
+        .push(
+            " THEN 'FAILED' ELSE 'PENDING' END, fence = fence + 1, worker = NULL, lease_until = NULL, \
+             cancel_requested = 0, last_error = ",
+        )
+        .push_bind(REAP_REASON)
+        .push(", claim_token = ")
+        .push_bind(token)
+        .push(" WHERE ns = ")
+        .push_bind(ns.as_str().to_owned())
+        .push(" AND id IN ");
+    push_in_list(&mut qb, ids.iter().map(String::as_str));
+    qb.push(concat!(" AND state = 'RUNNING' AND lease_until < ", now_ms!(), " AND fence < "))
+        .push_bind(MAX_FENCE_COLUMN);
+    let changed = qb.build().execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
+    if changed == 0 {
+        return Ok(Reaped::default());
+    }
+    let mut qb: QueryBuilder<MySql> =
+        QueryBuilder::new(concat!("SELECT id, state FROM ", tasks!(), " WHERE ns = "));
+    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+    push_in_list(&mut qb, ids.iter().map(String::as_str));
+    qb.push(" AND claim_token = ").push_bind(token);
+    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let mut reaped = Reaped::default();
+    for r in &rows {
+        let id = row::id_for_error(&row::raw_id(r));
+        let state: String = r.try_get("state").map_err(error::storage)?;
+        match row::exact_state(&state) {
+            Ok(TaskState::Failed) => reaped.failed.push(id),
+            Ok(TaskState::Timeout) => reaped.timed_out.push(id),
+            // PENDING, or moved on since (claimed again, cancelled).
+            _ => reaped.retried.push(id),
         }
     }
-    for (ids, state) in [(&retried, "PENDING"), (&failed, "FAILED"), (&timed_out, "TIMEOUT")] {
-        if ids.is_empty() {
-            continue;
-        }
-        let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET fence = fence + 1, worker = NULL, lease_until = NULL, cancel_requested = 0, last_error = "
-        ));
-        qb.push_bind(REAP_REASON);
-        if state == "PENDING" {
-            qb.push(", due_at = ").push_bind(now);
-        } else {
-            qb.push(", finished_at = ").push_bind(now);
-        }
-        qb.push(", state = ").push_bind(state).push(" WHERE ns = ").push_bind(ns.as_str().to_owned());
-        qb.push(" AND id IN ");
-        push_in_list(&mut qb, ids.iter().map(String::as_str));
-        qb.build().execute(&mut *tx).await.map_err(error::storage)?;
-    }
-    tx.commit().await.map_err(error::storage)?;
-    c.done();
-    let ids = |v: Vec<String>| v.iter().map(|raw| row::id_for_error(raw)).collect::<Vec<TaskId>>();
-    Ok(Reaped { retried: ids(retried), failed: ids(failed), timed_out: ids(timed_out) })
+    Ok(reaped)
+}
+
+/// A running row whose fence is at its column's maximum cannot be reaped
+/// (the bump overflows): it goes to `ERROR` with the reason instead.
+async fn to_error(s: &MySqlStorage, ns: &Namespace, raw_id: &str) -> Result<()> {
+    tracing::warn!(task = %raw_id, "running task with its fence at the column's maximum moved to ERROR");
+    sqlx::query(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET finished_at = ",
+        now_ms!(),
+        ", last_error = 'corrupt record: fence is at its column''s maximum', worker = NULL, \
+         lease_until = NULL, state = 'ERROR' WHERE ns = ? AND id = ? AND LENGTH(id) = ? AND state = 'RUNNING'"
+    ))
+    .bind(ns.as_str())
+    .bind(raw_id)
+    .bind(u32::try_from(raw_id.len()).unwrap_or(u32::MAX))
+    .execute_on(&s.conns)
+    .await
+    .map_err(error::storage)?;
+    Ok(())
 }
 
 /// Deletes up to `limit` finished tasks past retention: `COMPLETED` and
 /// `CANCELLED` first, then dead letter if it has a retention. Each class is
-/// one index-only range read of `ix_finished` (`SELECT id ... LIMIT n`) and
-/// one DELETE of those ids by primary key. A single `DELETE ... LIMIT n`
+/// one range read of `ix_finished` (`SELECT id ... LIMIT n FOR UPDATE SKIP
+/// LOCKED`, autocommit: rows someone holds are left for the next tick, not
+/// waited for) and one DELETE of those ids by primary key. A single `DELETE ... LIMIT n`
 /// would leave the choice of index to the optimizer, which picks a primary
 /// key scan when most of a namespace is past retention. The DELETE repeats
 /// the state and cutoff, so a task requeued in between is not deleted.
@@ -115,7 +171,10 @@ pub(crate) async fn trim(
         if room == 0 {
             break;
         }
-        deleted += trim_class(s, ns, states, ms(keep), room).await?;
+        deleted += error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || {
+            trim_class(s, ns, states, ms(keep), room)
+        })
+        .await?;
     }
     Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
 }
@@ -135,7 +194,8 @@ async fn trim_class(
         .push(concat!(" AND finished_at <= ", now_ms!(), " - "))
         .push_bind(keep_ms)
         .push(" LIMIT ")
-        .push_bind(u32::try_from(limit).unwrap_or(u32::MAX));
+        .push_bind(u32::try_from(limit).unwrap_or(u32::MAX))
+        .push(" FOR UPDATE SKIP LOCKED");
     let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let Some(first) = rows.first() else { return Ok(0) };
     let now: i64 = first.try_get("now_ms").map_err(error::storage)?;

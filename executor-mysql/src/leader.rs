@@ -14,9 +14,13 @@ use crate::{
 };
 
 /// Takes the term if it is free or expired (token + 1), renews it if
-/// `worker` already holds it (same token), else `None`. One upsert decides
-/// on the server's clock; the read-back inside the same transaction sees
-/// exactly what it decided.
+/// `worker` already holds it (same token), else `None`. One autocommit
+/// upsert decides on the server's clock; a plain read then tells who holds
+/// the term. No transaction: a process stopped between the two holds no
+/// lock on the row, so the others can take the term once it expires
+/// (invariant 9). Should the term change hands in between (only after a
+/// pause longer than the term), the read shows the new holder and this
+/// worker is told it does not lead.
 pub(crate) async fn acquire(
     s: &MySqlStorage,
     ns: &Namespace,
@@ -24,8 +28,6 @@ pub(crate) async fn acquire(
     ttl: Duration,
 ) -> Result<Option<Leadership>> {
     error::retry_lock_conflicts(|| async {
-        let mut c = s.conns.get().await.map_err(error::storage)?;
-        let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
         // Assignments run left to right: token and worker read the old
         // until_ms; until_ms reads the new worker.
         sqlx::query(concat!(
@@ -50,16 +52,14 @@ pub(crate) async fn acquire(
         .bind(worker.as_str())
         .bind(worker.as_str())
         .bind(ms(ttl))
-        .execute(&mut *tx)
+        .execute_on(&s.conns)
         .await
         .map_err(error::storage)?;
         let row = sqlx::query(concat!("SELECT worker, token, until_ms FROM ", leaders!(), " WHERE ns = ?"))
             .bind(ns.as_str())
-            .fetch_optional(&mut *tx)
+            .fetch_optional_on(&s.conns)
             .await
             .map_err(error::storage)?;
-        tx.commit().await.map_err(error::storage)?;
-        c.done();
         match row.map(|r| term(&r)).transpose()? {
             Some(t) if &t.worker == worker => Ok(Some(t)),
             _ => Ok(None),

@@ -3,12 +3,15 @@
 //! [`MySqlStorage`] keeps tasks in one InnoDB table (namespaces share it
 //! through an `ns` column that leads every key) and leadership in another.
 //! The schema is embedded ([`MySqlStorage::migrate`], run by
-//! [`MySqlStorage::connect`] unless turned off). Every state change is one
-//! statement conditional on the task's fence, or one short READ COMMITTED
-//! transaction: claims use `FOR UPDATE SKIP LOCKED`, so concurrent claimers
-//! never block each other or hand a task out twice. Times come from the
-//! server's clock. See `docs/mysql.md` for the schema, the query plans and
-//! the wake-up latency.
+//! [`MySqlStorage::connect`] unless turned off, serialised across processes
+//! by a server lock). Every state change is an autocommit statement
+//! conditional on the task's state and fence; no transaction waits for the
+//! client while it holds a lock, so a stopped or partitioned process holds
+//! nothing others need. Claims pick candidates with `FOR UPDATE SKIP
+//! LOCKED` and take them with one conditional UPDATE, so concurrent
+//! claimers never hand a task out twice. Times come from the server's
+//! clock. See `docs/mysql.md` for the schema, the query plans and the
+//! wake-up latency.
 //!
 //! ```no_run
 //! # async fn run() -> executor_core::Result<()> {

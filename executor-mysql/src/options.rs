@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use executor_core::{DEFAULT_MAX_PAYLOAD, Result};
+use executor_core::{DEFAULT_MAX_PAYLOAD, Error, Result};
 use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
 
 use crate::{MySqlStorage, error};
@@ -54,9 +54,11 @@ impl MySqlOptions {
         Self::default()
     }
 
-    /// Largest payload accepted at submit, in bytes; larger ones are refused
-    /// with [`executor_core::Error::PayloadTooLarge`]. Keep it below the
-    /// server's `max_allowed_packet`.
+    /// Largest payload accepted at submit, in bytes (1 byte to 1 GiB);
+    /// larger ones are refused with [`executor_core::Error::PayloadTooLarge`].
+    /// The server's `max_allowed_packet` (read at connect) bounds it too:
+    /// payloads that would not fit in one packet with their row are refused
+    /// the same way before they are sent.
     pub fn max_payload(mut self, bytes: usize) -> Self {
         self.max_payload = bytes;
         self
@@ -65,10 +67,11 @@ impl MySqlOptions {
     /// How often an idle [`executor_core::Storage::wait_for_work`] asks the
     /// server for due work: `min` right after it starts waiting, doubling up
     /// to `max` while nothing turns up. Submits from this process wake it at
-    /// once; work submitted by other processes is seen within `max`.
+    /// once; work submitted by other processes is seen within `max`. `min`
+    /// is 1 ms to 60 s, `max` from `min` to 10 minutes (checked at connect).
     pub fn poll_interval(mut self, min: Duration, max: Duration) -> Self {
-        self.poll_min = min.max(Duration::from_millis(1));
-        self.poll_max = max.max(self.poll_min);
+        self.poll_min = min;
+        self.poll_max = max;
         self
     }
 
@@ -83,14 +86,14 @@ impl MySqlOptions {
     /// Connections the storage's statements use at most (default 10);
     /// [`MySqlOptions::connect`] makes the pool two larger, for callers of
     /// [`MySqlStorage::pool`]. On a pool of your own ([`MySqlOptions::open`]),
-    /// the storage uses all but two of its connections.
+    /// the storage uses all but two of its connections. 1 to 10,000.
     pub fn max_connections(mut self, n: u32) -> Self {
-        self.max_connections = n.max(1);
+        self.max_connections = n;
         self
     }
 
     /// How long a call waits for a free pooled connection before it fails
-    /// with a retryable error (default 10 s).
+    /// with a retryable error (default 10 s; 1 ms to 1 hour).
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = timeout;
         self
@@ -100,10 +103,13 @@ impl MySqlOptions {
     /// and, unless turned off, runs the migrations.
     ///
     /// # Errors
-    /// A retryable [`executor_core::Error::Storage`] when the server does not
-    /// answer; a non-retryable one for a bad URL, bad credentials or a failed
-    /// migration.
+    /// [`executor_core::Error::Invalid`] naming an option outside its range
+    /// (before anything is sent); a retryable
+    /// [`executor_core::Error::Storage`] when the server does not answer; a
+    /// non-retryable one for a bad URL, bad credentials, a failed migration
+    /// or an incomplete schema.
     pub async fn connect(self, url: &str) -> Result<MySqlStorage> {
+        self.validate()?;
         // Two more than the storage uses, for callers of `pool()` and the
         // migrator (see `conn.rs`).
         let pool = MySqlPoolOptions::new()
@@ -115,16 +121,62 @@ impl MySqlOptions {
         self.open(pool).await
     }
 
-    /// A storage on an existing pool; runs the migrations unless turned off.
+    /// A storage on an existing pool; runs the migrations unless turned off,
+    /// then checks that the schema is complete and reads the server's
+    /// `max_allowed_packet`.
     ///
     /// # Errors
-    /// A failed migration.
+    /// [`executor_core::Error::Invalid`] for an option outside its range; a
+    /// failed migration; an incomplete schema (migrations off and not
+    /// applied by hand); store failures.
     pub async fn open(self, pool: MySqlPool) -> Result<MySqlStorage> {
+        self.validate()?;
         let migrate = self.migrate;
         let storage = MySqlStorage::with_options(pool, self);
         if migrate {
             storage.migrate().await?;
+        } else {
+            storage.check_schema().await?;
         }
+        storage.payload_limit().await?;
         Ok(storage)
     }
+
+    /// Checks every option against its range; [`MySqlOptions::connect`] and
+    /// [`MySqlOptions::open`] call it first.
+    ///
+    /// # Errors
+    /// [`executor_core::Error::Invalid`] naming the option and its range.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use executor_mysql::MySqlOptions;
+    ///
+    /// assert!(MySqlOptions::new().validate().is_ok());
+    /// assert!(MySqlOptions::new().acquire_timeout(Duration::ZERO).validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        fn out(what: &'static str, value: impl std::fmt::Debug, range: &str) -> Error {
+            Error::invalid(what, format!("{value:?} is outside {range}"))
+        }
+        if !(1..=MAX_PAYLOAD).contains(&self.max_payload) {
+            return Err(out("max_payload", self.max_payload, "1 byte to 1 GiB (1073741824 bytes)"));
+        }
+        if !(Duration::from_millis(1)..=Duration::from_secs(60)).contains(&self.poll_min) {
+            return Err(out("poll_interval min", self.poll_min, "1 ms to 60 s"));
+        }
+        if !(self.poll_min..=Duration::from_secs(600)).contains(&self.poll_max) {
+            return Err(out("poll_interval max", self.poll_max, "the min interval to 10 minutes"));
+        }
+        if !(1..=10_000).contains(&self.max_connections) {
+            return Err(out("max_connections", self.max_connections, "1 to 10000"));
+        }
+        if !(Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&self.acquire_timeout) {
+            return Err(out("acquire_timeout", self.acquire_timeout, "1 ms to 1 hour"));
+        }
+        Ok(())
+    }
 }
+
+/// Largest `max_payload`: the server's own ceiling for `max_allowed_packet`.
+const MAX_PAYLOAD: usize = 1 << 30;

@@ -11,7 +11,7 @@ pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
     let id: String = col(row, "id")?;
     let id = TaskId::new(id).map_err(|e| e.to_string())?;
     let state: String = col(row, "state")?;
-    let state = state.parse::<TaskState>().map_err(|e| e.to_string())?;
+    let state = exact_state(&state)?;
     let retry: Option<String> = col(row, "retry")?;
     let retry = retry
         .map(|r| serde_json::from_str::<RetryPolicy>(&r).map_err(|e| format!("retry policy `{r}`: {e}")))
@@ -44,6 +44,18 @@ pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
         cancel_requested: col(row, "cancel_requested")?,
         debounce_key: col(row, "debounce_key")?,
     })
+}
+
+/// A state exactly as the statements write it. `TaskState`'s parser
+/// ignores case, but the generated columns and every statement compare
+/// exactly: a `'created'` would read as waiting yet never be claimed. The
+/// `ck_tasks_state` constraint keeps such values out; this keeps a row from
+/// before it (or a server that ignores CHECK) from reading as valid.
+pub(crate) fn exact_state(raw: &str) -> Result<TaskState, String> {
+    TaskState::ALL
+        .into_iter()
+        .find(|st| st.as_str() == raw)
+        .ok_or_else(|| format!("state `{raw}` is not one of the eight states, spelled exactly"))
 }
 
 /// The raw id of a row, for rows that do not parse.

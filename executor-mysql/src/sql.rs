@@ -34,27 +34,84 @@ macro_rules! task_columns {
     };
 }
 
-pub(crate) use {leaders, now_ms, task_columns, tasks};
+/// A condition on one task by primary key that is exact: the `_bin`
+/// collations pad with spaces, so `id = 'pad'` alone also matches a row
+/// whose id was edited to `'pad '`. `TaskId` refuses whitespace, so only a
+/// hand-edited row can differ in trailing spaces; comparing the byte length
+/// too costs nothing once the primary key found the row. Binds: ns, id,
+/// id length (see [`bind_task`]).
+macro_rules! by_task {
+    () => {
+        "ns = ? AND id = ? AND LENGTH(id) = ?"
+    };
+}
 
-/// Starts a transaction at READ COMMITTED in one round trip. Set per
-/// transaction: under the server's default REPEATABLE READ, concurrent
-/// `FOR UPDATE SKIP LOCKED` claimers take gap locks and deadlock each other.
-pub(crate) const BEGIN_READ_COMMITTED: &str =
-    "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION";
+pub(crate) use {by_task, leaders, now_ms, task_columns, tasks};
+
+/// Binds the three values of [`by_task!`].
+pub(crate) fn bind_task<'q>(
+    q: sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>,
+    ns: &'q executor_core::Namespace,
+    id: &'q executor_core::TaskId,
+) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
+    q.bind(ns.as_str()).bind(id.as_str()).bind(u32::try_from(id.as_str().len()).unwrap_or(u32::MAX))
+}
+
+/// Run once on every connection the storage takes from the pool, in one
+/// round trip. READ COMMITTED: the claim's and the reap's locking reads
+/// take no gap locks, so they never block a concurrent INSERT. A lock wait
+/// of 2 s instead of the server's 50 s: no statement of this crate holds
+/// locks across a client round trip, so a wait longer than a statement
+/// means a foreign holder (a DBA's open transaction, a process of an older
+/// release); the statement fails with a retryable 1205 instead of stalling
+/// heartbeats and finishes behind it (invariant 9).
+pub(crate) const SESSION_SETUP: &str =
+    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION innodb_lock_wait_timeout = 2";
 
 /// Columns the store holds for values the core types bound more loosely.
 pub(crate) const ID_COLUMN_CHARS: usize = 191;
 /// Width of the `name` column, in characters.
 pub(crate) const NAME_COLUMN_CHARS: usize = 255;
 
-/// Milliseconds of a duration as the signed BIGINT the columns hold.
+/// Largest `attempts` (`INT UNSIGNED`) and `fence` (`BIGINT UNSIGNED`): a
+/// row at either cannot be claimed or reaped without an out-of-range error,
+/// so the statements that bump them skip it and move it to `ERROR`.
+pub(crate) const MAX_ATTEMPTS_COLUMN: u32 = u32::MAX;
+/// See [`MAX_ATTEMPTS_COLUMN`].
+pub(crate) const MAX_FENCE_COLUMN: u64 = u64::MAX;
+
+/// Milliseconds of a duration as the signed BIGINT the columns hold, capped
+/// at [`executor_core::MAX_DURATION`]: every duration from a user is
+/// validated against that bound at the entry points; internal ones (a lease,
+/// a leadership term, a retention) are capped here so that `now + d` can
+/// never overflow a BIGINT (error 1690) whatever a caller passes.
 pub(crate) fn ms(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    i64::try_from(d.min(executor_core::MAX_DURATION).as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A timestamp as the signed BIGINT the columns hold.
 pub(crate) fn ts(t: executor_core::Timestamp) -> i64 {
     i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A token for one claim or reap statement: the rows it changed are read
+/// back by their ids and this token. Random per process (std's hasher
+/// seed) plus a counter, so two statements never share one in practice, and
+/// a collision would still need the same ids.
+pub(crate) fn token() -> u64 {
+    use std::{
+        hash::{BuildHasher, RandomState},
+        sync::{
+            OnceLock,
+            atomic::{AtomicU64, Ordering},
+        },
+    };
+    static SEED: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = *SEED.get_or_init(|| RandomState::new().hash_one(std::process::id()));
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    // An odd multiplier visits every u64 before repeating.
+    seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// Appends `(?, ?, ...)` binding `ids`. The list is padded to a power of

@@ -8,8 +8,8 @@ use executor_core::{
     Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
     WorkerId,
 };
-use sqlx::{MySqlPool, migrate::Migrator};
-use tokio::sync::Notify;
+use sqlx::{MySqlPool, Row, migrate::Migrator};
+use tokio::sync::{Notify, OnceCell};
 
 use crate::{
     MySqlOptions, admin, claim,
@@ -23,9 +23,10 @@ pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
 /// Tasks in MySQL 8 or MariaDB 10.6+, through a `sqlx` pool.
 ///
 /// One table set holds every namespace (the `ns` column leads every key).
-/// Every state change is one statement conditional on the task's fence, or
-/// one short READ COMMITTED transaction (claim, reap, batched finish). All
-/// times come from the server's clock. Cheap to clone: clones share the pool
+/// Every state change is one autocommit statement conditional on the
+/// task's state and fence; no statement waits inside a transaction for the
+/// client, so a stopped process holds no lock. All times come from the
+/// server's clock. Cheap to clone: clones share the pool
 /// and the in-process wake-up.
 ///
 /// ```no_run
@@ -44,8 +45,51 @@ pub struct MySqlStorage {
     /// waiting claimer here starts it without waiting for its next poll.
     pub(crate) wake: Arc<Notify>,
     /// Where concurrent `finish` calls of this process queue to share one
-    /// transaction (group commit).
+    /// batch statement (group commit).
     finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
+    /// The server's `max_allowed_packet`, read once.
+    packet: Arc<OnceCell<usize>>,
+}
+
+/// Bytes of a packet kept for everything but the payload: the statement,
+/// the other columns of the row (ids, name, retry policy, up to 60 KB of
+/// `last_error` when the row is read back).
+const PACKET_OVERHEAD: usize = 128 * 1024;
+
+/// Takes the migration lock; `GET_LOCK` names are server-wide and at most
+/// 64 characters in MySQL, so the database's name is hashed into it.
+const TAKE_MIGRATION_LOCK: &str = "SELECT CAST(GET_LOCK(CONCAT('reliable_executor_migrate_', \
+     SHA1(COALESCE(DATABASE(), ''))), 10) AS SIGNED) AS granted";
+const RELEASE_MIGRATION_LOCK: &str =
+    "SELECT RELEASE_LOCK(CONCAT('reliable_executor_migrate_', SHA1(COALESCE(DATABASE(), ''))))";
+
+/// Waits for the migration lock, in 10 s rounds, up to 10 minutes (a
+/// migration that rebuilds a large table takes a while). `GET_LOCK` answers
+/// 1 (granted), 0 (timed out) or NULL (an error): only 1 goes ahead.
+async fn migration_lock(conn: &mut sqlx::MySqlConnection) -> Result<()> {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(600);
+    loop {
+        let row = sqlx::query(TAKE_MIGRATION_LOCK).fetch_one(&mut *conn).await.map_err(error::storage)?;
+        let granted: Option<i64> = row.try_get("granted").map_err(error::storage)?;
+        match granted {
+            Some(1) => return Ok(()),
+            Some(_) if tokio::time::Instant::now() < give_up => {
+                tracing::info!("waiting for another process to finish the executor's migrations");
+            }
+            Some(_) => {
+                return Err(executor_core::Error::storage(
+                    std::io::Error::other("another process held the migration lock for 10 minutes"),
+                    true,
+                ));
+            }
+            None => {
+                return Err(executor_core::Error::storage(
+                    std::io::Error::other("GET_LOCK for the migrations answered NULL"),
+                    false,
+                ));
+            }
+        }
+    }
 }
 
 impl MySqlStorage {
@@ -74,14 +118,21 @@ impl MySqlStorage {
             opts: Arc::new(opts),
             wake: Arc::new(Notify::new()),
             finishes: Arc::new(GroupCommit::new()),
+            packet: Arc::new(OnceCell::new()),
         }
     }
 
-    /// Creates or upgrades the schema. Safe when many processes start at
-    /// once: sqlx holds a `GET_LOCK` named after the database meanwhile.
+    /// Creates or upgrades the schema, then checks it is complete. Safe when
+    /// many processes start at once: each holds a server lock named after the
+    /// database (`GET_LOCK` with a checked result; sqlx's own `GET_LOCK(name,
+    /// -1)` returns NULL at once on MariaDB and serialises nothing) while it
+    /// migrates, so one process creates the tables and the others find them
+    /// done.
     ///
     /// # Errors
-    /// A failed or modified migration, or a store failure.
+    /// A failed or modified migration, a lock not granted within 10 minutes
+    /// (another process still migrating), an incomplete schema, or a store
+    /// failure.
     pub async fn migrate(&self) -> Result<()> {
         // The schema is embedded at compile time. Its bookkeeping lives in
         // its own table so it never mixes with an application's own sqlx
@@ -92,10 +143,83 @@ impl MySqlStorage {
         // against a schema a newer one already migrated; migrations are
         // written to be additive so they keep working.
         migrator.set_ignore_missing(true);
-        migrator.run(self.conns.pool()).await.map_err(|e| match e {
+        migrator.set_locking(false);
+        let mut conn = self.conns.pool().acquire().await.map_err(error::storage)?;
+        if let Err(e) = migration_lock(&mut conn).await {
+            conn.close_on_drop();
+            return Err(e);
+        }
+        // `run_direct` on the connection that holds the lock: what
+        // `Migrator::run` does after acquiring, without going through
+        // `Acquire` (whose impl for `&mut MySqlConnection` is "not general
+        // enough" for a `Send` future).
+        let ran = migrator.run_direct(None, &mut *conn, false).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::Execute(e) => error::storage(e),
             other => executor_core::Error::storage(other, false),
-        })
+        });
+        // Closing the connection releases the lock too.
+        if sqlx::query(RELEASE_MIGRATION_LOCK).execute(&mut *conn).await.is_err() {
+            conn.close_on_drop();
+        }
+        ran?;
+        self.check_schema().await
+    }
+
+    /// Checks that every table and column the statements use exists: one
+    /// `SELECT ... LIMIT 0` per table. [`MySqlOptions::open`] runs it when
+    /// migrations are off, and [`MySqlStorage::migrate`] after migrating.
+    pub(crate) async fn check_schema(&self) -> Result<()> {
+        for probe in [
+            concat!(
+                "SELECT ",
+                crate::sql::task_columns!(),
+                ", claim_token, ready_at, waiting_key FROM ",
+                crate::sql::tasks!(),
+                " LIMIT 0"
+            ),
+            concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
+        ] {
+            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
+                // Unknown table (1146) or column (1054): not something a
+                // retry fixes.
+                if matches!(error::mysql_number(&e), Some(1146 | 1054)) {
+                    return Err(executor_core::Error::storage(
+                        std::io::Error::other(format!(
+                            "the executor's schema is incomplete ({e}): run the migrations \
+                             (MySqlOptions::run_migrations(true)) or apply executor-mysql/migrations/*.sql in order"
+                        )),
+                        false,
+                    ));
+                }
+                return Err(error::storage(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest payload a submit sends: [`MySqlOptions::max_payload`], and
+    /// below the server's `max_allowed_packet` with room for the rest of the
+    /// row and the statement. A larger payload would make the server drop
+    /// the connection (which looks retryable and would be retried forever).
+    /// Read once, at [`MySqlOptions::open`] or the first submit.
+    pub(crate) async fn payload_limit(&self) -> Result<usize> {
+        let packet = self.packet_size().await?;
+        Ok(self.opts.max_payload.min(packet.saturating_sub(PACKET_OVERHEAD)))
+    }
+
+    /// The server's `max_allowed_packet`, in bytes.
+    pub(crate) async fn packet_size(&self) -> Result<usize> {
+        self.packet
+            .get_or_try_init(|| async {
+                let row = sqlx::query("SELECT CAST(@@max_allowed_packet AS SIGNED) AS packet")
+                    .fetch_one_on(&self.conns)
+                    .await
+                    .map_err(error::storage)?;
+                let packet: i64 = row.try_get("packet").map_err(error::storage)?;
+                Ok::<_, executor_core::Error>(usize::try_from(packet).unwrap_or(0))
+            })
+            .await
+            .copied()
     }
 
     /// Deletes every task and the leadership row of `ns`, in batches of
@@ -161,9 +285,10 @@ impl Storage for MySqlStorage {
         claim::heartbeat(self, ns, leases, lease).await
     }
 
-    /// Concurrent finishes of this process share one transaction (group
-    /// commit): an idle process sends each at once, a busy one sends every
-    /// finish that arrived while the previous batch was in flight.
+    /// Concurrent finishes of this process share one batch (group commit):
+    /// an idle process sends each at once, a busy one sends every finish
+    /// that arrived while the previous batch was in flight. Each caller gets
+    /// its own answer; one bad finish fails only its caller (invariant 7).
     async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
         // The batcher holds the connections, not the storage: it ends when
         // the last clone of the storage (and so the queue) is dropped.
@@ -199,6 +324,10 @@ impl Storage for MySqlStorage {
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         admin::list(self, ns, query).await
+    }
+
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        admin::delete(self, ns, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {

@@ -11,14 +11,17 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error,
-    sql::{ID_COLUMN_CHARS, NAME_COLUMN_CHARS, ms, now_ms, tasks, ts},
+    sql::{ID_COLUMN_CHARS, NAME_COLUMN_CHARS, by_task, ms, now_ms, tasks, ts},
 };
 
 /// Most rows in one multi-row INSERT.
 const BATCH_ROWS: usize = 500;
-/// Most payload bytes in one multi-row INSERT, well under the server's
-/// default 16 MiB `max_allowed_packet`.
+/// Most bytes in one multi-row INSERT, well under the server's default
+/// 16 MiB `max_allowed_packet`; a smaller packet lowers it (half a packet).
 const BATCH_BYTES: usize = 4 << 20;
+/// Bytes a row adds to a multi-row INSERT besides its payload, id, name,
+/// retry policy and debounce key (the other values and the placeholders).
+const ROW_OVERHEAD: usize = 256;
 
 /// A task checked against the columns, with its values ready to bind.
 struct Checked {
@@ -34,11 +37,31 @@ struct Checked {
     mode: SubmitMode,
 }
 
-/// Refuses what the columns cannot hold, with a reason, instead of letting
-/// the server truncate it.
-fn validate(s: &MySqlStorage, task: NewTask) -> Result<Checked> {
-    if task.payload.len() > s.opts.max_payload {
-        return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: s.opts.max_payload });
+impl Checked {
+    /// Bytes this row adds to a statement.
+    fn size(&self) -> usize {
+        let key = match &self.mode {
+            SubmitMode::Debounce(d) => d.key.len(),
+            _ => 0,
+        };
+        self.payload.len()
+            + self.id.as_str().len()
+            + self.name.len()
+            + self.retry.as_ref().map_or(0, String::len)
+            + key
+            + ROW_OVERHEAD
+    }
+}
+
+/// Refuses, with a reason and before anything is sent, what the shared
+/// ranges ([`NewTask::validate`]: so `now + delay` can never overflow a
+/// BIGINT) or the columns cannot hold, and payloads over `limit` (the
+/// option, and the server's packet size: a larger statement makes the
+/// server drop the connection, which a caller would retry forever).
+fn validate(task: NewTask, limit: usize) -> Result<Checked> {
+    task.validate()?;
+    if task.payload.len() > limit {
+        return Err(Error::PayloadTooLarge { size: task.payload.len(), limit });
     }
     if task.id.as_str().chars().count() > ID_COLUMN_CHARS {
         return Err(Error::invalid(
@@ -91,15 +114,12 @@ fn validate(s: &MySqlStorage, task: NewTask) -> Result<Checked> {
     })
 }
 
-/// One task, in one statement (plain, idempotent) or one short transaction
-/// (debounce).
+/// One task, in one statement (plain, idempotent) or a few autocommit
+/// statements (debounce).
 pub(crate) async fn submit(s: &MySqlStorage, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-    let row = validate(s, task)?;
+    let row = validate(task, s.payload_limit().await?)?;
     let out = match &row.mode {
-        SubmitMode::Debounce(d) => {
-            let d = d.clone();
-            error::retry_lock_conflicts(|| debounce(s, ns, &row, &d)).await
-        }
+        SubmitMode::Debounce(d) => debounce(s, ns, &row, d).await,
         SubmitMode::Plain | SubmitMode::Idempotent => insert_one(s, ns, &row).await,
     }?;
     s.notify_work();
@@ -149,18 +169,24 @@ fn push_row(b: &mut sqlx::query_builder::Separated<'_, MySql, &'static str>, ns:
 }
 
 /// Many tasks: the plain and idempotent ones in multi-row INSERTs of up to
-/// [`BATCH_ROWS`] rows; a batch that hits a duplicate id is redone row by
-/// row so each task gets its own answer. Debounced ones go one by one.
+/// [`BATCH_ROWS`] rows. Each task is validated first and an invalid one is
+/// refused alone. A batch the server refuses (a duplicate id, any other
+/// error reply: nothing was written) is redone row by row, so each task
+/// gets its own answer and one bad row never fails its neighbours
+/// (invariant 7). A batch whose connection was lost has an unknown outcome:
+/// each of its tasks gets that retryable error. Debounced ones go one by one.
 pub(crate) async fn submit_many(
     s: &MySqlStorage,
     ns: &Namespace,
     tasks: Vec<NewTask>,
 ) -> Result<Vec<Result<Submitted>>> {
+    let limit = s.payload_limit().await?;
+    let batch_bytes = BATCH_BYTES.min(s.packet_size().await? / 2);
     let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
     let mut batch: Vec<(usize, Checked)> = Vec::new();
     let mut singles: Vec<(usize, Checked)> = Vec::new();
     for (i, task) in tasks.into_iter().enumerate() {
-        match validate(s, task) {
+        match validate(task, limit) {
             Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
                 singles.push((i, row));
                 out.push(None);
@@ -175,25 +201,34 @@ pub(crate) async fn submit_many(
     let mut chunk: Vec<(usize, Checked)> = Vec::new();
     let mut bytes = 0;
     for item in batch {
-        bytes += item.1.payload.len();
+        if !chunk.is_empty() && bytes + item.1.size() > batch_bytes {
+            insert_chunk(s, ns, std::mem::take(&mut chunk), &mut out).await;
+            bytes = 0;
+        }
+        bytes += item.1.size();
         chunk.push(item);
-        if chunk.len() >= BATCH_ROWS || bytes >= BATCH_BYTES {
-            insert_chunk(s, ns, std::mem::take(&mut chunk), &mut out).await?;
+        if chunk.len() >= BATCH_ROWS {
+            insert_chunk(s, ns, std::mem::take(&mut chunk), &mut out).await;
             bytes = 0;
         }
     }
     if !chunk.is_empty() {
-        insert_chunk(s, ns, chunk, &mut out).await?;
+        insert_chunk(s, ns, chunk, &mut out).await;
     }
     for (i, row) in singles {
         let res = match &row.mode {
-            SubmitMode::Debounce(d) => error::retry_lock_conflicts(|| debounce(s, ns, &row, d)).await,
+            SubmitMode::Debounce(d) => debounce(s, ns, &row, d).await,
             _ => insert_one(s, ns, &row).await,
         };
         out[i] = Some(res);
     }
     s.notify_work();
-    Ok(out.into_iter().map(|r| r.unwrap_or_else(|| Err(Error::invalid("submit", "no answer")))).collect())
+    Ok(out
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
+        })
+        .collect())
 }
 
 async fn insert_chunk(
@@ -201,148 +236,173 @@ async fn insert_chunk(
     ns: &Namespace,
     chunk: Vec<(usize, Checked)>,
     out: &mut [Option<Result<Submitted>>],
-) -> Result<()> {
+) {
     let mut qb = insert_head();
     qb.push_values(chunk.iter(), |mut b, (_, r)| push_row(&mut b, ns, r));
-    match qb.build().execute_on(&s.conns).await {
+    match qb.build().execute_on(&s.conns).await.map_err(error::storage) {
         Ok(_) => {
             for (i, r) in chunk {
                 out[i] = Some(Ok(Submitted { id: r.id, outcome: SubmitOutcome::Created }));
             }
-            Ok(())
         }
-        // The statement failed as a whole: answer row by row.
-        Err(e) if error::is_duplicate(&e) => {
+        // Refused as a whole, nothing written: answer row by row.
+        Err(e) if error::certainly_not_applied(&e) => {
+            if !matches!(&e, Error::Storage { source, .. } if source.downcast_ref::<sqlx::Error>().is_some_and(error::is_duplicate))
+            {
+                tracing::warn!(error = %e, rows = chunk.len(), "batch insert refused; inserting its rows one by one");
+            }
             for (i, r) in chunk {
                 out[i] = Some(insert_one(s, ns, &r).await);
             }
-            Ok(())
         }
-        Err(e) => Err(error::storage(e)),
+        Err(e) => {
+            let shown = e.to_string();
+            for (i, _) in chunk {
+                out[i] = Some(Err(Error::storage(
+                    std::io::Error::other(format!(
+                        "the batch insert holding this task lost its connection ({shown}); \
+                         the task may or may not be stored"
+                    )),
+                    true,
+                )));
+            }
+        }
     }
 }
 
-/// The debounce upsert: inserts the task, or, when a task waits under the
-/// key, moves its due time to `min(now + window, created_at + max_wait)` and
-/// replaces its payload. The `waiting_key` unique index binds the key only
-/// while the task waits, so a claimed task lets go of it at once.
+/// Rounds of a debounce whose waiting task was claimed in between.
+const DEBOUNCE_ROUNDS: usize = 5;
+
+/// The debounce, in autocommit statements (no transaction waits for this
+/// client while it holds a row lock: invariant 9):
 ///
-/// `LAST_INSERT_ID(x)` in the update clause reports which way the row went
-/// (0: inserted, 2: a waiting task under the key was updated, 1: the id is
-/// taken by a task that is not waiting under this key). The transaction
-/// keeps the row locked while its id is read back, so a concurrent claim
-/// either took it before (and the key no longer binds) or waits until after.
+/// 1. the task waiting under the key, if any (the `waiting_key` unique
+///    index binds a key to at most one waiting task);
+/// 2. if one waits, one UPDATE moves its due time to
+///    `min(now + window, created_at + max_wait)` and replaces its payload,
+///    conditional on it still waiting under the key: one row changed means
+///    that task carries this payload (a claim that took it first leaves no
+///    row to change, and the next round inserts a new task);
+/// 3. if none waits, the task is inserted; a duplicate on the key means one
+///    started waiting meanwhile (next round), a duplicate on the id means
+///    the id is taken by a task not waiting under this key
+///    ([`Error::DuplicateId`]).
 async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
     let window = ms(d.window);
     let max_wait = d.max_wait.map(ms);
-    let mut c = s.conns.get().await.map_err(error::storage)?;
-    let mut tx = c.begin_read_committed().await.map_err(error::storage)?;
-    let done = sqlx::query(concat!(
-        "INSERT INTO ",
-        tasks!(),
-        " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-         debounce_key) VALUES (?, ?, ?, 'CREATED', ?, ?, ",
-        now_ms!(),
-        ", ",
-        now_ms!(),
-        " + LEAST(?, COALESCE(?, ?)), ",
-        now_ms!(),
-        " + ?, ?, ?, ?) ON DUPLICATE KEY UPDATE \
-         due_at = IF(waiting_key <=> ?, LEAST(",
-        now_ms!(),
-        " + ?, COALESCE(created_at + ?, ",
-        now_ms!(),
-        " + ?)), due_at), \
-         payload = IF(waiting_key <=> ?, ?, payload), \
-         fence = fence + 0 * LAST_INSERT_ID(IF(waiting_key <=> ?, 2, 1))"
-    ))
-    .bind(ns.as_str())
-    .bind(row.id.as_str())
-    .bind(&row.name)
-    .bind(&row.payload)
-    .bind(row.max_attempts)
-    .bind(window)
-    .bind(max_wait)
-    .bind(window)
-    .bind(row.max_duration)
-    .bind(row.timeout)
-    .bind(&row.retry)
-    .bind(&d.key)
-    // The update clause binds its values again (VALUES() is deprecated in
-    // MySQL 8 and MariaDB has no row alias).
-    .bind(&d.key)
-    .bind(window)
-    .bind(max_wait)
-    .bind(window)
-    .bind(&d.key)
-    .bind(&row.payload)
-    .bind(&d.key)
-    .execute(&mut *tx)
-    .await
-    .map_err(error::storage)?;
-    let outcome = match done.last_insert_id() {
-        0 => Submitted { id: row.id.clone(), outcome: SubmitOutcome::Created },
-        2 => {
-            let id = waiting_under(&mut tx, ns, &d.key).await?.ok_or_else(|| {
-                Error::storage(std::io::Error::other("debounced task vanished inside its transaction"), true)
-            })?;
-            Submitted { id, outcome: SubmitOutcome::Debounced }
+    for _ in 0..DEBOUNCE_ROUNDS {
+        if let Some(id) = waiting_under(s, ns, &d.key).await? {
+            let moved =
+                error::retry_lock_conflicts(|| move_waiting(s, ns, &id, window, max_wait, row, d)).await?;
+            if moved {
+                return Ok(Submitted { id, outcome: SubmitOutcome::Debounced });
+            }
+            continue;
         }
-        _ => {
-            // The id is taken by another task. A task may still wait under
-            // the key with another id: the upsert met the primary key first.
-            match waiting_under(&mut tx, ns, &d.key).await? {
-                Some(id) => {
-                    sqlx::query(concat!(
-                        "UPDATE ",
-                        tasks!(),
-                        " SET due_at = LEAST(",
-                        now_ms!(),
-                        " + ?, COALESCE(created_at + ?, ",
-                        now_ms!(),
-                        " + ?)), payload = ? WHERE ns = ? AND id = ?"
-                    ))
-                    .bind(window)
-                    .bind(max_wait)
-                    .bind(window)
-                    .bind(&row.payload)
-                    .bind(ns.as_str())
-                    .bind(id.as_str())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(error::storage)?;
-                    Submitted { id, outcome: SubmitOutcome::Debounced }
-                }
-                None => {
-                    tx.rollback().await.map_err(error::storage)?;
-                    c.done();
+        let inserted = sqlx::query(concat!(
+            "INSERT INTO ",
+            tasks!(),
+            " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
+             debounce_key) VALUES (?, ?, ?, 'CREATED', ?, ?, ",
+            now_ms!(),
+            ", ",
+            now_ms!(),
+            " + LEAST(?, COALESCE(?, ?)), ",
+            now_ms!(),
+            " + ?, ?, ?, ?)"
+        ))
+        .bind(ns.as_str())
+        .bind(row.id.as_str())
+        .bind(&row.name)
+        .bind(&row.payload)
+        .bind(row.max_attempts)
+        .bind(window)
+        .bind(max_wait)
+        .bind(window)
+        .bind(row.max_duration)
+        .bind(row.timeout)
+        .bind(&row.retry)
+        .bind(&d.key)
+        .execute_on(&s.conns)
+        .await;
+        match inserted {
+            Ok(_) => return Ok(Submitted { id: row.id.clone(), outcome: SubmitOutcome::Created }),
+            // The id is taken. If that task waits under this key, the next
+            // round finds it; otherwise the id belongs to another task.
+            Err(e) if error::is_duplicate_id(&e) => {
+                if waiting_key_of(s, ns, &row.id).await?.as_deref() != Some(d.key.as_str()) {
                     return Err(Error::DuplicateId(row.id.clone()));
                 }
             }
+            // Another task started waiting under the key: the next round
+            // moves it.
+            Err(e) if error::is_duplicate(&e) => {}
+            Err(e) => return Err(error::storage(e)),
         }
-    };
-    tx.commit().await.map_err(error::storage)?;
-    c.done();
-    Ok(outcome)
+    }
+    Err(Error::storage(std::io::Error::other("the debounce key kept changing hands; try again"), true))
 }
 
-async fn waiting_under(
-    tx: &mut sqlx::Transaction<'_, MySql>,
+/// Moves the due time of `id` and replaces its payload if it still waits
+/// under the key; answers whether it did.
+async fn move_waiting(
+    s: &MySqlStorage,
     ns: &Namespace,
-    key: &str,
-) -> Result<Option<TaskId>> {
-    let row =
-        sqlx::query(concat!("SELECT id FROM ", tasks!(), " WHERE ns = ? AND waiting_key = ? FOR UPDATE"))
-            .bind(ns.as_str())
-            .bind(key)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(error::storage)?;
+    id: &TaskId,
+    window: i64,
+    max_wait: Option<i64>,
+    row: &Checked,
+    d: &Debounce,
+) -> Result<bool> {
+    let q = sqlx::query(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET due_at = LEAST(",
+        now_ms!(),
+        " + ?, COALESCE(created_at + ?, ",
+        now_ms!(),
+        " + ?)), payload = ? WHERE ",
+        by_task!(),
+        " AND waiting_key = ?"
+    ))
+    .bind(window)
+    .bind(max_wait)
+    .bind(window)
+    .bind(&row.payload);
+    let done =
+        crate::sql::bind_task(q, ns, id).bind(&d.key).execute_on(&s.conns).await.map_err(error::storage)?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// The task waiting under `key`, if any.
+async fn waiting_under(s: &MySqlStorage, ns: &Namespace, key: &str) -> Result<Option<TaskId>> {
+    let row = sqlx::query(concat!("SELECT id FROM ", tasks!(), " WHERE ns = ? AND waiting_key = ?"))
+        .bind(ns.as_str())
+        .bind(key)
+        .fetch_optional_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     match row {
         None => Ok(None),
         Some(r) => {
             let raw: String = r.try_get("id").map_err(error::storage)?;
             TaskId::new(raw.clone()).map(Some).map_err(|e| crate::row::corrupt(&raw, e.to_string()))
         }
+    }
+}
+
+/// The key `id` waits under, if it waits under one.
+async fn waiting_key_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<String>> {
+    let row = crate::sql::bind_task(
+        sqlx::query(concat!("SELECT waiting_key FROM ", tasks!(), " WHERE ", by_task!())),
+        ns,
+        id,
+    )
+    .fetch_optional_on(&s.conns)
+    .await
+    .map_err(error::storage)?;
+    match row {
+        None => Ok(None),
+        Some(r) => r.try_get("waiting_key").map_err(error::storage),
     }
 }

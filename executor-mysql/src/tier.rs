@@ -8,7 +8,10 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{ID_COLUMN_CHARS, NAME_COLUMN_CHARS, clip_error, ms, now_ms, task_columns, tasks, ts},
+    sql::{
+        ID_COLUMN_CHARS, NAME_COLUMN_CHARS, bind_task, by_task, clip_error, ms, now_ms, task_columns, tasks,
+        ts,
+    },
 };
 
 /// The server's clock.
@@ -61,6 +64,10 @@ pub(crate) async fn due_before(
 /// task per namespace, and answering `false` would let the caller delete
 /// the only copy of the task from the other tier.
 pub(crate) async fn import(s: &MySqlStorage, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+    let limit = s.payload_limit().await?;
+    if record.payload.len() > limit {
+        return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
+    }
     if record.name.chars().count() > NAME_COLUMN_CHARS
         || record.debounce_key.as_ref().is_some_and(|k| k.chars().count() > ID_COLUMN_CHARS)
     {
@@ -120,28 +127,21 @@ pub(crate) async fn import(s: &MySqlStorage, ns: &Namespace, record: TaskRecord)
 }
 
 async fn exists(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
-    let r = sqlx::query(concat!("SELECT 1 FROM ", tasks!(), " WHERE ns = ? AND id = ?"))
-        .bind(ns.as_str())
-        .bind(id.as_str())
-        .fetch_optional_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
+    let q = sqlx::query(concat!("SELECT 1 FROM ", tasks!(), " WHERE ", by_task!()));
+    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     Ok(r.is_some())
 }
 
 /// Deletes the task if it still waits with this fence: one conditional
 /// DELETE, so a task claimed meanwhile is never removed under its worker.
 pub(crate) async fn remove(s: &MySqlStorage, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-    let done = sqlx::query(concat!(
+    let q = sqlx::query(concat!(
         "DELETE FROM ",
         tasks!(),
-        " WHERE ns = ? AND id = ? AND fence = ? AND state IN ('CREATED', 'PENDING')"
-    ))
-    .bind(ns.as_str())
-    .bind(id.as_str())
-    .bind(fence)
-    .execute_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+        " WHERE ",
+        by_task!(),
+        " AND fence = ? AND state IN ('CREATED', 'PENDING')"
+    ));
+    let done = bind_task(q, ns, id).bind(fence).execute_on(&s.conns).await.map_err(error::storage)?;
     Ok(done.rows_affected() > 0)
 }

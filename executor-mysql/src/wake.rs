@@ -24,7 +24,9 @@ use crate::{
 ///   `poll_max`, so work submitted by another process starts within
 ///   `poll_max` of becoming due (invariant 4 across processes).
 pub(crate) async fn wait_for_work(s: &MySqlStorage, ns: &Namespace, max_wait: Duration) -> Result<()> {
-    let end = Instant::now() + max_wait;
+    // `max_wait` may be anything up to Duration::MAX (an executor's
+    // `max_idle_wait`): an Instant that far out does not exist.
+    let end = Instant::now().checked_add(max_wait);
     let mut interval = s.opts.poll_min;
     loop {
         // Registered before the read, so a submit between the read and the
@@ -50,18 +52,19 @@ pub(crate) async fn wait_for_work(s: &MySqlStorage, ns: &Namespace, max_wait: Du
             None => None,
         };
         let now = Instant::now();
-        if now >= end {
+        let left = end.map_or(Duration::MAX, |end| end.saturating_duration_since(now));
+        if left.is_zero() {
             return Ok(());
         }
-        let nap = until_due.map_or(interval, |d| d.min(interval)).min(end - now);
+        let nap = until_due.map_or(interval, |d| d.min(interval)).min(left);
         let due_within_nap = until_due.is_some_and(|d| d <= nap);
         tokio::select! {
             () = &mut notified => return Ok(()),
             () = tokio::time::sleep(nap) => {}
         }
-        if due_within_nap || Instant::now() >= end {
+        if due_within_nap || end.is_some_and(|end| Instant::now() >= end) {
             return Ok(());
         }
-        interval = (interval * 2).min(s.opts.poll_max);
+        interval = interval.saturating_mul(2).min(s.opts.poll_max);
     }
 }

@@ -1,65 +1,15 @@
-//! Several processes starting at once against an empty database, and the
-//! wake-up latency between processes that share no in-process signal.
+//! The wake-up latency between processes that share no in-process signal.
 
 mod support;
 
 use std::time::Duration;
 
 use executor_core::{Storage, WorkerId, testing};
-use executor_mysql::{MIGRATIONS_TABLE, MySqlOptions, MySqlStorage};
-use support::{cleanup, pool, url};
+use executor_mysql::{MySqlOptions, MySqlStorage};
+use support::{cleanup, pool};
 use tokio::time::Instant;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// `MYSQL_URL` with its database replaced by `db`.
-fn url_with_database(db: &str) -> String {
-    let base = url();
-    let (head, query) = match base.split_once('?') {
-        Some((h, q)) => (h.to_owned(), format!("?{q}")),
-        None => (base.clone(), String::new()),
-    };
-    let server = head.rsplit_once('/').map_or(head.as_str(), |(s, _)| s).to_owned();
-    format!("{server}/{db}{query}")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_first_starts_migrate_once() -> TestResult {
-    let admin = pool(1).await;
-    let db = format!("rex_migrate_{}", uuid_suffix());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {db}"))).execute(&admin).await?;
-    let url = url_with_database(&db);
-    let starts = (0..4).map(|_| {
-        let url = url.clone();
-        tokio::spawn(async move { MySqlOptions::new().max_connections(2).connect(&url).await })
-    });
-    let mut result = Ok(());
-    for s in starts {
-        if let Err(e) = s.await? {
-            result = Err(format!("a concurrent start failed: {e}"));
-        }
-    }
-    let applied: Result<i64, _> =
-        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {db}.{MIGRATIONS_TABLE}")))
-            .fetch_one(&admin)
-            .await;
-    let tables: Result<i64, _> = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE 'reliable_executor_%'",
-    )
-    .bind(&db)
-    .fetch_one(&admin)
-    .await;
-    sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE {db}"))).execute(&admin).await?;
-    result?;
-    let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))?.count();
-    assert_eq!(applied?, i64::try_from(migrations)?, "each migration recorded once");
-    assert_eq!(tables?, 2);
-    Ok(())
-}
-
-fn uuid_suffix() -> String {
-    testing::unique_namespace("x").as_str().replace(['-', ':', '.'], "_")
-}
 
 /// A submit from another process (its own storage, so no shared `Notify`)
 /// is seen within the poll interval's ceiling; a submit in the same process

@@ -58,3 +58,67 @@ pub(crate) async fn cleanup(storage: &MySqlStorage, ns: &Namespace) {
     }
     eprintln!("cleanup of {ns} kept failing");
 }
+
+/// `MYSQL_URL` with its database replaced by `db`.
+pub(crate) fn url_with_database(db: &str) -> String {
+    let base = url();
+    let (head, query) = match base.split_once('?') {
+        Some((h, q)) => (h.to_owned(), format!("?{q}")),
+        None => (base.clone(), String::new()),
+    };
+    let server = head.rsplit_once('/').map_or(head.as_str(), |(s, _)| s).to_owned();
+    format!("{server}/{db}{query}")
+}
+
+/// An empty database of its own, dropped by [`EmptyDatabase::drop_now`]
+/// (or, if a test panics first, on drop, best effort).
+pub(crate) struct EmptyDatabase {
+    pub(crate) name: String,
+    pub(crate) url: String,
+    admin: MySqlPool,
+    dropped: bool,
+}
+
+impl EmptyDatabase {
+    /// Creates `rex_<what>_<unique>`.
+    pub(crate) async fn create(what: &str) -> Result<Self, sqlx::Error> {
+        let admin = pool(1).await;
+        let unique = testing::unique_namespace("x").as_str().replace(['-', ':', '.'], "_");
+        let name = format!("rex_{what}_{unique}");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&admin).await?;
+        let url = url_with_database(&name);
+        Ok(Self { name, url, admin, dropped: false })
+    }
+
+    /// A pool on this database.
+    pub(crate) async fn pool(&self, max: u32) -> Result<MySqlPool, sqlx::Error> {
+        MySqlPoolOptions::new()
+            .max_connections(max)
+            .acquire_timeout(std::time::Duration::from_secs(5))
+            .connect(&self.url)
+            .await
+    }
+
+    /// Drops the database.
+    pub(crate) async fn drop_now(mut self) -> Result<(), sqlx::Error> {
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {}", self.name)))
+            .execute(&self.admin)
+            .await?;
+        self.dropped = true;
+        Ok(())
+    }
+}
+
+impl Drop for EmptyDatabase {
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
+        }
+        // A test that panicked before `drop_now`: drop it with the mysql
+        // client (the default local server), since no runtime may be left
+        // to run sqlx on.
+        let _ = std::process::Command::new("mysql")
+            .args(["-uroot", "-h127.0.0.1", "-e", &format!("DROP DATABASE IF EXISTS {}", self.name)])
+            .output();
+    }
+}

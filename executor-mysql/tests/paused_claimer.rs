@@ -1,0 +1,304 @@
+//! Issue 12 item 4: a stopped process must not hold locks others need.
+//!
+//! The claim used to be a transaction (`SELECT ... FOR UPDATE SKIP LOCKED`,
+//! `UPDATE`, `COMMIT`, a client round trip between each), and so were the
+//! batched finish, the debounce, the reap and the leadership upsert. A
+//! worker stopped (SIGSTOP, a pause, a partition) inside one kept its row
+//! locks for as long as it stayed stopped: the tasks it was claiming could
+//! be neither claimed by others nor reaped, and work queued behind the
+//! locks waited. Now every statement is autocommit, so a process stopped at
+//! any point holds nothing once its statement in flight ends, and the tasks
+//! it had claimed come back one lease later.
+//!
+//! A child process (this test binary, running `paused_claimer_child`)
+//! claims and completes tasks in a loop. The parent stops it with SIGSTOP
+//! at random points, several times (when it can, while one of its
+//! statements is running), and checks each time that within one lease the
+//! child's connections hold no row lock, that a healthy worker's claim,
+//! heartbeat, finish and the reap all answer promptly, and at the end,
+//! with the child stopped for good, that the healthy worker completes every
+//! task, none of its completions refused (a refused completion means its
+//! task was reaped under it and would run again).
+
+mod support;
+
+use std::{
+    collections::HashSet,
+    process::Stdio,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use executor_core::{Finish, Lease, Namespace, NewTask, Storage, TaskState, WorkerId, testing};
+use executor_mysql::{MySqlOptions, MySqlStorage};
+use sqlx::{Executor, MySqlPool, Row, mysql::MySqlPoolOptions};
+use support::EmptyDatabase;
+use tokio::time::Instant;
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+const URL_VAR: &str = "REX_PAUSE_URL";
+const NS_VAR: &str = "REX_PAUSE_NS";
+const TASKS: usize = 20_000;
+const CYCLES: usize = 6;
+/// The stopped child's lease: everything it holds must be free again
+/// within this (plus the reaper's next pass).
+const CHILD_LEASE: Duration = Duration::from_secs(1);
+/// The healthy worker's lease: its work must never be reaped.
+const HEALTHY_LEASE: Duration = Duration::from_secs(3);
+/// Longest a healthy worker's call may take while the child is stopped.
+const PROMPT: Duration = Duration::from_millis(1500);
+
+/// The worker that gets stopped: claims up to 20 tasks, works on them for
+/// 10 ms, completes them, in a loop, until it is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "helper: started as a child process by `a_stopped_claimer_holds_nothing`"]
+async fn paused_claimer_child() -> TestResult {
+    let s = MySqlOptions::new().max_connections(4).connect(&std::env::var(URL_VAR)?).await?;
+    let ns = Namespace::new(std::env::var(NS_VAR)?)?;
+    let me = WorkerId::generate();
+    loop {
+        let batch = match s.claim(&ns, &me, 20, CHILD_LEASE).await {
+            Ok(b) => b,
+            Err(e) if e.is_retryable() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if batch.is_empty() {
+            s.wait_for_work(&ns, Duration::from_millis(100)).await?;
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let items = batch.iter().filter_map(|t| t.lease()).map(|l| (l, Finish::Completed)).collect();
+        // Stale answers after a stop are expected: the reaper took them.
+        let _ = s.finish_many(&ns, items).await;
+    }
+}
+
+/// A storage whose pool records the server-side id of each connection, so
+/// the child's connections are the database's others.
+async fn watched(
+    url: &str,
+    ids: Arc<Mutex<HashSet<u64>>>,
+) -> Result<MySqlStorage, Box<dyn std::error::Error>> {
+    let pool = MySqlPoolOptions::new()
+        .max_connections(6)
+        .after_connect(move |conn, _| {
+            let ids = Arc::clone(&ids);
+            Box::pin(async move {
+                let id: u64 = conn.fetch_one("SELECT CONNECTION_ID() AS id").await?.try_get("id")?;
+                ids.lock().map_err(|e| sqlx::Error::Protocol(e.to_string()))?.insert(id);
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await?;
+    Ok(MySqlOptions::new().max_connections(4).open(pool).await?)
+}
+
+/// Row locks held by the child's transactions (every connection to `db`
+/// but the parent's), and whether any of its transactions is open at all.
+async fn child_locks(
+    admin: &MySqlPool,
+    db: &str,
+    mine: &Mutex<HashSet<u64>>,
+) -> Result<(u64, bool), sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT t.trx_mysql_thread_id AS id, CAST(t.trx_rows_locked AS SIGNED) AS locked \
+         FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p \
+         ON p.ID = t.trx_mysql_thread_id WHERE p.DB = ?",
+    )
+    .bind(db)
+    .fetch_all(admin)
+    .await?;
+    let mine = mine.lock().map(|m| m.clone()).unwrap_or_default();
+    let (mut locked, mut open) = (0, false);
+    for r in rows {
+        let id: u64 = r.try_get("id")?;
+        if !mine.contains(&id) {
+            open = true;
+            locked += u64::try_from(r.try_get::<i64, _>("locked")?).unwrap_or(0);
+        }
+    }
+    Ok((locked, open))
+}
+
+fn signal(pid: u32, sig: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let status = std::process::Command::new("kill").args([sig, &pid.to_string()]).status()?;
+    if !status.success() {
+        return Err(format!("kill {sig} {pid} failed: {status}").into());
+    }
+    Ok(())
+}
+
+async fn prompt<T>(what: &str, call: impl Future<Output = executor_core::Result<T>>) -> Result<T, String> {
+    let start = Instant::now();
+    let out = tokio::time::timeout(PROMPT, call)
+        .await
+        .map_err(|_| format!("{what} took longer than {PROMPT:?} while the child was stopped"))?
+        .map_err(|e| format!("{what}: {e}"))?;
+    let took = start.elapsed();
+    if took > PROMPT {
+        return Err(format!("{what} took {took:?}"));
+    }
+    Ok(out)
+}
+
+async fn completed(s: &MySqlStorage, ns: &Namespace) -> executor_core::Result<u64> {
+    Ok(s.counts(ns).await?.get(TaskState::Completed))
+}
+
+/// Waits for `check` to hold, polling every 5 ms, up to `limit`.
+async fn until<F, Fut>(limit: Duration, what: &str, mut check: F) -> Result<(), Box<dyn std::error::Error>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<bool, Box<dyn std::error::Error>>>,
+{
+    let end = Instant::now() + limit;
+    loop {
+        if check().await? {
+            return Ok(());
+        }
+        if Instant::now() > end {
+            return Err(format!("{what}: not within {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_claimer_holds_nothing() -> TestResult {
+    let db = EmptyDatabase::create("pause").await?;
+    let admin = support::pool(1).await;
+    let ids = Arc::new(Mutex::new(HashSet::new()));
+    let s = watched(&db.url, Arc::clone(&ids)).await?;
+    let ns = testing::unique_namespace("my-pause");
+    let tasks: Vec<NewTask> = (0..TASKS).map(|i| testing::new_task(&format!("t{i:05}"))).collect();
+    for r in s.submit_many(&ns, tasks).await? {
+        r?;
+    }
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .args(["--exact", "paused_claimer_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env(URL_VAR, &db.url)
+        .env(NS_VAR, ns.as_str())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = child.id().ok_or("the child has no pid")?;
+    let result = run(&s, &ns, &admin, &db.name, &ids, pid).await;
+    let _ = signal(pid, "-CONT");
+    child.start_kill()?;
+    let out = child.wait_with_output().await?;
+    if result.is_err() {
+        eprintln!("child stderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    }
+    drop(s);
+    db.drop_now().await?;
+    result
+}
+
+async fn run(
+    s: &MySqlStorage,
+    ns: &Namespace,
+    admin: &MySqlPool,
+    db: &str,
+    ids: &Mutex<HashSet<u64>>,
+    pid: u32,
+) -> TestResult {
+    let healthy = WorkerId::generate();
+    let mut mine: Vec<Lease> = Vec::new();
+    let mut refused = Vec::new();
+    let mut caught_in_statement = 0;
+    for cycle in 0..=CYCLES {
+        // Let the child work, then stop it; when possible, while one of its
+        // statements runs (the old claim spent most of its time in an open
+        // transaction, so any stop was likely to land in one).
+        let before = completed(s, ns).await?;
+        until(
+            Duration::from_secs(20),
+            &format!("cycle {cycle}: the child completes tasks beyond {before}"),
+            || async { Ok(completed(s, ns).await? > before) },
+        )
+        .await?;
+        let hunt = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < hunt {
+            if child_locks(admin, db, ids).await?.1 {
+                caught_in_statement += 1;
+                break;
+            }
+        }
+        signal(pid, "-STOP")?;
+        let stopped = Instant::now();
+        // Within one lease the stopped child holds no row lock.
+        let mut held = 0;
+        while stopped.elapsed() < CHILD_LEASE {
+            held = child_locks(admin, db, ids).await?.0;
+            if held == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        if held > 0 {
+            return Err(format!(
+                "cycle {cycle}: the stopped child still holds {held} row locks after {CHILD_LEASE:?}"
+            )
+            .into());
+        }
+        // A healthy worker goes on promptly: claim, heartbeat, finish, reap.
+        let claimed = prompt("claim", s.claim(ns, &healthy, 20, HEALTHY_LEASE)).await?;
+        mine.extend(claimed.iter().filter_map(|t| t.lease()));
+        let hb = prompt("heartbeat", s.heartbeat(ns, &mine, HEALTHY_LEASE)).await?;
+        if !hb.lost.is_empty() {
+            return Err(format!("cycle {cycle}: the healthy worker lost leases {:?}", hb.lost).into());
+        }
+        let items: Vec<(Lease, Finish)> = mine.drain(..).map(|l| (l, Finish::Completed)).collect();
+        let answers = prompt("finish_many", s.finish_many(ns, items.clone())).await?;
+        for ((lease, _), answer) in items.iter().zip(answers) {
+            if !matches!(answer, Ok(TaskState::Completed)) {
+                refused.push(format!("{}: {answer:?}", lease.id));
+            }
+        }
+        prompt("reap", s.reap(ns, 1000)).await?;
+        if cycle == CYCLES {
+            break;
+        }
+        signal(pid, "-CONT")?;
+    }
+    // The child stays stopped: within its lease the reaper frees what it
+    // held, and the healthy worker completes every task.
+    let end = Instant::now() + CHILD_LEASE + Duration::from_secs(30);
+    loop {
+        prompt("reap", s.reap(ns, 1000)).await?;
+        let batch = prompt("claim", s.claim(ns, &healthy, 200, HEALTHY_LEASE)).await?;
+        if !batch.is_empty() {
+            let items: Vec<(Lease, Finish)> =
+                batch.iter().filter_map(|t| t.lease()).map(|l| (l, Finish::Completed)).collect();
+            let answers = prompt("finish_many", s.finish_many(ns, items.clone())).await?;
+            for ((lease, _), answer) in items.iter().zip(answers) {
+                if !matches!(answer, Ok(TaskState::Completed)) {
+                    refused.push(format!("{}: {answer:?}", lease.id));
+                }
+            }
+            continue;
+        }
+        let counts = s.counts(ns).await?;
+        if counts.get(TaskState::Completed) == TASKS as u64 {
+            break;
+        }
+        if Instant::now() > end {
+            return Err(format!(
+                "with the child stopped, tasks stayed out of reach for more than its lease: {counts:?}"
+            )
+            .into());
+        }
+        s.wait_for_work(ns, Duration::from_millis(50)).await?;
+    }
+    assert!(
+        refused.is_empty(),
+        "completions of the healthy worker were refused (reaped under it): {refused:?}"
+    );
+    eprintln!(
+        "{CYCLES} stops ({caught_in_statement} while a statement of the child ran): no lock held, all {TASKS} tasks done"
+    );
+    Ok(())
+}
