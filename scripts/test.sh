@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs every check CI runs: starts (and if needed
-# installs) Redis and MariaDB, then fmt, clippy -D warnings, every test.
+# installs) Redis and MariaDB, then fmt, clippy -D warnings, rustdoc -D warnings,
+# every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/services.sh
@@ -21,5 +22,7 @@ echo "== cargo fmt --check"
 cargo fmt --all --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo doc (warnings are errors: broken links, missing docs)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 echo "== cargo test"
 cargo test --workspace --locked
