@@ -11,7 +11,10 @@
 //! ```
 
 use std::{
-    sync::atomic::{AtomicU32, Ordering},
+    sync::{
+        Arc,
+        atomic::{AtomicU32, Ordering},
+    },
     time::Instant,
 };
 
@@ -30,11 +33,16 @@ struct Notice {
     failures: u32,
 }
 
-static SENT: AtomicU32 = AtomicU32::new(0);
+/// The SMS gateway's client, given to the executor with `.data(..)`; counts
+/// what it sent.
+#[derive(Clone, Debug, Default)]
+struct SmsGateway {
+    sent: Arc<AtomicU32>,
+}
 
 /// The seed's levels were 10 s, 1 min, 10 min, then dead letter; here 1 s, 3 s, 6 s.
 #[reliable_task(name = "notify", retry_limit = 3, levels = ["1s", "3s", "6s"])]
-async fn notify(notice: Notice, ctx: TaskContext) -> Result<(), TaskError> {
+async fn notify(notice: Notice, sms: Data<SmsGateway>, ctx: TaskContext) -> Result<(), TaskError> {
     if ctx.attempt() <= notice.failures {
         return Err(TaskError::retry(format!(
             "SMS gateway refused {} (attempt {})",
@@ -42,7 +50,7 @@ async fn notify(notice: Notice, ctx: TaskContext) -> Result<(), TaskError> {
             ctx.attempt()
         )));
     }
-    SENT.fetch_add(1, Ordering::SeqCst);
+    sms.sent.fetch_add(1, Ordering::SeqCst);
     Ok(())
 }
 
@@ -92,9 +100,11 @@ async fn run<H: Storage + Clone, C: Storage + Clone>(
     storage: TieredStorage<H, C>,
     ns: &Namespace,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let sms = SmsGateway::default();
     let executor = Executor::builder(storage.clone())
         .namespace(ns.as_str())
         .concurrency(8)
+        .data(sms.clone())
         .housekeeping_interval(Duration::from_millis(250))
         .build()
         .await?;
@@ -141,7 +151,7 @@ async fn run<H: Storage + Clone, C: Storage + Clone>(
     }
     running.shutdown().await?;
     let far = storage.locate(ns, &TaskId::new("in_2_days")?).await?;
-    println!("\nnotifications sent: {}", SENT.load(Ordering::SeqCst));
+    println!("\nnotifications sent: {}", sms.sent.load(Ordering::SeqCst));
     if let Some((tier, r)) = far {
         println!(
             "in_2_days waits in the {} store, due in {:?}",

@@ -10,7 +10,7 @@
 
 use std::{
     sync::{
-        OnceLock,
+        Arc,
         atomic::{AtomicBool, AtomicU32, Ordering},
     },
     time::Instant,
@@ -18,6 +18,36 @@ use std::{
 
 use clap::Parser;
 use executor_core::{Executor, Listener, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
+
+// ---- the application's state, given to the executor with `.data(..)` ----
+
+/// When the run started: handlers and the listener print times from it.
+#[derive(Clone, Copy, Debug)]
+struct Clock(Instant);
+
+impl Clock {
+    fn say(&self, line: &str) {
+        println!("{:>6} ms  {line}", self.0.elapsed().as_millis());
+    }
+}
+
+/// A payment gateway that is down for its first two calls.
+#[derive(Clone, Debug, Default)]
+struct Gateway {
+    calls: Arc<AtomicU32>,
+}
+
+/// A CRM that rejects every sync until its bug is fixed.
+#[derive(Clone, Debug, Default)]
+struct Crm {
+    bug_fixed: Arc<AtomicBool>,
+}
+
+/// How often the statistics were recomputed.
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    refreshes: Arc<AtomicU32>,
+}
 
 // ---- handlers: plain async fns, registered by the attribute ----
 
@@ -28,49 +58,48 @@ struct Welcome {
 
 /// Runs at once.
 #[reliable_task(name = "send_welcome")]
-async fn send_welcome(param: Welcome) -> Result<(), TaskError> {
-    say(&format!("    send_welcome: hello, {}!", param.user));
+async fn send_welcome(param: Welcome, clock: Data<Clock>) -> Result<(), TaskError> {
+    clock.say(&format!("    send_welcome: hello, {}!", param.user));
     Ok(())
 }
 
 /// Submitted with a delay.
 #[reliable_task(name = "send_reminder")]
-async fn send_reminder(param: Welcome) {
-    say(&format!("    send_reminder: don't forget us, {}", param.user));
+async fn send_reminder(param: Welcome, clock: Data<Clock>) {
+    clock.say(&format!("    send_reminder: don't forget us, {}", param.user));
 }
-
-static FLAKY_CALLS: AtomicU32 = AtomicU32::new(0);
 
 /// Fails twice, then succeeds: retried with exponential backoff.
 #[reliable_task(name = "charge_card", retry_limit = 4, exponential(base = "200ms", factor = 2.0, cap = "2s"))]
-async fn charge_card(order_id: u64, ctx: TaskContext) -> Result<(), TaskError> {
-    let n = FLAKY_CALLS.fetch_add(1, Ordering::SeqCst) + 1;
+async fn charge_card(
+    order_id: u64,
+    gateway: Data<Gateway>,
+    clock: Data<Clock>,
+    ctx: TaskContext,
+) -> Result<(), TaskError> {
+    let n = gateway.calls.fetch_add(1, Ordering::SeqCst) + 1;
     if n <= 2 {
         return Err(TaskError::retry(format!("payment gateway unavailable (attempt {})", ctx.attempt())));
     }
-    say(&format!("    charge_card: order {order_id} charged on attempt {}", ctx.attempt()));
+    clock.say(&format!("    charge_card: order {order_id} charged on attempt {}", ctx.attempt()));
     Ok(())
 }
-
-static BUG_FIXED: AtomicBool = AtomicBool::new(false);
 
 /// Always fails until the "bug" is fixed: ends FAILED, then is requeued by hand.
 #[reliable_task(name = "sync_crm", retry_limit = 1, retry_interval = "100ms")]
-async fn sync_crm(customer_id: u64) -> Result<(), TaskError> {
-    if !BUG_FIXED.load(Ordering::SeqCst) {
+async fn sync_crm(customer_id: u64, crm: Data<Crm>, clock: Data<Clock>) -> Result<(), TaskError> {
+    if !crm.bug_fixed.load(Ordering::SeqCst) {
         return Err(TaskError::retry(format!("CRM rejected customer {customer_id}: field `email` missing")));
     }
-    say(&format!("    sync_crm: customer {customer_id} synced"));
+    clock.say(&format!("    sync_crm: customer {customer_id} synced"));
     Ok(())
 }
 
-static REFRESHES: AtomicU32 = AtomicU32::new(0);
-
 /// Debounced: a burst of submits runs it once, with the last payload.
 #[reliable_task(name = "refresh_stats")]
-async fn refresh_stats(views: u32) {
-    REFRESHES.fetch_add(1, Ordering::SeqCst);
-    say(&format!("    refresh_stats: recomputed with {views} views"));
+async fn refresh_stats(views: u32, stats: Data<Stats>, clock: Data<Clock>) {
+    stats.refreshes.fetch_add(1, Ordering::SeqCst);
+    clock.say(&format!("    refresh_stats: recomputed with {views} views"));
 }
 
 /// Takes far longer than its max_duration: ends TIMEOUT.
@@ -84,39 +113,30 @@ async fn build_report(ctx: TaskContext) {
 
 // ---- a listener that prints the timeline ----
 
-fn start_time() -> Instant {
-    static START: OnceLock<Instant> = OnceLock::new();
-    *START.get_or_init(Instant::now)
-}
-
-fn say(line: &str) {
-    println!("{:>6} ms  {line}", start_time().elapsed().as_millis());
-}
-
 #[derive(Debug)]
-struct Timeline;
+struct Timeline(Clock);
 
 impl Listener for Timeline {
     fn on_submitted(&self, id: &TaskId, name: &str, outcome: SubmitOutcome) {
         // Repeats of a debounced submit are summarised after the burst.
         if outcome == SubmitOutcome::Created {
-            say(&format!("{name} {id}: submitted"));
+            self.0.say(&format!("{name} {id}: submitted"));
         }
     }
     fn on_started(&self, task: &TaskRecord) {
-        say(&format!("{} {}: attempt {} started", task.name, task.id, task.attempts));
+        self.0.say(&format!("{} {}: attempt {} started", task.name, task.id, task.attempts));
     }
     fn on_completed(&self, task: &TaskRecord) {
-        say(&format!("{} {}: COMPLETED", task.name, task.id));
+        self.0.say(&format!("{} {}: COMPLETED", task.name, task.id));
     }
     fn on_retry_scheduled(&self, task: &TaskRecord, error: &str, delay_ms: u64) {
-        say(&format!("{} {}: failed ({error}); retry in {delay_ms} ms", task.name, task.id));
+        self.0.say(&format!("{} {}: failed ({error}); retry in {delay_ms} ms", task.name, task.id));
     }
     fn on_dead_lettered(&self, task: &TaskRecord, state: TaskState, error: &str) {
-        say(&format!("{} {}: {state} (dead letter): {error}", task.name, task.id));
+        self.0.say(&format!("{} {}: {state} (dead letter): {error}", task.name, task.id));
     }
     fn on_cancelled(&self, id: &TaskId) {
-        say(&format!("{id}: CANCELLED"));
+        self.0.say(&format!("{id}: CANCELLED"));
     }
 }
 
@@ -130,16 +150,42 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    start_time();
     println!("Reliable Executor quickstart ({:?} storage)\n", args.store.storage);
     // A namespace per run, so business ids like `reminder_ada` are fresh each time.
     let namespace = format!("quickstart-{}", std::process::id());
-    examples::with_storage!(args.store, |storage| run(storage, namespace).await)
+    let outcome = examples::with_storage!(args.store, |storage| run(storage, namespace).await)?;
+
+    println!("\n{:<16} {:<40} {:<10} {:>8}", "task", "id", "state", "attempts");
+    for t in &outcome.tasks {
+        println!("{:<16} {:<40} {:<10} {:>8}", t.name, t.id, t.state, t.attempts);
+    }
+    println!("\nrefresh_stats ran {} time(s) for 20 submits", outcome.refreshes);
+    Ok(())
 }
 
-async fn run<S: Storage>(storage: S, namespace: String) -> Result<(), Box<dyn std::error::Error>> {
-    let executor =
-        Executor::builder(storage).namespace(namespace).concurrency(8).listener(Timeline).build().await?;
+/// What a run ended with.
+#[derive(Debug)]
+struct Outcome {
+    /// The final record of every task submitted, in submit order.
+    tasks: Vec<TaskRecord>,
+    /// How often the debounced `refresh_stats` ran.
+    refreshes: u32,
+}
+
+async fn run<S: Storage>(storage: S, namespace: String) -> Result<Outcome, Box<dyn std::error::Error>> {
+    let clock = Clock(Instant::now());
+    let (crm, stats) = (Crm::default(), Stats::default());
+    // Every handler above takes some of these; `build` refuses to start if one is missing.
+    let executor = Executor::builder(storage)
+        .namespace(namespace)
+        .concurrency(8)
+        .data(clock)
+        .data(Gateway::default())
+        .data(crm.clone())
+        .data(stats.clone())
+        .listener(Timeline(clock))
+        .build()
+        .await?;
     let running = executor.start();
     let mut ids: Vec<TaskId> = Vec::new();
 
@@ -156,8 +202,8 @@ async fn run<S: Storage>(storage: S, namespace: String) -> Result<(), Box<dyn st
     // 3. Fails twice, then succeeds under exponential backoff.
     ids.push(charge_card::with(12_345).id("order_12345_pay").submit(&executor).await?);
     // 4. Always fails: ends FAILED in the dead letter (requeued below).
-    let crm = sync_crm::submit(&executor, 77).await?;
-    ids.push(crm.clone());
+    let crm_task = sync_crm::submit(&executor, 77).await?;
+    ids.push(crm_task.clone());
     // 5. Submitted, then cancelled before it runs.
     let cancelled = send_reminder::with(Welcome { user: "bob".into() })
         .id("reminder_bob")
@@ -177,30 +223,70 @@ async fn run<S: Storage>(storage: S, namespace: String) -> Result<(), Box<dyn st
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     if let Some(id) = debounced {
-        say(&format!("refresh_stats {id}: 20 submits under one debounce key, due 500 ms after the last"));
+        clock.say(&format!(
+            "refresh_stats {id}: 20 submits under one debounce key, due 500 ms after the last"
+        ));
         ids.push(id);
     }
     // 7. Runs past its max_duration: TIMEOUT.
     ids.push(build_report::submit(&executor).await?);
+    // 8. A batch in one call: one answer per task (created, existing, debounced, or its error).
+    let batch = ["grace", "linus"].map(|user| Welcome { user: user.into() });
+    for answer in send_welcome::submit_many(&executor, batch).await {
+        ids.push(answer?.id);
+    }
 
     // The dead letter: fix the "bug", then requeue by hand.
-    let failed = executor.wait_for(&crm, Duration::from_secs(10)).await?;
-    say(&format!("sync_crm {crm}: in the dead letter as {}; fixing the bug and requeueing", failed.state));
-    BUG_FIXED.store(true, Ordering::SeqCst);
-    executor.requeue(&crm).await?;
+    let failed = executor.wait_for(&crm_task, Duration::from_secs(10)).await?;
+    clock.say(&format!(
+        "sync_crm {crm_task}: in the dead letter as {}; fixing the bug and requeueing",
+        failed.state
+    ));
+    crm.bug_fixed.store(true, Ordering::SeqCst);
+    executor.requeue(&crm_task).await?;
 
     for id in &ids {
         executor.wait_for(id, Duration::from_secs(10)).await?;
     }
     let report = running.shutdown().await?;
-    say(&format!("shut down: {} drained, {} released", report.drained, report.released));
+    clock.say(&format!("shut down: {} drained, {} released", report.drained, report.released));
 
-    println!("\n{:<16} {:<40} {:<10} {:>8}", "task", "id", "state", "attempts");
+    let mut tasks = Vec::with_capacity(ids.len());
     for id in &ids {
-        if let Some(t) = executor.status(id).await? {
-            println!("{:<16} {:<40} {:<10} {:>8}", t.name, t.id, t.state, t.attempts);
-        }
+        tasks.extend(executor.status(id).await?);
     }
-    println!("\nrefresh_stats ran {} time(s) for 20 submits", REFRESHES.load(Ordering::SeqCst));
-    Ok(())
+    Ok(Outcome { tasks, refreshes: stats.refreshes.load(Ordering::SeqCst) })
+}
+
+/// `cargo test -p examples` runs the whole quickstart (this example has
+/// `test = true` in `Cargo.toml`) and checks where every task ended.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_quickstart_runs_to_the_end() -> Result<(), Box<dyn std::error::Error>> {
+        let namespace = format!("quickstart-test-{}", std::process::id());
+        let outcome =
+            tokio::time::timeout(Duration::from_secs(60), run(MemoryStorage::new(), namespace)).await??;
+        let states: Vec<(&str, TaskState)> =
+            outcome.tasks.iter().map(|t| (t.name.as_str(), t.state)).collect();
+        assert_eq!(
+            states,
+            [
+                ("send_welcome", TaskState::Completed),
+                ("send_reminder", TaskState::Completed),
+                ("charge_card", TaskState::Completed),
+                ("sync_crm", TaskState::Completed),
+                ("send_reminder", TaskState::Cancelled),
+                ("refresh_stats", TaskState::Completed),
+                ("build_report", TaskState::Timeout),
+                ("send_welcome", TaskState::Completed),
+                ("send_welcome", TaskState::Completed),
+            ]
+        );
+        assert_eq!(outcome.tasks[2].attempts, 3, "charge_card fails twice, then succeeds");
+        assert_eq!(outcome.refreshes, 1, "20 debounced submits run once");
+        Ok(())
+    }
 }

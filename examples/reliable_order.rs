@@ -8,7 +8,10 @@
 //! cargo run --example reliable_order -- --storage mysql   # MYSQL_URL
 //! ```
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{
+    Arc,
+    atomic::{AtomicU32, Ordering},
+};
 
 use clap::Parser;
 use executor_core::{Executor, Listener, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
@@ -19,13 +22,18 @@ struct PayOrder {
     amount_cents: u64,
 }
 
-static GATEWAY_CALLS: AtomicU32 = AtomicU32::new(0);
+/// The payment gateway's client, given to the executor with `.data(..)`
+/// (cheap to clone: clones share one call counter).
+#[derive(Clone, Debug, Default)]
+struct Gateway {
+    calls: Arc<AtomicU32>,
+}
 
 /// Pays an order. The fake gateway declines order 13 for good, times out
 /// on order 99 forever, and fails every other call once before it succeeds.
 #[reliable_task(name = "pay_order", retry_limit = 3, retry_interval = "300ms", max_duration = "3s")]
-async fn pay_order(order: PayOrder, ctx: TaskContext) -> Result<(), TaskError> {
-    GATEWAY_CALLS.fetch_add(1, Ordering::SeqCst);
+async fn pay_order(order: PayOrder, gateway: Data<Gateway>, ctx: TaskContext) -> Result<(), TaskError> {
+    gateway.calls.fetch_add(1, Ordering::SeqCst);
     match order.order_id {
         13 => Err(TaskError::abort("card declined (do not retry)")),
         99 => {
@@ -84,8 +92,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn run<S: Storage>(storage: S, ns: String) -> Result<(), Box<dyn std::error::Error>> {
-    let executor =
-        Executor::builder(storage).namespace(ns).concurrency(8).listener(OrderDesk).build().await?;
+    let gateway = Gateway::default();
+    let executor = Executor::builder(storage)
+        .namespace(ns)
+        .concurrency(8)
+        .data(gateway.clone())
+        .listener(OrderDesk)
+        .build()
+        .await?;
     let running = executor.start();
     let mut ids = Vec::new();
     for (order_id, amount_cents) in [(12_345, 4_999), (13, 1_000), (99, 250), (12_346, 15_000)] {
@@ -116,6 +130,6 @@ async fn run<S: Storage>(storage: S, ns: String) -> Result<(), Box<dyn std::erro
         println!("{:<20} {:<10} {:>8}  {}", t.id, t.state, t.attempts, t.last_error.unwrap_or_default());
     }
     running.shutdown().await?;
-    println!("\ngateway calls: {}", GATEWAY_CALLS.load(Ordering::SeqCst));
+    println!("\ngateway calls: {}", gateway.calls.load(Ordering::SeqCst));
     Ok(())
 }

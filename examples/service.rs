@@ -11,13 +11,63 @@
 //! Ctrl-C or SIGTERM: stops accepting requests, drains running tasks, gives
 //! back leases of the rest, then exits.
 
-use std::net::SocketAddr;
+use std::{
+    collections::HashSet,
+    net::SocketAddr,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use axum::{Json, Router, extract::State, http::StatusCode, routing::post};
 use clap::Parser;
 use executor_admin::ApiError;
 use executor_core::{Executor, Storage, prelude::*, shutdown_signal};
 use tokio::sync::watch;
+
+// ---- the application's state, given to the executor with `.data(..)` ----
+
+/// The payment gateway's client (simulated). Handlers receive it as
+/// `Data<PaymentGateway>`; it is cloned for every attempt, so it is a
+/// handle, as a real HTTP client or database pool is.
+#[derive(Clone, Debug)]
+struct PaymentGateway {
+    /// Amounts above this are declined.
+    limit_cents: u64,
+    /// Idempotency keys of the charges made: stands for the gateway's own
+    /// record, so a re-run of a task that already charged does not charge twice.
+    charged: Arc<Mutex<HashSet<String>>>,
+}
+
+impl PaymentGateway {
+    fn new(limit_cents: u64) -> Self {
+        Self { limit_cents, charged: Arc::default() }
+    }
+
+    /// Charges `order` once per `key`.
+    async fn charge(&self, key: &str, order: &OrderParam) -> Result<(), String> {
+        tokio::time::sleep(Duration::from_millis(50)).await; // the HTTP call
+        if order.amount_cents > self.limit_cents {
+            return Err(format!(
+                "payment gateway declined order {}: amount {} over the limit",
+                order.order_id, order.amount_cents
+            ));
+        }
+        self.charged.lock().unwrap_or_else(PoisonError::into_inner).insert(key.to_owned());
+        Ok(())
+    }
+
+    fn charges(&self) -> usize {
+        self.charged.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+/// Sends notifications (here: logs them) and counts them.
+#[derive(Clone, Debug, Default)]
+struct Notifier {
+    sent: Arc<AtomicU64>,
+}
 
 // ---- handlers ----
 
@@ -28,17 +78,16 @@ struct OrderParam {
     amount_cents: u64,
 }
 
-/// Pays for an order. Amounts over 1,000.00 are declined by the (simulated)
-/// payment gateway, so those orders retry, then land in the dead letter.
+/// Pays for an order through the gateway, with the task id as the charge's
+/// idempotency key. Amounts over 1,000.00 are declined, so those orders
+/// retry, then land in the dead letter.
 #[reliable_task(name = "process_order", retry_limit = 2, retry_interval = "1s", max_duration = "60s")]
-async fn process_order(order: OrderParam, ctx: TaskContext) -> Result<(), TaskError> {
-    tokio::time::sleep(Duration::from_millis(50)).await; // the gateway call
-    if order.amount_cents > 100_000 {
-        return Err(TaskError::retry(format!(
-            "payment gateway declined order {}: amount {} over the limit",
-            order.order_id, order.amount_cents
-        )));
-    }
+async fn process_order(
+    order: OrderParam,
+    gateway: Data<PaymentGateway>,
+    ctx: TaskContext,
+) -> Result<(), TaskError> {
+    gateway.charge(ctx.id().as_str(), &order).await.map_err(TaskError::retry)?;
     tracing::info!(order = order.order_id, attempt = ctx.attempt(), "order paid");
     Ok(())
 }
@@ -50,9 +99,10 @@ struct Notification {
     message: String,
 }
 
-/// Sends a notification (here: logs it).
+/// Sends a notification.
 #[reliable_task(name = "send_notification", retry_limit = 5, retry_interval = "10s")]
-async fn send_notification(n: Notification) {
+async fn send_notification(n: Notification, notifier: Data<Notifier>) {
+    notifier.sent.fetch_add(1, Ordering::Relaxed);
     tracing::info!(user = %n.user, message = %n.message, "notification sent");
 }
 
@@ -130,7 +180,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     // The recorder first, so the executor's metrics land in it.
     let metrics = executor_admin::install_prometheus()?;
-    let executor = Executor::builder(storage).namespace(&args.namespace).concurrency(16).build().await?;
+    // The handlers' state: `build` refuses to start if a handler's `Data<T>` is missing.
+    let gateway = PaymentGateway::new(100_000);
+    let notifier = Notifier::default();
+    let executor = Executor::builder(storage)
+        .namespace(&args.namespace)
+        .concurrency(16)
+        .data(gateway.clone())
+        .data(notifier.clone())
+        .build()
+        .await?;
 
     let app = Router::new()
         .route("/api/orders", post(create_order::<S>))
@@ -157,6 +216,7 @@ async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::e
     let http = axum::serve(listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
     let (http, report) = tokio::join!(http.into_future(), executor.run_until(stopped(stop_rx)));
     http?;
-    tracing::info!(report = ?report?, "stopped");
+    tracing::info!(report = ?report?, charges = gateway.charges(),
+        notifications = notifier.sent.load(Ordering::Relaxed), "stopped");
     Ok(())
 }

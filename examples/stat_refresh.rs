@@ -11,7 +11,7 @@
 use std::{
     collections::HashMap,
     sync::{
-        Mutex,
+        Arc, Mutex, PoisonError,
         atomic::{AtomicU64, Ordering},
     },
     time::Instant,
@@ -28,15 +28,19 @@ struct Refresh {
     seq: u64,
 }
 
-static REFRESHES: AtomicU64 = AtomicU64::new(0);
-static LAST_SEEN: Mutex<Option<HashMap<u32, u64>>> = Mutex::new(None);
+/// Stands for the statistics store, given to the executor with `.data(..)`:
+/// how many refreshes ran, and the last activity each user's refresh saw.
+#[derive(Clone, Debug, Default)]
+struct StatsStore {
+    refreshes: Arc<AtomicU64>,
+    last_seen: Arc<Mutex<HashMap<u32, u64>>>,
+}
 
 /// Recomputes one user's statistics (here: records which activity it saw).
 #[reliable_task(name = "refresh_user_stats", retry_limit = 2)]
-async fn refresh_user_stats(param: Refresh) {
-    REFRESHES.fetch_add(1, Ordering::SeqCst);
-    let mut seen = LAST_SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    seen.get_or_insert_with(HashMap::new).insert(param.user, param.seq);
+async fn refresh_user_stats(param: Refresh, stats: Data<StatsStore>) {
+    stats.refreshes.fetch_add(1, Ordering::SeqCst);
+    stats.last_seen.lock().unwrap_or_else(PoisonError::into_inner).insert(param.user, param.seq);
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -76,7 +80,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 async fn run<S: Storage>(storage: S, ns: String, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let executor = Executor::builder(storage).namespace(ns).concurrency(16).build().await?;
+    let store = StatsStore::default();
+    let executor =
+        Executor::builder(storage).namespace(ns).concurrency(16).data(store.clone()).build().await?;
     let running = executor.start();
     // Repeats of one user's refresh within 100 ms are absorbed in process.
     let coalescer = Coalescer::new(executor.clone()).rule("refresh_user_stats", Duration::from_millis(100));
@@ -122,9 +128,8 @@ async fn run<S: Storage>(storage: S, ns: String, args: &Args) -> Result<(), Box<
     running.shutdown().await?;
 
     let stats = coalescer.stats();
-    let refreshes = REFRESHES.load(Ordering::SeqCst);
-    let seen =
-        LAST_SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone().unwrap_or_default();
+    let refreshes = store.refreshes.load(Ordering::SeqCst);
+    let seen = store.last_seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
     let fresh = last.iter().filter(|(user, seq)| seen.get(user) == Some(seq)).count();
     println!("activity events submitted : {submitted} over {submit_time:?}");
     println!("absorbed in process        : {}", stats.absorbed);

@@ -84,6 +84,13 @@ pub(crate) fn builder<S: Backend>(storage: S) -> ExecutorBuilder<S> {
 }
 
 /// An executor of no-op tasks that counts the attempts it starts.
+///
+/// The benchmark's handlers are closures given with `.handler(..)`, not
+/// `#[reliable_task]` functions taking `Data<T>`: every `#[reliable_task]` in
+/// a binary is registered in every executor the binary builds, and each
+/// phase builds its own executor around its own handler and counters
+/// (`noop`, `latency`, `lateness` with different payloads). A closure keeps
+/// each executor to the one handler its phase measures.
 pub(crate) async fn counting_executor<S: Backend>(
     storage: S,
     ns: &Namespace,

@@ -50,3 +50,9 @@ macro_rules! with_storage {
         }
     }};
 }
+
+/// The README's Rust code runs as doc tests of this crate
+/// (`cargo test -p examples --doc`), so its first program compiles and runs.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}
