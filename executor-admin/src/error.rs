@@ -82,6 +82,7 @@ impl From<Error> for ApiError {
             }
             Error::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"),
             Error::Corrupt { .. } => (StatusCode::INTERNAL_SERVER_ERROR, "corrupt_record"),
+            Error::Unsupported { .. } => (StatusCode::NOT_IMPLEMENTED, "unsupported"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
         if status.is_server_error() {

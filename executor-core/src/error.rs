@@ -68,8 +68,13 @@ pub enum Error {
     #[error("payload does not encode: {0}")]
     Encode(#[source] serde_json::Error),
 
-    /// No handler is registered under this task name.
-    #[error("no handler is registered for task name `{0}`")]
+    /// No handler is registered under this task name: at submit through a
+    /// client that knows the handlers, and at `build()` for a name given to
+    /// `expect_handlers`.
+    #[error(
+        "no handler is registered for task name `{0}`; if it lives in another crate, reference that \
+         crate from the binary (`use my_handlers as _;`) so the linker keeps its handlers"
+    )]
     UnknownTask(String),
 
     /// Two handlers were registered under one name.
@@ -117,6 +122,21 @@ pub enum Error {
         /// What did not parse.
         reason: String,
     },
+
+    /// The store lacks an optional ability the call needs (for example a
+    /// store that cannot serve as a tier of `TieredStorage`).
+    #[error("this store does not support `{method}`: {reason}")]
+    Unsupported {
+        /// The method or ability.
+        method: &'static str,
+        /// Why, and what to use instead.
+        reason: String,
+    },
+
+    /// The executor's own runtime failed (a background task panicked or was
+    /// cancelled), not the store.
+    #[error("executor runtime failed: {0}")]
+    Runtime(String),
 
     /// The executor is shutting down and no longer accepts this call.
     #[error("the executor is shutting down")]

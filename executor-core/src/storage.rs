@@ -213,7 +213,7 @@ pub trait Storage: Send + Sync + 'static {
     /// at most `limit`; nothing changes. Used to promote tasks between tiers.
     ///
     /// # Errors
-    /// [`crate::Error::Invalid`] from stores that cannot serve as a tier.
+    /// [`crate::Error::Unsupported`] from stores that cannot serve as a tier.
     fn due_before(
         &self,
         ns: &Namespace,
@@ -229,7 +229,7 @@ pub trait Storage: Send + Sync + 'static {
     /// tiers that is repeated after a crash is a no-op.
     ///
     /// # Errors
-    /// [`crate::Error::Invalid`] from stores that cannot serve as a tier.
+    /// [`crate::Error::Unsupported`] from stores that cannot serve as a tier.
     fn import(&self, ns: &Namespace, record: TaskRecord) -> impl Future<Output = Result<bool>> + Send {
         let _ = (ns, record);
         async { Err(unsupported("import")) }
@@ -239,7 +239,7 @@ pub trait Storage: Send + Sync + 'static {
     /// was deleted. The second step of a move between tiers.
     ///
     /// # Errors
-    /// [`crate::Error::Invalid`] from stores that cannot serve as a tier.
+    /// [`crate::Error::Unsupported`] from stores that cannot serve as a tier.
     fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> impl Future<Output = Result<bool>> + Send {
         let _ = (ns, id, fence);
         async { Err(unsupported("remove")) }
@@ -392,9 +392,9 @@ pub struct Leadership {
     pub until: Timestamp,
 }
 
-fn unsupported(method: &str) -> crate::Error {
-    crate::Error::invalid(
-        "storage",
-        format!("this store does not implement `{method}`, so it cannot serve as a tier"),
-    )
+fn unsupported(method: &'static str) -> crate::Error {
+    crate::Error::Unsupported {
+        method,
+        reason: "this store cannot serve as a tier of `TieredStorage`".to_owned(),
+    }
 }

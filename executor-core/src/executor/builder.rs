@@ -217,14 +217,8 @@ impl<S: Storage> ExecutorBuilder<S> {
         let registry = Registry::collect(self.handlers)?;
         registry.check_data(&self.data)?;
         if let Some(missing) = self.expected.iter().find(|n| registry.get(n).is_none()) {
-            return Err(Error::invalid(
-                "handlers",
-                format!(
-                    "`{missing}` was expected but is not registered (registered: {:?}); if it lives in \
-                     another crate, reference that crate from the binary, e.g. `use my_handlers as _;`",
-                    registry.names()
-                ),
-            ));
+            tracing::error!(registered = ?registry.names(), "an expected handler is not registered");
+            return Err(Error::UnknownTask(missing.clone()));
         }
         if registry.is_empty() {
             tracing::warn!(

@@ -134,7 +134,7 @@ impl RunningExecutor {
     /// Only if the runtime's background task panicked.
     pub async fn shutdown(self) -> Result<ShutdownReport> {
         self.stop.cancel();
-        self.join.await.map_err(|e| Error::storage(format!("executor runtime task failed: {e}"), false))
+        self.join.await.map_err(|e| Error::Runtime(format!("the runtime's background task failed: {e}")))
     }
 
     /// Attempts running now.
