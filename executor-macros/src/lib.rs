@@ -71,16 +71,20 @@ use proc_macro::TokenStream;
 ///
 /// # Signatures
 ///
-/// `async fn` with no parameter, a payload (`Serialize + DeserializeOwned +
-/// Send + 'static`), a `TaskContext`, or a payload then a `TaskContext`;
+/// `async fn` with an optional payload first (`Serialize + DeserializeOwned +
+/// Send + 'static`), then in any order an optional `TaskContext` and any
+/// number of `Data<T>` (the application's state, given to the executor
+/// builder with `.data(value)`; `build()` refuses to start without it);
 /// returning nothing, `()`, or `Result<(), E>` with `E: Display`. A bad
 /// attribute or signature is a compile error on the offending token.
 ///
 /// # Generated
 ///
 /// Next to the function, a type of the same name (types and functions live in
-/// different namespaces) with `NAME`, `options()`, `with(payload)` and
-/// `submit(&client, payload)`, and the handler's link-time registration.
+/// different namespaces) with `NAME`, `options()`, `with(payload)`,
+/// `submit(&client, payload)`, `submit_many(&client, payloads)` and
+/// `submit_many_with(&client, builders)`, and the handler's link-time
+/// registration (with the `Data` types it takes).
 #[proc_macro_attribute]
 pub fn reliable_task(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::reliable_task(attr.into(), item.into()).into()
