@@ -25,7 +25,7 @@ fn term(v: Value) -> Result<Option<Leadership>> {
 }
 
 impl RedisStorage {
-    pub(crate) async fn acquire(
+    pub(crate) async fn acquire_leadership(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -37,13 +37,13 @@ impl RedisStorage {
         term(self.run(&self.inner.scripts.leader_acquire, keys, args).await?)
     }
 
-    pub(crate) async fn release(&self, ns: &Namespace, held: &Leadership) -> Result<()> {
+    pub(crate) async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
         let keys = self.inner.layout.leader(ns).to_vec();
-        let args = vec![Value::from(held.token.to_string())];
+        let args = vec![Value::from(term.token.to_string())];
         self.run(&self.inner.scripts.leader_release, keys, args).await.map(drop)
     }
 
-    pub(crate) async fn current_leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+    pub(crate) async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
         let keys = self.inner.layout.leader(ns).to_vec();
         term(self.run(&self.inner.scripts.leader_get, keys, Vec::new()).await?)
     }

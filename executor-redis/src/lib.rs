@@ -21,13 +21,14 @@
 
 mod admin;
 mod args;
-mod batch;
 mod builder;
+mod claim;
 mod error;
+mod finish;
+mod housekeeping;
 mod keys;
 mod leader;
-mod lease;
-mod list;
+mod query;
 mod record;
 mod scripts;
 mod storage;
@@ -45,13 +46,16 @@ use executor_core::{
 pub use builder::RedisStorageBuilder;
 pub use storage::RedisStorage;
 
+// Each method is the inherent one of the same name in the module of its
+// section (`submit.rs`, `claim.rs`, ...); the `RedisStorage::` path picks the
+// inherent function, not this trait method.
 impl Storage for RedisStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        self.submit_one(ns, task).await
+        RedisStorage::submit(self, ns, task).await
     }
 
     async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
-        self.submit_tasks(ns, tasks).await
+        RedisStorage::submit_many(self, ns, tasks).await
     }
 
     async fn claim(
@@ -61,18 +65,15 @@ impl Storage for RedisStorage {
         limit: usize,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        self.claim_tasks(ns, worker, limit, lease).await
+        RedisStorage::claim(self, ns, worker, limit, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
-        self.heartbeat_leases(ns, leases, lease).await
+        RedisStorage::heartbeat(self, ns, leases, lease).await
     }
 
     async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        self.finish_one(ns, lease, finish).await
+        RedisStorage::finish(self, ns, lease, finish).await
     }
 
     async fn finish_many(
@@ -80,39 +81,39 @@ impl Storage for RedisStorage {
         ns: &Namespace,
         items: Vec<(Lease, Finish)>,
     ) -> Result<Vec<Result<TaskState>>> {
-        self.finish_leases(ns, items).await
+        RedisStorage::finish_many(self, ns, items).await
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        self.cancel_task(ns, id).await
+        RedisStorage::cancel(self, ns, id).await
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        self.get_task(ns, id).await
+        RedisStorage::get(self, ns, id).await
     }
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        self.list_tasks(ns, query).await
+        RedisStorage::list(self, ns, query).await
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        self.delete_task(ns, id).await
+        RedisStorage::delete(self, ns, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        self.count_states(ns).await
+        RedisStorage::counts(self, ns).await
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.requeue_task(ns, id).await
+        RedisStorage::requeue(self, ns, id).await
     }
 
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
-        self.reap_leases(ns, limit).await
+        RedisStorage::reap(self, ns, limit).await
     }
 
     async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
-        self.trim_finished(ns, retention, limit).await
+        RedisStorage::trim(self, ns, retention, limit).await
     }
 
     async fn acquire_leadership(
@@ -121,34 +122,34 @@ impl Storage for RedisStorage {
         worker: &WorkerId,
         ttl: Duration,
     ) -> Result<Option<Leadership>> {
-        self.acquire(ns, worker, ttl).await
+        RedisStorage::acquire_leadership(self, ns, worker, ttl).await
     }
 
     async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
-        self.release(ns, term).await
+        RedisStorage::release_leadership(self, ns, term).await
     }
 
     async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
-        self.current_leader(ns).await
+        RedisStorage::leader(self, ns).await
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
-        self.tier_now(ns).await
+        RedisStorage::now(self, ns).await
     }
 
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        self.tier_due_before(ns, before, limit).await
+        RedisStorage::due_before(self, ns, before, limit).await
     }
 
     async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        self.tier_import(ns, record).await
+        RedisStorage::import(self, ns, record).await
     }
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        self.tier_remove(ns, id, fence).await
+        RedisStorage::remove(self, ns, id, fence).await
     }
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, max_wait).await
+        RedisStorage::wait_for_work(self, ns, max_wait).await
     }
 }

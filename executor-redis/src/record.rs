@@ -1,5 +1,8 @@
 //! Task hashes to [`TaskRecord`]s and back: the field names of
 //! `lua/common.lua` (`FIELDS`), in the same order.
+//!
+//! Also the reply helpers every section shares: [`array`], [`text`], [`ids`]
+//! and [`log_aside`].
 
 use std::{str::FromStr, time::Duration};
 
@@ -162,6 +165,27 @@ pub(crate) fn parse_entry(entry: Value) -> Result<(String, Vec<Value>)> {
         .map(|b| String::from_utf8_lossy(b).into_owned())
         .ok_or_else(|| crate::error::shape("a task entry without id"))?;
     Ok((id, values))
+}
+
+/// A list of ids in a script reply.
+pub(crate) fn ids(v: Option<Value>) -> Result<Vec<TaskId>> {
+    array(v.unwrap_or(Value::Null))?
+        .iter()
+        .filter_map(text)
+        .map(|id| TaskId::new(id).map_err(|e| crate::error::shape(&format!("an id that is not valid: {e}"))))
+        .collect()
+}
+
+/// Logs the records a script set aside as corrupt (`set_aside` in
+/// `lua/common.lua`): `{{id, reason}...}`.
+pub(crate) fn log_aside(script: &str, v: Option<Value>) {
+    let Ok(entries) = array(v.unwrap_or(Value::Null)) else { return };
+    for entry in entries {
+        let items = array(entry).unwrap_or_default();
+        let id = items.first().and_then(text).unwrap_or_default();
+        let reason = items.get(1).and_then(text).unwrap_or_default();
+        tracing::warn!(task = %id, %reason, script, "corrupt task record set aside (ERROR, dead letter)");
+    }
 }
 
 #[cfg(test)]

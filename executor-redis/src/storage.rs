@@ -6,7 +6,7 @@ use std::{
     fmt,
     hash::{BuildHasher, Hasher},
     sync::{
-        Arc, Mutex,
+        Arc, Mutex, Weak,
         atomic::{AtomicU64, AtomicUsize, Ordering},
     },
 };
@@ -58,7 +58,8 @@ pub(crate) struct Inner {
     rotation: AtomicUsize,
     nonce_seed: u64,
     nonce_counter: AtomicU64,
-    /// Where `finish` and `submit` calls queue for the next batch (`batch.rs`).
+    /// Where `finish` and `submit` calls queue for the next batch (`submit.rs`,
+    /// `finish.rs`).
     pub(crate) finishes:
         executor_core::GroupCommit<(executor_core::Lease, executor_core::Finish), executor_core::TaskState>,
     pub(crate) submits: executor_core::GroupCommit<executor_core::NewTask, executor_core::Submitted>,
@@ -215,4 +216,11 @@ impl RedisStorage {
             .map_err(storage)?;
         Ok(())
     }
+}
+
+/// The storage behind a batcher, while anyone still holds it.
+pub(crate) fn upgrade(weak: &Weak<Inner>) -> Result<RedisStorage> {
+    weak.upgrade()
+        .map(|inner| RedisStorage { inner })
+        .ok_or_else(|| executor_core::Error::storage("the storage was dropped", false))
 }

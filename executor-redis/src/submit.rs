@@ -1,6 +1,14 @@
 //! Submitting: one `submit.lua` call per partition and chunk of tasks.
+//!
+//! Group commit: concurrent `submit` and `finish` calls of one process share
+//! one script call per namespace while the previous call is in flight
+//! ([`executor_core::GroupCommit`]). An idle process sends each call at
+//! once; under load a batch holds every call that arrived during one round
+//! trip, so a no-op task costs a fraction of a script call to submit and to
+//! finish. Each item keeps its own answer (a duplicate id, a stale fence),
+//! exactly as if it had been sent alone.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use executor_core::{
     Debounce, Due, Error, Namespace, NewTask, Result, SubmitMode, SubmitOutcome, Submitted, TaskId,
@@ -12,6 +20,7 @@ use crate::{
     args::{duration_ms, instant_ms},
     error::shape,
     record::{array, text},
+    storage::upgrade,
 };
 
 /// Tasks per script call: long enough to amortise the round trip, short
@@ -19,6 +28,22 @@ use crate::{
 const CHUNK: usize = 500;
 
 impl RedisStorage {
+    pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let weak = Arc::downgrade(&self.inner);
+        let start = move || {
+            move |ns: Namespace, items: Vec<NewTask>| {
+                let storage = upgrade(&weak);
+                async move { storage?.submit_many(&ns, items).await }
+            }
+        };
+        match self.inner.submits.call(ns, task, start) {
+            Ok(answer) => answer.await,
+            Err(task) => {
+                self.submit_many(ns, vec![task]).await?.pop().unwrap_or_else(|| Err(shape("no answer")))
+            }
+        }
+    }
+
     /// The 14 script arguments of one task, or why it cannot be stored. The
     /// task is checked here, at the store's entry point, whoever built it
     /// (invariant 6): every number that reaches the script is in range.
@@ -74,7 +99,7 @@ impl RedisStorage {
         ])
     }
 
-    pub(crate) async fn submit_tasks(
+    pub(crate) async fn submit_many(
         &self,
         ns: &Namespace,
         tasks: Vec<NewTask>,

@@ -26,7 +26,7 @@ fn time(t: Timestamp) -> String {
 
 impl RedisStorage {
     /// Redis `TIME` on the node of the namespace's first partition, in ms.
-    pub(crate) async fn tier_now(&self, ns: &Namespace) -> Result<Timestamp> {
+    pub(crate) async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         let keys = self.keys(ns, 0);
         let v = self.run(&self.inner.scripts.tier_now, vec![keys.due().to_owned()], Vec::new()).await?;
         v.as_u64().map(Timestamp::from_millis).ok_or_else(|| shape("TIME did not answer a number"))
@@ -34,7 +34,7 @@ impl RedisStorage {
 
     /// Waiting tasks due before `before`, earliest first, at most `limit`,
     /// merged over the partitions. Read only.
-    pub(crate) async fn tier_due_before(
+    pub(crate) async fn due_before(
         &self,
         ns: &Namespace,
         before: Timestamp,
@@ -43,7 +43,7 @@ impl RedisStorage {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let limit = limit.min(crate::lease::MAX_CLAIM);
+        let limit = limit.min(crate::claim::MAX_CLAIM);
         let mut out = Vec::new();
         for p in 0..self.partitions() {
             let args = vec![
@@ -69,7 +69,7 @@ impl RedisStorage {
 
     /// Stores `record` as given unless its id exists; indexes it by state and
     /// wakes sleepers when it is due.
-    pub(crate) async fn tier_import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+    pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
         if record.payload.len() > self.inner.max_payload {
             return Err(Error::PayloadTooLarge { size: record.payload.len(), limit: self.inner.max_payload });
         }
@@ -105,7 +105,7 @@ impl RedisStorage {
     }
 
     /// Deletes a waiting task with fence `fence` and its index entries.
-    pub(crate) async fn tier_remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+    pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         let keys = self.keys(ns, self.inner.layout.partition_of(id));
         let args = vec![Value::from(id.as_str()), Value::from(fence.to_string())];
         let reply = self.run_in(&self.inner.scripts.remove, &keys, args).await?;

@@ -56,7 +56,7 @@ impl Drop for Waiting<'_> {
 }
 
 impl RedisStorage {
-    pub(crate) async fn wait(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         let Watch { mut woken, waiters, wanted } = self.watcher(ns);
         waiters.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&waiters);

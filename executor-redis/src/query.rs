@@ -1,4 +1,6 @@
-//! Paging through the tasks of one state with `list.lua`.
+//! Reads: `get` (a plain `HMGET` of the task hash), `counts` (`HGETALL` of
+//! each partition's count hash) and `list`, paging through the tasks of one
+//! state with `list.lua`.
 //!
 //! Each state lives in one index ZSET (CREATED/PENDING in `due`, RUNNING in
 //! `lease`, COMPLETED/CANCELLED in `done`, dead letter in `dead`), so a page
@@ -10,12 +12,15 @@
 //! [`Page::unreadable`] (invariant 7): one hand-edited task never hides the
 //! rest of its state.
 
-use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskState, Unreadable};
-use fred::types::Value;
+use executor_core::{
+    Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, TaskState, Unreadable,
+};
+use fred::{interfaces::HashesInterface, prelude::ClientLike, types::Value};
 
 use crate::{
     RedisStorage,
-    record::{self, array, text},
+    error::storage,
+    record::{self, FIELDS, array, text},
 };
 
 /// Index entries one script call looks at, at most.
@@ -90,7 +95,46 @@ fn parse_cursor(text: &str, partitions: u16) -> Result<Cursor> {
 }
 
 impl RedisStorage {
-    pub(crate) async fn list_tasks(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+    pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        let key = self.keys(ns, self.inner.layout.partition_of(id)).task(id.as_str());
+        let client = self.client()?.with_options(&self.inner.options);
+        let values = match client.hmget::<Value, _, _>(key, FIELDS.to_vec()).await {
+            Ok(values) => array(values)?,
+            Err(e) if e.details().starts_with("WRONGTYPE") => {
+                let reason = "the key holds a value that is not a task hash (edited by hand?); \
+                              `delete` removes it";
+                return Err(Error::Corrupt { id: id.clone(), reason: reason.to_owned() });
+            }
+            Err(e) => return Err(storage(e)),
+        };
+        if values.iter().all(|v| matches!(v, Value::Null)) {
+            return Ok(None);
+        }
+        record::parse(id.as_str(), &values).map(Some)
+    }
+
+    pub(crate) async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        let mut totals = std::collections::BTreeMap::<TaskState, i64>::new();
+        for p in 0..self.partitions() {
+            let client = self.client()?.with_options(&self.inner.options);
+            let pairs: std::collections::HashMap<String, String> =
+                client.hgetall(self.keys(ns, p).counts()).await.map_err(storage)?;
+            for (state, n) in pairs {
+                if let (Ok(state), Ok(n)) = (state.parse::<TaskState>(), n.parse::<i64>()) {
+                    *totals.entry(state).or_default() += n;
+                }
+            }
+        }
+        Ok(StateCounts(
+            totals
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(s, n)| (s, u64::try_from(n).unwrap_or(0)))
+                .collect(),
+        ))
+    }
+
+    pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         let limit = query.limit.clamp(1, 1000);
         let mut cursor = match &query.cursor {
             Some(c) => parse_cursor(c, self.partitions())?,
