@@ -20,7 +20,7 @@ use crate::{
     server::{AnyError, Backend, PrivateServer},
     store::ChaosStore,
     summary::print_summary,
-    victims::{CORRUPT_DELAY, Outcome, Victim, VictimKind, is_victim},
+    victims::{Outcome, Victim, VictimKind, is_victim},
     worker::{TASK_NAME, WorkerArgs},
 };
 
@@ -429,7 +429,7 @@ async fn submit_victims<S: ChaosStore>(
                         v.submitted = true;
                         // Past its due time a claim may hold it already: leave it alone.
                         if let Some(c) = v.corruption
-                            && sent.elapsed() + Duration::from_millis(300) < CORRUPT_DELAY
+                            && sent.elapsed() + Duration::from_millis(300) < v.delay()
                         {
                             match storage.corrupt(&ns, &v.id, c).await {
                                 Ok(done) => v.corrupted = done,

@@ -52,14 +52,19 @@ impl ChaosStore for Tiered {
         Ok(TieredStorage::new(hot, cold).horizon(HORIZON))
     }
 
-    /// Corrupts the hot copy (victims are due within the horizon).
+    /// Corrupts a Redis record in the hot tier and a MariaDB row in the
+    /// cold tier (such victims are submitted past the horizon).
     async fn corrupt(
         &self,
         ns: &Namespace,
         id: &str,
         corruption: crate::victims::Corruption,
     ) -> Result<bool> {
-        self.hot().corrupt(ns, id, corruption).await
+        if corruption.is_mysql() {
+            self.cold().corrupt(ns, id, corruption).await
+        } else {
+            self.hot().corrupt(ns, id, corruption).await
+        }
     }
 
     /// Purges both tiers, the cold one even if the hot one failed.

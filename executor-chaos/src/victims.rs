@@ -30,6 +30,10 @@ pub const PANIC_TEXT: &str = "chaos: deliberate panic";
 /// How long a corrupt victim waits before it is due: the controller edits
 /// its record meanwhile, and it is claimed in a batch with ordinary tasks.
 pub const CORRUPT_DELAY: Duration = Duration::from_millis(1_500);
+/// The delay of a victim whose MariaDB row is corrupted: past a tiered
+/// store's horizon ([`crate::tiered::HORIZON`]), so on a tiered store it
+/// waits in the cold tier and the promotion meets the bad row.
+pub const COLD_CORRUPT_DELAY: Duration = Duration::from_millis(4_500);
 
 /// What kind of victim (`chaos run --victim-kinds`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
@@ -76,11 +80,11 @@ pub enum Corruption {
 }
 
 impl Corruption {
-    /// The corruptions of a backend's store (a tiered store: its hot tier, Redis).
+    /// The corruptions of a backend's store (a tiered store: both tiers).
     pub fn of(backend: Backend) -> &'static [Corruption] {
         use Corruption::*;
         match backend {
-            Backend::Redis | Backend::Tiered => &[
+            Backend::Redis => &[
                 RedisWrongType,
                 RedisFenceText,
                 RedisAttemptsHuge,
@@ -91,6 +95,21 @@ impl Corruption {
                 RedisFenceInf,
             ],
             Backend::Mysql => &[MysqlMixedCase, MysqlUnknownState, MysqlAttemptsMax, MysqlFenceMax],
+            // Hot (Redis) and cold (MariaDB) records in turn.
+            Backend::Tiered => &[
+                RedisWrongType,
+                MysqlAttemptsMax,
+                RedisFenceText,
+                MysqlUnknownState,
+                RedisAttemptsHuge,
+                MysqlFenceMax,
+                RedisUnknownState,
+                MysqlMixedCase,
+                RedisNoState,
+                RedisList,
+                RedisDueText,
+                RedisFenceInf,
+            ],
         }
     }
 
@@ -111,6 +130,11 @@ impl Corruption {
             MysqlAttemptsMax => "attempts-max",
             MysqlFenceMax => "fence-max",
         }
+    }
+
+    /// Whether the record is a MariaDB row (on a tiered store: in the cold tier).
+    pub fn is_mysql(self) -> bool {
+        self.mysql_update().is_some()
     }
 
     /// A Lua script that corrupts the hash `KEYS[1]` if the task still
@@ -192,13 +216,22 @@ impl Victim {
         }
     }
 
+    /// How long a corrupt victim waits before it is due (its record is
+    /// edited meanwhile).
+    pub fn delay(&self) -> Duration {
+        match self.corruption {
+            Some(c) if c.is_mysql() => COLD_CORRUPT_DELAY,
+            _ => CORRUPT_DELAY,
+        }
+    }
+
     /// The task to submit.
     ///
     /// # Errors
     /// The id is invalid (never, for ids made by [`plan`]).
     pub fn new_task(&self) -> Result<NewTask, Error> {
         let (name, payload, due) = match self.kind {
-            VictimKind::Corrupt => (TASK_NAME, "0", Due::After(CORRUPT_DELAY)),
+            VictimKind::Corrupt => (TASK_NAME, "0", Due::After(self.delay())),
             VictimKind::PanicDecode => (PANIC_DECODE, "{}", Due::Now),
             VictimKind::PanicStart => (PANIC_START, "0", Due::Now),
             VictimKind::RetryOverflow => (RETRY_OVERFLOW, "0", Due::Now),
