@@ -47,6 +47,8 @@ pub const COALESCE_ABSORBED: &str = "reliable_executor_coalesce_absorbed_total";
 pub const COALESCE_FORWARDED: &str = "reliable_executor_coalesce_forwarded_total";
 /// Counter: tasks a `TieredStorage` moved from the cold to the hot store.
 pub const PROMOTED: &str = "reliable_executor_promoted_total";
+/// Counter: cold tasks the hot store refused to import (damaged records), left cold.
+pub const PROMOTION_REFUSED: &str = "reliable_executor_promotion_refused_total";
 /// Histogram (seconds): how late a task reached the hot store, relative to
 /// the moment it came within the horizon.
 pub const PROMOTION_LAG_SECONDS: &str = "reliable_executor_promotion_lag_seconds";
@@ -86,6 +88,10 @@ pub fn describe() {
         "Debounced submits a Coalescer forwarded to the store, by task name."
     );
     describe_counter!(PROMOTED, "Tasks moved from the cold to the hot store by TieredStorage.");
+    describe_counter!(
+        PROMOTION_REFUSED,
+        "Cold tasks the hot store refused to import (damaged records); they stay cold."
+    );
     describe_histogram!(
         PROMOTION_LAG_SECONDS,
         Unit::Seconds,

@@ -174,3 +174,36 @@ async fn submit_many_routes_each_task_and_answers_in_order() -> Result<()> {
     assert_eq!(s.cold().counts(&ns).await?.total(), 4, "taken, b, c and e");
     Ok(())
 }
+
+/// Refuses to import one id, as a hot store refuses a damaged cold record.
+#[derive(Debug)]
+struct RefuseImport(&'static str);
+
+impl executor_core::testing::Intercept<MemoryStorage> for RefuseImport {
+    async fn import(
+        &self,
+        inner: &MemoryStorage,
+        ns: &Namespace,
+        record: executor_core::TaskRecord,
+    ) -> Result<bool> {
+        if record.id.as_str() == self.0 {
+            return Err(executor_core::Error::invalid("fence", "out of this store's range"));
+        }
+        inner.import(ns, record).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cold_task_the_hot_store_refuses_does_not_stop_the_others() -> Result<()> {
+    let hot = executor_core::testing::Intercepted::new(MemoryStorage::new(), RefuseImport("p0"));
+    let s = TieredStorage::new(hot, MemoryStorage::new()).horizon(Duration::from_secs(60));
+    let ns = Namespace::new("t")?;
+    for i in 0..5 {
+        s.submit(&ns, task(&format!("p{i}"), 120 + i)).await?;
+    }
+    tokio::time::advance(Duration::from_secs(130)).await;
+    assert_eq!(s.promote(&ns).await?, 4, "every task but the refused one moved");
+    assert_eq!(s.cold().counts(&ns).await?.total(), 1, "the refused task stays cold, not lost");
+    assert!(s.cold().get(&ns, &"p0".try_into()?).await?.is_some());
+    Ok(())
+}

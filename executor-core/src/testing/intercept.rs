@@ -127,6 +127,19 @@ pub trait Intercept<S: Storage>: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Result<TaskState>>>> + Send {
         inner.finish_many(ns, items)
     }
+
+    /// Around [`Storage::import`] (a tier's insert of a promoted task).
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn import(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        record: TaskRecord,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        inner.import(ns, record)
+    }
 }
 
 impl<S: Storage> Intercept<S> for () {}
@@ -257,7 +270,7 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
     }
 
     async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        self.inner.import(ns, record).await
+        self.hooks.import(&self.inner, ns, record).await
     }
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {

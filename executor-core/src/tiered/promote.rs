@@ -5,7 +5,7 @@ use metrics::{counter, histogram};
 use super::TieredStorage;
 use crate::{
     Error, Namespace, Result, Storage,
-    metrics::{PROMOTED, PROMOTION_LAG_SECONDS},
+    metrics::{PROMOTED, PROMOTION_LAG_SECONDS, PROMOTION_REFUSED},
 };
 
 /// A point in one task's move where a test can simulate a crash.
@@ -20,6 +20,10 @@ impl<H: Storage, C: Storage> TieredStorage<H, C> {
     /// hot; returns how many moved. Each move: insert into hot (a no-op if it
     /// is there already), then delete from cold if its fence is unchanged.
     ///
+    /// A task the hot store refuses as invalid or corrupt (a record damaged in
+    /// the cold store) stays where it is, is logged, and does not stop the
+    /// others from moving (invariant 7).
+    ///
     /// # Errors
     /// Store failures; what moved before the failure stays moved.
     pub async fn promote(&self, ns: &Namespace) -> Result<usize> {
@@ -30,7 +34,15 @@ impl<H: Storage, C: Storage> TieredStorage<H, C> {
             let id = record.id.clone();
             let fence = record.fence;
             let entered_horizon = record.due_at.saturating_sub(self.horizon);
-            self.hot.import(ns, record).await?;
+            match self.hot.import(ns, record).await {
+                Ok(_) => {}
+                Err(e @ (Error::Invalid { .. } | Error::Corrupt { .. })) => {
+                    tracing::error!(error = %e, task.id = %id, "the hot store refuses this cold task; it stays cold (inspect or delete it)");
+                    counter!(PROMOTION_REFUSED).increment(1);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
             self.crash_point(super::PromoteStep::Inserted)?;
             if !self.cold.remove(ns, &id, fence).await? {
                 // The cold copy changed after we read it (cancelled): follow it.
