@@ -1,211 +1,93 @@
-//! What operators and producers call: get, list, counts, cancel, requeue,
+//! What operators and producers call to change a task: cancel, requeue,
 //! delete.
 
-use std::collections::BTreeMap;
-
-use executor_core::{
-    CancelOutcome, Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, TaskState,
-    Unreadable,
-};
-use sqlx::{MySql, QueryBuilder, Row};
+use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
+use sqlx::Row;
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{ID_COLUMN_CHARS, bind_task, by_task, now_ms, task_columns, tasks},
+    sql::{bind_task, by_task, now_ms, tasks},
 };
 
-/// Reads one task; a row that does not parse is [`Error::Corrupt`].
-pub(crate) async fn get(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-    let q = sqlx::query(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ", by_task!()));
-    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
-    r.map(|r| row::task_from_row(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason })).transpose()
-}
-
-/// One page of a state, in `(finished_at, id)` order: the order of the
-/// `ix_finished` index, so a page is one index range scan. `finished_at`
-/// does not change while a task stays in a state, so following `next`
-/// visits each such task once. A row that does not parse is skipped and
-/// reported in [`Page::unreadable`] (invariant 7): the rest of the page
-/// still reads, and the cursor moves past it.
-pub(crate) async fn list(s: &MySqlStorage, ns: &Namespace, query: ListQuery) -> Result<Page> {
-    if query.limit == 0 || query.limit > 1000 {
-        return Err(Error::invalid("page size", format!("{} is not between 1 and 1000", query.limit)));
-    }
-    let cursor = query.cursor.as_deref().map(parse_cursor).transpose()?;
-    let mut qb: QueryBuilder<MySql> =
-        QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND state = ").push_bind(query.state.as_str());
-    match cursor {
-        None => {}
-        // NULLs sort first: after a NULL come the larger ids among NULLs,
-        // then every non-NULL. `id > ?` is compared under the column's
-        // collation, as the index orders it.
-        Some((None, id)) => {
-            qb.push(" AND ((finished_at IS NULL AND id > ")
-                .push_bind(id)
-                .push(") OR finished_at IS NOT NULL)");
-        }
-        Some((Some(f), id)) => {
-            qb.push(" AND (finished_at > ")
-                .push_bind(f)
-                .push(" OR (finished_at = ")
-                .push_bind(f)
-                .push(" AND id > ")
-                .push_bind(id)
-                .push("))");
-        }
-    }
-    qb.push(" ORDER BY finished_at, id LIMIT ").push_bind(u32::try_from(query.limit + 1).unwrap_or(u32::MAX));
-    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
-    let more = rows.len() > query.limit;
-    let mut page = Page::default();
-    for r in rows.iter().take(query.limit) {
-        match row::task_from_row(r) {
-            Ok(task) => page.tasks.push(task),
-            Err(reason) => {
-                tracing::warn!(task = %row::raw_id(r), %reason, "unreadable task row skipped by list");
-                page.unreadable.push(Unreadable { id: row::raw_id(r), reason });
+impl MySqlStorage {
+    /// Cancels a waiting task, or flags a running one for its worker's next
+    /// heartbeat. Each branch is one statement conditional on the state, so a
+    /// task claimed in between is flagged instead of cancelled under its worker.
+    pub(crate) async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        // A task can move between waiting and running while we look (a release,
+        // a claim): a few rounds settle it.
+        for _ in 0..5 {
+            let done = sqlx::query(concat!(
+                "UPDATE ",
+                tasks!(),
+                " SET finished_at = ",
+                now_ms!(),
+                ", state = 'CANCELLED' WHERE ",
+                by_task!(),
+                " AND state IN ('CREATED', 'PENDING')"
+            ));
+            let done = bind_task(done, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
+            if done.rows_affected() > 0 {
+                return Ok(CancelOutcome::Cancelled);
+            }
+            let done = sqlx::query(concat!(
+                "UPDATE ",
+                tasks!(),
+                " SET cancel_requested = 1 WHERE ",
+                by_task!(),
+                " AND state = 'RUNNING'"
+            ));
+            let done = bind_task(done, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
+            if done.rows_affected() > 0 {
+                return Ok(CancelOutcome::Requested);
+            }
+            match state_of(self, ns, id).await? {
+                None => return Err(Error::NotFound(id.clone())),
+                Some(st) if st.is_terminal() => {
+                    return Err(Error::IllegalTransition { id: id.clone(), state: st, action: "cancel" });
+                }
+                Some(_) => continue,
             }
         }
+        Err(Error::storage(std::io::Error::other("task kept changing state during cancel"), true))
     }
-    if more && let Some(last) = rows.get(query.limit - 1) {
-        // From the raw row, so an unreadable last row still moves it on.
-        let finished: Option<i64> = last.try_get("finished_at").unwrap_or(None);
-        page.next = Some(make_cursor(finished, &row::raw_id(last)));
-    }
-    Ok(page)
-}
 
-/// What every cursor of this store starts with.
-const CURSOR_PREFIX: &str = "my1.";
-
-/// `my1.<finished_at or ->.<id in hex>`: hex, so any stored id (even one
-/// that is not a valid `TaskId` any more) round-trips, and a cursor from
-/// another store or another version is refused rather than misread.
-fn make_cursor(finished: Option<i64>, id: &str) -> String {
-    let f = finished.map_or_else(|| "-".to_owned(), |f| f.to_string());
-    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
-    format!("{CURSOR_PREFIX}{f}.{hex}")
-}
-
-fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
-    let bad = || Error::invalid("cursor", format!("`{c}` was not made by this store's list"));
-    let (f, hex) = c.strip_prefix(CURSOR_PREFIX).and_then(|rest| rest.split_once('.')).ok_or_else(bad)?;
-    let f = match f {
-        "-" => None,
-        f => Some(f.parse::<u64>().ok().and_then(|f| i64::try_from(f).ok()).ok_or_else(bad)?),
-    };
-    if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * 4 * ID_COLUMN_CHARS {
-        return Err(bad());
-    }
-    let bytes = (0..hex.len())
-        .step_by(2)
-        .map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
-        .collect::<Option<Vec<u8>>>()
-        .ok_or_else(bad)?;
-    Ok((f, String::from_utf8(bytes).map_err(|_| bad())?))
-}
-
-/// Deletes one task in any state, readable or not, by primary key: one
-/// statement. Its debounce key goes with the row (the `waiting_key` index
-/// entry); a worker still running it has its finish refused as stale (no
-/// row matches the fence).
-pub(crate) async fn delete(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
-    let done = error::retry_lock_conflicts(|| async move {
-        let q = sqlx::query(concat!("DELETE FROM ", tasks!(), " WHERE ", by_task!()));
-        bind_task(q, ns, id).execute_on(&s.conns).await.map_err(error::storage)
-    })
-    .await?;
-    Ok(done.rows_affected() > 0)
-}
-
-/// Tasks per state, from the `ix_finished` index alone. Rows with a state
-/// no one knows are left out (and logged).
-pub(crate) async fn counts(s: &MySqlStorage, ns: &Namespace) -> Result<StateCounts> {
-    let rows =
-        sqlx::query(concat!("SELECT state, COUNT(*) AS n FROM ", tasks!(), " WHERE ns = ? GROUP BY state"))
-            .bind(ns.as_str())
-            .fetch_all_on(&s.conns)
-            .await
-            .map_err(error::storage)?;
-    let mut out = BTreeMap::new();
-    for r in rows {
-        let state: String = r.try_get("state").map_err(error::storage)?;
-        let n: i64 = r.try_get("n").map_err(error::storage)?;
-        match row::exact_state(&state) {
-            Ok(st) => {
-                out.insert(st, u64::try_from(n).unwrap_or(0));
-            }
-            Err(_) => tracing::warn!(%state, n, "tasks with an unknown state left out of the counts"),
-        }
-    }
-    Ok(StateCounts(out))
-}
-
-/// Cancels a waiting task, or flags a running one for its worker's next
-/// heartbeat. Each branch is one statement conditional on the state, so a
-/// task claimed in between is flagged instead of cancelled under its worker.
-pub(crate) async fn cancel(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-    // A task can move between waiting and running while we look (a release,
-    // a claim): a few rounds settle it.
-    for _ in 0..5 {
+    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset.
+    pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
         let done = sqlx::query(concat!(
             "UPDATE ",
             tasks!(),
-            " SET finished_at = ",
+            " SET due_at = ",
             now_ms!(),
-            ", state = 'CANCELLED' WHERE ",
+            ", attempts = 0, finished_at = NULL, worker = NULL, lease_until = NULL, cancel_requested = 0, \
+             state = 'PENDING' WHERE ",
             by_task!(),
-            " AND state IN ('CREATED', 'PENDING')"
+            " AND state IN ('FAILED', 'TIMEOUT', 'ERROR')"
         ));
-        let done = bind_task(done, ns, id).execute_on(&s.conns).await.map_err(error::storage)?;
+        let done = bind_task(done, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
-            return Ok(CancelOutcome::Cancelled);
+            self.notify_work();
+            return Ok(());
         }
-        let done = sqlx::query(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET cancel_requested = 1 WHERE ",
-            by_task!(),
-            " AND state = 'RUNNING'"
-        ));
-        let done = bind_task(done, ns, id).execute_on(&s.conns).await.map_err(error::storage)?;
-        if done.rows_affected() > 0 {
-            return Ok(CancelOutcome::Requested);
-        }
-        match state_of(s, ns, id).await? {
-            None => return Err(Error::NotFound(id.clone())),
-            Some(st) if st.is_terminal() => {
-                return Err(Error::IllegalTransition { id: id.clone(), state: st, action: "cancel" });
-            }
-            Some(_) => continue,
+        match state_of(self, ns, id).await? {
+            None => Err(Error::NotFound(id.clone())),
+            Some(st) => Err(Error::IllegalTransition { id: id.clone(), state: st, action: "requeue" }),
         }
     }
-    Err(Error::storage(std::io::Error::other("task kept changing state during cancel"), true))
-}
 
-/// Moves a dead-lettered task back to `PENDING`, due now, attempts reset.
-pub(crate) async fn requeue(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<()> {
-    let done = sqlx::query(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET due_at = ",
-        now_ms!(),
-        ", attempts = 0, finished_at = NULL, worker = NULL, lease_until = NULL, cancel_requested = 0, \
-         state = 'PENDING' WHERE ",
-        by_task!(),
-        " AND state IN ('FAILED', 'TIMEOUT', 'ERROR')"
-    ));
-    let done = bind_task(done, ns, id).execute_on(&s.conns).await.map_err(error::storage)?;
-    if done.rows_affected() > 0 {
-        s.notify_work();
-        return Ok(());
-    }
-    match state_of(s, ns, id).await? {
-        None => Err(Error::NotFound(id.clone())),
-        Some(st) => Err(Error::IllegalTransition { id: id.clone(), state: st, action: "requeue" }),
+    /// Deletes one task in any state, readable or not, by primary key: one
+    /// statement. Its debounce key goes with the row (the `waiting_key` index
+    /// entry); a worker still running it has its finish refused as stale (no
+    /// row matches the fence).
+    pub(crate) async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        let done = error::retry_lock_conflicts(|| async move {
+            let q = sqlx::query(concat!("DELETE FROM ", tasks!(), " WHERE ", by_task!()));
+            bind_task(q, ns, id).execute_on(&self.conns).await.map_err(error::storage)
+        })
+        .await?;
+        Ok(done.rows_affected() > 0)
     }
 }
 
@@ -217,33 +99,6 @@ async fn state_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Optio
         Some(r) => {
             let st: String = r.try_get("state").map_err(error::storage)?;
             row::exact_state(&st).map(Some).map_err(|reason| Error::Corrupt { id: id.clone(), reason })
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_foreign_ones_are_refused() {
-        for (f, id) in [(None, "a:b"), (Some(17), "x"), (Some(0), "pad "), (None, "é.\u{1d11e}")] {
-            assert_eq!(parse_cursor(&make_cursor(f, id)).ok(), Some((f, id.to_owned())), "{f:?} {id:?}");
-        }
-        for foreign in [
-            "garbage",
-            "x:y",
-            "0:x:y",
-            "-:a",
-            "my1.",
-            "my1.-.",
-            "my1.x.61",
-            "my1.-1.61",
-            "my1.1.6",
-            "my1.1.zz",
-            "my1.1.ff",
-        ] {
-            assert!(parse_cursor(foreign).is_err(), "{foreign} accepted");
         }
     }
 }

@@ -21,47 +21,65 @@ const MAX_BATCH: usize = 1000;
 /// Rounds of a claim that lost candidates to concurrent claimers.
 const ROUNDS: usize = 3;
 
-/// Claims up to `limit` due tasks in three autocommit statements, none of
-/// which waits for the client while it holds a lock (invariant 9: a claimer
-/// stopped at any point holds nothing; the tasks it claimed come back
-/// through the reaper one lease later):
-///
-/// 1. `SELECT id ... WHERE ready_at <= now ORDER BY ready_at LIMIT 2n FOR
-///    UPDATE SKIP LOCKED`: candidates no one is changing right now (the
-///    locks end with the statement);
-/// 2. `UPDATE ... WHERE id IN (candidates) AND ready_at <= now ORDER BY
-///    ready_at LIMIT n`, stamping a fresh token: the condition is checked
-///    again under the row lock, so two claimers never take the same task
-///    (invariant 2) and nothing is taken before it is due (invariant 4, on
-///    the server's clock);
-/// 3. the claimed rows read back by their ids and the token.
-///
-/// Candidates are fetched twice over so that a concurrent claimer that
-/// picked the same ones leaves this one the rest; a claim that lost
-/// candidates that way tries again, up to [`ROUNDS`] times. A waiting row
-/// whose counters are at their column's maximum, or that does not parse,
-/// is moved to `ERROR` with the reason, so it can never block the queue.
-pub(crate) async fn claim(
-    s: &MySqlStorage,
-    ns: &Namespace,
-    worker: &WorkerId,
-    limit: usize,
-    lease: Duration,
-) -> Result<Vec<TaskRecord>> {
-    let mut claimed = Vec::new();
-    let mut want = limit.min(MAX_BATCH);
-    for _ in 0..ROUNDS {
-        if want == 0 {
-            break;
+impl MySqlStorage {
+    /// Claims up to `limit` due tasks in three autocommit statements, none of
+    /// which waits for the client while it holds a lock (invariant 9: a claimer
+    /// stopped at any point holds nothing; the tasks it claimed come back
+    /// through the reaper one lease later):
+    ///
+    /// 1. `SELECT id ... WHERE ready_at <= now ORDER BY ready_at LIMIT 2n FOR
+    ///    UPDATE SKIP LOCKED`: candidates no one is changing right now (the
+    ///    locks end with the statement);
+    /// 2. `UPDATE ... WHERE id IN (candidates) AND ready_at <= now ORDER BY
+    ///    ready_at LIMIT n`, stamping a fresh token: the condition is checked
+    ///    again under the row lock, so two claimers never take the same task
+    ///    (invariant 2) and nothing is taken before it is due (invariant 4, on
+    ///    the server's clock);
+    /// 3. the claimed rows read back by their ids and the token.
+    ///
+    /// Candidates are fetched twice over so that a concurrent claimer that
+    /// picked the same ones leaves this one the rest; a claim that lost
+    /// candidates that way tries again, up to [`ROUNDS`] times. A waiting row
+    /// whose counters are at their column's maximum, or that does not parse,
+    /// is moved to `ERROR` with the reason, so it can never block the queue.
+    pub(crate) async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        let mut claimed = Vec::new();
+        let mut want = limit.min(MAX_BATCH);
+        for _ in 0..ROUNDS {
+            if want == 0 {
+                break;
+            }
+            let round = error::retry_lock_conflicts(|| claim_once(self, ns, worker, want, lease)).await?;
+            want -= round.tasks.len().min(want);
+            claimed.extend(round.tasks);
+            if !round.lost_race {
+                break;
+            }
         }
-        let round = error::retry_lock_conflicts(|| claim_once(s, ns, worker, want, lease)).await?;
-        want -= round.tasks.len().min(want);
-        claimed.extend(round.tasks);
-        if !round.lost_race {
-            break;
-        }
+        Ok(claimed)
     }
-    Ok(claimed)
+
+    /// Renews every lease in one UPDATE (only rows still `RUNNING` with the
+    /// lease's fence, so a lost lease is never revived: invariant 2), then one
+    /// SELECT tells which leases are lost and which tasks have a cancel request.
+    pub(crate) async fn heartbeat(
+        &self,
+        ns: &Namespace,
+        leases: &[Lease],
+        lease: Duration,
+    ) -> Result<Heartbeat> {
+        let mut out = Heartbeat::default();
+        for chunk in leases.chunks(MAX_BATCH) {
+            heartbeat_chunk(self, ns, chunk, lease, &mut out).await?;
+        }
+        Ok(out)
+    }
 }
 
 /// What one round claimed, and whether candidates went to another claimer.
@@ -184,22 +202,6 @@ async fn to_error(
     .await
     .map_err(error::storage)?;
     Ok(())
-}
-
-/// Renews every lease in one UPDATE (only rows still `RUNNING` with the
-/// lease's fence, so a lost lease is never revived: invariant 2), then one
-/// SELECT tells which leases are lost and which tasks have a cancel request.
-pub(crate) async fn heartbeat(
-    s: &MySqlStorage,
-    ns: &Namespace,
-    leases: &[Lease],
-    lease: Duration,
-) -> Result<Heartbeat> {
-    let mut out = Heartbeat::default();
-    for chunk in leases.chunks(MAX_BATCH) {
-        heartbeat_chunk(s, ns, chunk, lease, &mut out).await?;
-    }
-    Ok(out)
 }
 
 async fn heartbeat_chunk(

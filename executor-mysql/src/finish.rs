@@ -1,15 +1,20 @@
 //! Ending attempts: one autocommit statement conditional on the fence per
 //! task, or one for a batch of completions. No transaction: a worker stopped
 //! between two statements holds no lock, so the reaper and other workers
-//! never wait on it (invariant 9).
+//! never wait on it (invariant 9). Concurrent `finish` calls of one process
+//! share those batches (group commit).
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
 
 use executor_core::{Error, Finish, Lease, Namespace, Result, TaskState};
 use sqlx::{MySql, QueryBuilder, Row};
 use tokio::sync::Notify;
 
 use crate::{
+    MySqlStorage,
     conn::{Conns, RunOn},
     error,
     sql::{by_task, clip_error, ms, now_ms, push_in_list, tasks},
@@ -59,10 +64,52 @@ fn finish_query<'a>(
     crate::sql::bind_task(q, ns, &lease.id).bind(lease.fence)
 }
 
+impl MySqlStorage {
+    /// Concurrent finishes of this process share one batch (group commit):
+    /// an idle process sends each at once, a busy one sends every finish
+    /// that arrived while the previous batch was in flight. Each caller gets
+    /// its own answer; one bad finish fails only its caller (invariant 7).
+    pub(crate) async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        // The batcher holds the connections, not the storage: it ends when
+        // the last clone of the storage (and so the queue) is dropped.
+        let (conns, wake) = (Arc::clone(&self.conns), Arc::clone(&self.wake));
+        let start = move || {
+            move |ns: Namespace, items: Vec<(Lease, Finish)>| {
+                let (conns, wake) = (Arc::clone(&conns), Arc::clone(&wake));
+                async move { finish_many_on(&conns, &wake, &ns, items).await }
+            }
+        };
+        match self.finishes.call(ns, (lease.clone(), finish), start) {
+            Ok(answer) => answer.await,
+            // No runtime to batch on (it is shutting down): send it alone.
+            Err((lease, finish)) => finish_on(&self.conns, &self.wake, ns, &lease, finish).await,
+        }
+    }
+
+    /// Ends many attempts; each item gets its own answer and no item can fail
+    /// another (invariant 7):
+    ///
+    /// - each item is validated first; an invalid one is refused alone;
+    /// - the completions of tasks named once go in one UPDATE conditional on
+    ///   every item's fence; when it changes fewer rows than items, one read
+    ///   tells which landed;
+    /// - every other item (a retry, a failure, a task named twice) is its own
+    ///   statement, in the order given;
+    /// - when a batch statement fails for any reason, its items are sent one
+    ///   by one, so the one that cannot be written gets the error alone.
+    pub(crate) async fn finish_many(
+        &self,
+        ns: &Namespace,
+        items: Vec<(Lease, Finish)>,
+    ) -> Result<Vec<Result<TaskState>>> {
+        finish_many_on(&self.conns, &self.wake, ns, items).await
+    }
+}
+
 /// Ends one attempt. No row changed means the lease is stale: the task
 /// moved on, or is gone (deleted, trimmed); either way this worker's write
 /// is refused.
-pub(crate) async fn finish(
+async fn finish_on(
     conns: &Conns,
     wake: &Notify,
     ns: &Namespace,
@@ -85,18 +132,10 @@ pub(crate) async fn finish(
     Ok(target)
 }
 
-/// Ends many attempts; each item gets its own answer and no item can fail
-/// another (invariant 7):
-///
-/// - each item is validated first; an invalid one is refused alone;
-/// - the completions of tasks named once go in one UPDATE conditional on
-///   every item's fence; when it changes fewer rows than items, one read
-///   tells which landed;
-/// - every other item (a retry, a failure, a task named twice) is its own
-///   statement, in the order given;
-/// - when a batch statement fails for any reason, its items are sent one
-///   by one, so the one that cannot be written gets the error alone.
-pub(crate) async fn finish_many(
+/// [`MySqlStorage::finish_many`] on the connections and the wake-up alone,
+/// so the group-commit batcher of [`MySqlStorage::finish`] can hold them
+/// without holding the storage.
+async fn finish_many_on(
     conns: &Conns,
     wake: &Notify,
     ns: &Namespace,
@@ -153,7 +192,7 @@ pub(crate) async fn finish_many(
     singles.sort_unstable();
     for i in singles {
         let (lease, f) = &items[i];
-        out[i] = Some(finish(conns, wake, ns, lease, f.clone()).await);
+        out[i] = Some(finish_on(conns, wake, ns, lease, f.clone()).await);
     }
     if out.iter().any(|r| matches!(r, Some(Ok(TaskState::Pending)))) {
         wake.notify_waiters();

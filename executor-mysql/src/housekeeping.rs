@@ -19,32 +19,64 @@ const REAP_REASON: &str = "lease expired (worker presumed dead)";
 /// waits (2 s each), and no heartbeat or finish waits behind it meanwhile.
 const HOUSEKEEPING_RETRIES: u32 = 1;
 
-/// Recovers up to `limit` tasks whose lease expired, in three autocommit
-/// statements (no lock outlives a statement, so a leader stopped mid-reap
-/// blocks no heartbeat or finish: invariant 9):
-///
-/// 1. `SELECT ... WHERE state = 'RUNNING' AND lease_until < now ORDER BY
-///    lease_until LIMIT n FOR UPDATE SKIP LOCKED`: expired leases no one is
-///    changing right now (a heartbeat or finish in flight is skipped, not
-///    waited for);
-/// 2. one UPDATE of those ids, conditional on the lease still being expired,
-///    deciding each row's outcome in SQL (`TIMEOUT` past the deadline,
-///    `FAILED` with no attempts left, else `PENDING` due now) and stamping a
-///    token;
-/// 3. the rows it changed read back by ids and token.
-///
-/// The fence grows in every case, so the presumed-dead worker's late finish
-/// is refused (invariant 2), and the task is never lost (invariant 1).
-pub(crate) async fn reap(s: &MySqlStorage, ns: &Namespace, limit: usize) -> Result<Reaped> {
-    if limit == 0 {
-        return Ok(Reaped::default());
+impl MySqlStorage {
+    /// Recovers up to `limit` tasks whose lease expired, in three autocommit
+    /// statements (no lock outlives a statement, so a leader stopped mid-reap
+    /// blocks no heartbeat or finish: invariant 9):
+    ///
+    /// 1. `SELECT ... WHERE state = 'RUNNING' AND lease_until < now ORDER BY
+    ///    lease_until LIMIT n FOR UPDATE SKIP LOCKED`: expired leases no one is
+    ///    changing right now (a heartbeat or finish in flight is skipped, not
+    ///    waited for);
+    /// 2. one UPDATE of those ids, conditional on the lease still being expired,
+    ///    deciding each row's outcome in SQL (`TIMEOUT` past the deadline,
+    ///    `FAILED` with no attempts left, else `PENDING` due now) and stamping a
+    ///    token;
+    /// 3. the rows it changed read back by ids and token.
+    ///
+    /// The fence grows in every case, so the presumed-dead worker's late finish
+    /// is refused (invariant 2), and the task is never lost (invariant 1).
+    pub(crate) async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        if limit == 0 {
+            return Ok(Reaped::default());
+        }
+        let limit = u32::try_from(limit.min(1000)).unwrap_or(1000);
+        let reaped =
+            error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || reap_once(self, ns, limit)).await?;
+        if !reaped.retried.is_empty() {
+            self.notify_work();
+        }
+        Ok(reaped)
     }
-    let limit = u32::try_from(limit.min(1000)).unwrap_or(1000);
-    let reaped = error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || reap_once(s, ns, limit)).await?;
-    if !reaped.retried.is_empty() {
-        s.notify_work();
+
+    /// Deletes up to `limit` finished tasks past retention: `COMPLETED` and
+    /// `CANCELLED` first, then dead letter if it has a retention. Each class is
+    /// one range read of `ix_finished` (`SELECT id ... LIMIT n FOR UPDATE SKIP
+    /// LOCKED`, autocommit: rows someone holds are left for the next tick, not
+    /// waited for) and one DELETE of those ids by primary key. A single `DELETE ... LIMIT n`
+    /// would leave the choice of index to the optimizer, which picks a primary
+    /// key scan when most of a namespace is past retention. The DELETE repeats
+    /// the state and cutoff, so a task requeued in between is not deleted.
+    pub(crate) async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        let limit = limit.min(10_000);
+        let mut deleted = 0;
+        let classes = [
+            (Some(retention.completed), "('COMPLETED', 'CANCELLED')"),
+            (retention.dead_letter, "('FAILED', 'TIMEOUT', 'ERROR')"),
+        ];
+        for (keep, states) in classes {
+            let Some(keep) = keep else { continue };
+            let room = limit.saturating_sub(deleted);
+            if room == 0 {
+                break;
+            }
+            deleted += error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || {
+                trim_class(self, ns, states, ms(keep), room)
+            })
+            .await?;
+        }
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
     }
-    Ok(reaped)
 }
 
 /// Outcome of a reaped row, decided in SQL on the row as it is under the
@@ -143,40 +175,6 @@ async fn to_error(s: &MySqlStorage, ns: &Namespace, raw_id: &str) -> Result<()> 
     .await
     .map_err(error::storage)?;
     Ok(())
-}
-
-/// Deletes up to `limit` finished tasks past retention: `COMPLETED` and
-/// `CANCELLED` first, then dead letter if it has a retention. Each class is
-/// one range read of `ix_finished` (`SELECT id ... LIMIT n FOR UPDATE SKIP
-/// LOCKED`, autocommit: rows someone holds are left for the next tick, not
-/// waited for) and one DELETE of those ids by primary key. A single `DELETE ... LIMIT n`
-/// would leave the choice of index to the optimizer, which picks a primary
-/// key scan when most of a namespace is past retention. The DELETE repeats
-/// the state and cutoff, so a task requeued in between is not deleted.
-pub(crate) async fn trim(
-    s: &MySqlStorage,
-    ns: &Namespace,
-    retention: &Retention,
-    limit: usize,
-) -> Result<u64> {
-    let limit = limit.min(10_000);
-    let mut deleted = 0;
-    let classes = [
-        (Some(retention.completed), "('COMPLETED', 'CANCELLED')"),
-        (retention.dead_letter, "('FAILED', 'TIMEOUT', 'ERROR')"),
-    ];
-    for (keep, states) in classes {
-        let Some(keep) = keep else { continue };
-        let room = limit.saturating_sub(deleted);
-        if room == 0 {
-            break;
-        }
-        deleted += error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || {
-            trim_class(s, ns, states, ms(keep), room)
-        })
-        .await?;
-    }
-    Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
 }
 
 async fn trim_class(

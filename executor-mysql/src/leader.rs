@@ -13,91 +13,94 @@ use crate::{
     sql::{leaders, ms, now_ms},
 };
 
-/// Takes the term if it is free or expired (token + 1), renews it if
-/// `worker` already holds it (same token), else `None`. One autocommit
-/// upsert decides on the server's clock; a plain read then tells who holds
-/// the term. No transaction: a process stopped between the two holds no
-/// lock on the row, so the others can take the term once it expires
-/// (invariant 9). Should the term change hands in between (only after a
-/// pause longer than the term), the read shows the new holder and this
-/// worker is told it does not lead.
-pub(crate) async fn acquire(
-    s: &MySqlStorage,
-    ns: &Namespace,
-    worker: &WorkerId,
-    ttl: Duration,
-) -> Result<Option<Leadership>> {
-    error::retry_lock_conflicts(|| async {
-        // Assignments run left to right: token and worker read the old
-        // until_ms; until_ms reads the new worker.
-        sqlx::query(concat!(
-            "INSERT INTO ",
-            leaders!(),
-            " (ns, worker, token, until_ms) VALUES (?, ?, 1, ",
-            now_ms!(),
-            " + ?) ON DUPLICATE KEY UPDATE \
-             token = IF(until_ms <= ",
-            now_ms!(),
-            ", token + 1, token), \
-             worker = IF(until_ms <= ",
-            now_ms!(),
-            ", ?, worker), \
-             until_ms = IF(worker = ?, ",
-            now_ms!(),
-            " + ?, until_ms)"
-        ))
-        .bind(ns.as_str())
-        .bind(worker.as_str())
-        .bind(ms(ttl))
-        .bind(worker.as_str())
-        .bind(worker.as_str())
-        .bind(ms(ttl))
-        .execute_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-        let row = sqlx::query(concat!("SELECT worker, token, until_ms FROM ", leaders!(), " WHERE ns = ?"))
+impl MySqlStorage {
+    /// Takes the term if it is free or expired (token + 1), renews it if
+    /// `worker` already holds it (same token), else `None`. One autocommit
+    /// upsert decides on the server's clock; a plain read then tells who holds
+    /// the term. No transaction: a process stopped between the two holds no
+    /// lock on the row, so the others can take the term once it expires
+    /// (invariant 9). Should the term change hands in between (only after a
+    /// pause longer than the term), the read shows the new holder and this
+    /// worker is told it does not lead.
+    pub(crate) async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        error::retry_lock_conflicts(|| async {
+            // Assignments run left to right: token and worker read the old
+            // until_ms; until_ms reads the new worker.
+            sqlx::query(concat!(
+                "INSERT INTO ",
+                leaders!(),
+                " (ns, worker, token, until_ms) VALUES (?, ?, 1, ",
+                now_ms!(),
+                " + ?) ON DUPLICATE KEY UPDATE \
+                 token = IF(until_ms <= ",
+                now_ms!(),
+                ", token + 1, token), \
+                 worker = IF(until_ms <= ",
+                now_ms!(),
+                ", ?, worker), \
+                 until_ms = IF(worker = ?, ",
+                now_ms!(),
+                " + ?, until_ms)"
+            ))
             .bind(ns.as_str())
-            .fetch_optional_on(&s.conns)
+            .bind(worker.as_str())
+            .bind(ms(ttl))
+            .bind(worker.as_str())
+            .bind(worker.as_str())
+            .bind(ms(ttl))
+            .execute_on(&self.conns)
             .await
             .map_err(error::storage)?;
-        match row.map(|r| term(&r)).transpose()? {
-            Some(t) if &t.worker == worker => Ok(Some(t)),
-            _ => Ok(None),
-        }
-    })
-    .await
-}
+            let row =
+                sqlx::query(concat!("SELECT worker, token, until_ms FROM ", leaders!(), " WHERE ns = ?"))
+                    .bind(ns.as_str())
+                    .fetch_optional_on(&self.conns)
+                    .await
+                    .map_err(error::storage)?;
+            match row.map(|r| term(&r)).transpose()? {
+                Some(t) if &t.worker == worker => Ok(Some(t)),
+                _ => Ok(None),
+            }
+        })
+        .await
+    }
 
-/// Ends the term early if `term` still holds it; the row stays so the next
-/// term's token is larger.
-pub(crate) async fn release(s: &MySqlStorage, ns: &Namespace, term: &Leadership) -> Result<()> {
-    sqlx::query(concat!(
-        "UPDATE ",
-        leaders!(),
-        " SET until_ms = 0 WHERE ns = ? AND worker = ? AND token = ?"
-    ))
-    .bind(ns.as_str())
-    .bind(term.worker.as_str())
-    .bind(term.token)
-    .execute_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
-    Ok(())
-}
+    /// Ends the term early if `term` still holds it; the row stays so the next
+    /// term's token is larger.
+    pub(crate) async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        sqlx::query(concat!(
+            "UPDATE ",
+            leaders!(),
+            " SET until_ms = 0 WHERE ns = ? AND worker = ? AND token = ?"
+        ))
+        .bind(ns.as_str())
+        .bind(term.worker.as_str())
+        .bind(term.token)
+        .execute_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        Ok(())
+    }
 
-/// The unexpired term, if any.
-pub(crate) async fn current(s: &MySqlStorage, ns: &Namespace) -> Result<Option<Leadership>> {
-    let row = sqlx::query(concat!(
-        "SELECT worker, token, until_ms FROM ",
-        leaders!(),
-        " WHERE ns = ? AND until_ms > ",
-        now_ms!()
-    ))
-    .bind(ns.as_str())
-    .fetch_optional_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
-    row.map(|r| term(&r)).transpose()
+    /// The unexpired term, if any.
+    pub(crate) async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        let row = sqlx::query(concat!(
+            "SELECT worker, token, until_ms FROM ",
+            leaders!(),
+            " WHERE ns = ? AND until_ms > ",
+            now_ms!()
+        ))
+        .bind(ns.as_str())
+        .fetch_optional_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        row.map(|r| term(&r)).transpose()
+    }
 }
 
 fn term(r: &MySqlRow) -> Result<Leadership> {

@@ -1,20 +1,16 @@
-//! [`MySqlStorage`]: the handle, its migrations, and the `Storage` impl that
-//! hands each method to the module owning that part of the state machine.
+//! [`MySqlStorage`]: the handle, its migrations, and the helpers every
+//! section of the `Storage` impl shares (payload limit, wake-up).
 
 use std::{sync::Arc, time::Duration};
 
-use executor_core::{
-    CancelOutcome, Finish, GroupCommit, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page,
-    Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
-    WorkerId,
-};
+use executor_core::{Finish, GroupCommit, Lease, Namespace, Result, TaskState};
 use sqlx::{MySqlPool, Row, migrate::Migrator};
 use tokio::sync::{Notify, OnceCell};
 
 use crate::{
-    MySqlOptions, admin, claim,
+    MySqlOptions,
     conn::{Conns, RunOn},
-    error, finish, housekeeping, leader, submit, tier, wake,
+    error,
 };
 
 /// Name of the table that records which migrations ran.
@@ -46,7 +42,7 @@ pub struct MySqlStorage {
     pub(crate) wake: Arc<Notify>,
     /// Where concurrent `finish` calls of this process queue to share one
     /// batch statement (group commit).
-    finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
+    pub(crate) finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
     /// The server's `max_allowed_packet`, read once.
     packet: Arc<OnceCell<usize>>,
 }
@@ -259,127 +255,5 @@ impl MySqlStorage {
     /// Tells waiters in this process that work may be due.
     pub(crate) fn notify_work(&self) {
         self.wake.notify_waiters();
-    }
-}
-
-impl Storage for MySqlStorage {
-    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        submit::submit(self, ns, task).await
-    }
-
-    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
-        submit::submit_many(self, ns, tasks).await
-    }
-
-    async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        claim::claim(self, ns, worker, limit, lease).await
-    }
-
-    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
-        claim::heartbeat(self, ns, leases, lease).await
-    }
-
-    /// Concurrent finishes of this process share one batch (group commit):
-    /// an idle process sends each at once, a busy one sends every finish
-    /// that arrived while the previous batch was in flight. Each caller gets
-    /// its own answer; one bad finish fails only its caller (invariant 7).
-    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        // The batcher holds the connections, not the storage: it ends when
-        // the last clone of the storage (and so the queue) is dropped.
-        let (conns, wake) = (Arc::clone(&self.conns), Arc::clone(&self.wake));
-        let start = move || {
-            move |ns: Namespace, items: Vec<(Lease, Finish)>| {
-                let (conns, wake) = (Arc::clone(&conns), Arc::clone(&wake));
-                async move { finish::finish_many(&conns, &wake, &ns, items).await }
-            }
-        };
-        match self.finishes.call(ns, (lease.clone(), finish), start) {
-            Ok(answer) => answer.await,
-            // No runtime to batch on (it is shutting down): send it alone.
-            Err((lease, finish)) => finish::finish(&self.conns, &self.wake, ns, &lease, finish).await,
-        }
-    }
-
-    async fn finish_many(
-        &self,
-        ns: &Namespace,
-        items: Vec<(Lease, Finish)>,
-    ) -> Result<Vec<Result<TaskState>>> {
-        finish::finish_many(&self.conns, &self.wake, ns, items).await
-    }
-
-    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        admin::cancel(self, ns, id).await
-    }
-
-    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        admin::get(self, ns, id).await
-    }
-
-    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        admin::list(self, ns, query).await
-    }
-
-    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        admin::delete(self, ns, id).await
-    }
-
-    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        admin::counts(self, ns).await
-    }
-
-    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        admin::requeue(self, ns, id).await
-    }
-
-    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
-        housekeeping::reap(self, ns, limit).await
-    }
-
-    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
-        housekeeping::trim(self, ns, retention, limit).await
-    }
-
-    async fn acquire_leadership(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        ttl: Duration,
-    ) -> Result<Option<Leadership>> {
-        leader::acquire(self, ns, worker, ttl).await
-    }
-
-    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
-        leader::release(self, ns, term).await
-    }
-
-    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
-        leader::current(self, ns).await
-    }
-
-    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
-        tier::now(self).await
-    }
-
-    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        tier::due_before(self, ns, before, limit).await
-    }
-
-    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        tier::import(self, ns, record).await
-    }
-
-    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        tier::remove(self, ns, id, fence).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        wake::wait_for_work(self, ns, max_wait).await
     }
 }

@@ -114,16 +114,81 @@ fn validate(task: NewTask, limit: usize) -> Result<Checked> {
     })
 }
 
-/// One task, in one statement (plain, idempotent) or a few autocommit
-/// statements (debounce).
-pub(crate) async fn submit(s: &MySqlStorage, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-    let row = validate(task, s.payload_limit().await?)?;
-    let out = match &row.mode {
-        SubmitMode::Debounce(d) => debounce(s, ns, &row, d).await,
-        SubmitMode::Plain | SubmitMode::Idempotent => insert_one(s, ns, &row).await,
-    }?;
-    s.notify_work();
-    Ok(out)
+impl MySqlStorage {
+    /// One task, in one statement (plain, idempotent) or a few autocommit
+    /// statements (debounce).
+    pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let row = validate(task, self.payload_limit().await?)?;
+        let out = match &row.mode {
+            SubmitMode::Debounce(d) => debounce(self, ns, &row, d).await,
+            SubmitMode::Plain | SubmitMode::Idempotent => insert_one(self, ns, &row).await,
+        }?;
+        self.notify_work();
+        Ok(out)
+    }
+
+    /// Many tasks: the plain and idempotent ones in multi-row INSERTs of up to
+    /// [`BATCH_ROWS`] rows. Each task is validated first and an invalid one is
+    /// refused alone. A batch the server refuses (a duplicate id, any other
+    /// error reply: nothing was written) is redone row by row, so each task
+    /// gets its own answer and one bad row never fails its neighbours
+    /// (invariant 7). A batch whose connection was lost has an unknown outcome:
+    /// each of its tasks gets that retryable error. Debounced ones go one by one.
+    pub(crate) async fn submit_many(
+        &self,
+        ns: &Namespace,
+        tasks: Vec<NewTask>,
+    ) -> Result<Vec<Result<Submitted>>> {
+        let limit = self.payload_limit().await?;
+        let batch_bytes = BATCH_BYTES.min(self.packet_size().await? / 2);
+        let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
+        let mut batch: Vec<(usize, Checked)> = Vec::new();
+        let mut singles: Vec<(usize, Checked)> = Vec::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            match validate(task, limit) {
+                Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
+                    singles.push((i, row));
+                    out.push(None);
+                }
+                Ok(row) => {
+                    batch.push((i, row));
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let mut chunk: Vec<(usize, Checked)> = Vec::new();
+        let mut bytes = 0;
+        for item in batch {
+            if !chunk.is_empty() && bytes + item.1.size() > batch_bytes {
+                insert_chunk(self, ns, std::mem::take(&mut chunk), &mut out).await;
+                bytes = 0;
+            }
+            bytes += item.1.size();
+            chunk.push(item);
+            if chunk.len() >= BATCH_ROWS {
+                insert_chunk(self, ns, std::mem::take(&mut chunk), &mut out).await;
+                bytes = 0;
+            }
+        }
+        if !chunk.is_empty() {
+            insert_chunk(self, ns, chunk, &mut out).await;
+        }
+        for (i, row) in singles {
+            let res = match &row.mode {
+                SubmitMode::Debounce(d) => debounce(self, ns, &row, d).await,
+                _ => insert_one(self, ns, &row).await,
+            };
+            out[i] = Some(res);
+        }
+        self.notify_work();
+        Ok(out
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
+            })
+            .collect())
+    }
 }
 
 async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
@@ -166,69 +231,6 @@ fn push_row(b: &mut sqlx::query_builder::Separated<'_, MySql, &'static str>, ns:
         .push_bind(r.timeout)
         .push_bind(r.retry.clone())
         .push("NULL");
-}
-
-/// Many tasks: the plain and idempotent ones in multi-row INSERTs of up to
-/// [`BATCH_ROWS`] rows. Each task is validated first and an invalid one is
-/// refused alone. A batch the server refuses (a duplicate id, any other
-/// error reply: nothing was written) is redone row by row, so each task
-/// gets its own answer and one bad row never fails its neighbours
-/// (invariant 7). A batch whose connection was lost has an unknown outcome:
-/// each of its tasks gets that retryable error. Debounced ones go one by one.
-pub(crate) async fn submit_many(
-    s: &MySqlStorage,
-    ns: &Namespace,
-    tasks: Vec<NewTask>,
-) -> Result<Vec<Result<Submitted>>> {
-    let limit = s.payload_limit().await?;
-    let batch_bytes = BATCH_BYTES.min(s.packet_size().await? / 2);
-    let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
-    let mut batch: Vec<(usize, Checked)> = Vec::new();
-    let mut singles: Vec<(usize, Checked)> = Vec::new();
-    for (i, task) in tasks.into_iter().enumerate() {
-        match validate(task, limit) {
-            Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
-                singles.push((i, row));
-                out.push(None);
-            }
-            Ok(row) => {
-                batch.push((i, row));
-                out.push(None);
-            }
-            Err(e) => out.push(Some(Err(e))),
-        }
-    }
-    let mut chunk: Vec<(usize, Checked)> = Vec::new();
-    let mut bytes = 0;
-    for item in batch {
-        if !chunk.is_empty() && bytes + item.1.size() > batch_bytes {
-            insert_chunk(s, ns, std::mem::take(&mut chunk), &mut out).await;
-            bytes = 0;
-        }
-        bytes += item.1.size();
-        chunk.push(item);
-        if chunk.len() >= BATCH_ROWS {
-            insert_chunk(s, ns, std::mem::take(&mut chunk), &mut out).await;
-            bytes = 0;
-        }
-    }
-    if !chunk.is_empty() {
-        insert_chunk(s, ns, chunk, &mut out).await;
-    }
-    for (i, row) in singles {
-        let res = match &row.mode {
-            SubmitMode::Debounce(d) => debounce(s, ns, &row, d).await,
-            _ => insert_one(s, ns, &row).await,
-        };
-        out[i] = Some(res);
-    }
-    s.notify_work();
-    Ok(out
-        .into_iter()
-        .map(|r| {
-            r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
-        })
-        .collect())
 }
 
 async fn insert_chunk(

@@ -14,115 +14,134 @@ use crate::{
     },
 };
 
-/// The server's clock.
-pub(crate) async fn now(s: &MySqlStorage) -> Result<Timestamp> {
-    let r = sqlx::query(concat!("SELECT ", now_ms!(), " AS now_ms"))
-        .fetch_one_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
-    Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
-}
+impl MySqlStorage {
+    /// The server's clock.
+    pub(crate) async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        let r = sqlx::query(concat!("SELECT ", now_ms!(), " AS now_ms"))
+            .fetch_one_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
+        Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
+    }
 
-/// Waiting tasks due before `before`, earliest first: one range of
-/// `ix_ready`. Rows that do not parse are left out (and logged) rather than
-/// stopping every promotion behind them.
-pub(crate) async fn due_before(
-    s: &MySqlStorage,
-    ns: &Namespace,
-    before: Timestamp,
-    limit: usize,
-) -> Result<Vec<TaskRecord>> {
-    let rows = sqlx::query(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM ",
-        tasks!(),
-        " WHERE ns = ? AND ready_at < ? ORDER BY ready_at LIMIT ?"
-    ))
-    .bind(ns.as_str())
-    .bind(ts(before))
-    .bind(u32::try_from(limit.min(10_000)).unwrap_or(10_000))
-    .fetch_all_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
-    let mut out = Vec::with_capacity(rows.len());
-    for r in &rows {
-        match row::task_from_row(r) {
-            Ok(t) => out.push(t),
-            Err(reason) => {
-                tracing::warn!(task = %row::raw_id(r), %reason, "corrupt task left out of due_before")
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Stores `record` exactly as given unless its id exists (then `false`).
-/// If its debounce key is already bound to another waiting task here, the
-/// record is stored without the key (logged): the key binds one waiting
-/// task per namespace, and answering `false` would let the caller delete
-/// the only copy of the task from the other tier.
-pub(crate) async fn import(s: &MySqlStorage, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-    let limit = s.payload_limit().await?;
-    if record.payload.len() > limit {
-        return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
-    }
-    if record.name.chars().count() > NAME_COLUMN_CHARS
-        || record.debounce_key.as_ref().is_some_and(|k| k.chars().count() > ID_COLUMN_CHARS)
-    {
-        return Err(Error::invalid("imported task", "name or debounce key longer than the MySQL columns"));
-    }
-    // A custom (closure) policy does not serialize and is not stored: the
-    // handler's default applies to it, as for any task stored without one.
-    let retry = record.retry.as_ref().and_then(|p| serde_json::to_string(p).ok());
-    let mut key = record.debounce_key.clone();
-    loop {
-        let done = sqlx::query(concat!(
-            "INSERT INTO ",
+    /// Waiting tasks due before `before`, earliest first: one range of
+    /// `ix_ready`. Rows that do not parse are left out (and logged) rather than
+    /// stopping every promotion behind them.
+    pub(crate) async fn due_before(
+        &self,
+        ns: &Namespace,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            task_columns!(),
+            " FROM ",
             tasks!(),
-            " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
-             finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-             debounce_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " WHERE ns = ? AND ready_at < ? ORDER BY ready_at LIMIT ?"
         ))
         .bind(ns.as_str())
-        .bind(record.id.as_str())
-        .bind(&record.name)
-        .bind(record.state.as_str())
-        .bind(&record.payload)
-        .bind(record.attempts)
-        .bind(record.max_attempts)
-        .bind(record.fence)
-        .bind(ts(record.created_at))
-        .bind(ts(record.due_at))
-        .bind(record.started_at.map(ts))
-        .bind(record.finished_at.map(ts))
-        .bind(record.deadline.map(ts))
-        .bind(record.timeout.map(ms))
-        .bind(&retry)
-        .bind(record.last_error.as_deref().map(|e| clip_error(e).into_owned()))
-        .bind(record.worker.as_ref().map(|w| w.as_str()))
-        .bind(record.lease_until.map(ts))
-        .bind(record.cancel_requested)
-        .bind(&key)
-        .execute_on(&s.conns)
-        .await;
-        match done {
-            Ok(_) => {
-                if record.state.is_waiting() {
-                    s.notify_work();
+        .bind(ts(before))
+        .bind(u32::try_from(limit.min(10_000)).unwrap_or(10_000))
+        .fetch_all_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            match row::task_from_row(r) {
+                Ok(t) => out.push(t),
+                Err(reason) => {
+                    tracing::warn!(task = %row::raw_id(r), %reason, "corrupt task left out of due_before")
                 }
-                return Ok(true);
             }
-            Err(e) if error::is_duplicate(&e) => {
-                if exists(s, ns, &record.id).await? || key.is_none() {
-                    return Ok(false);
-                }
-                tracing::warn!(task = %record.id, key = ?key, "debounce key already bound here; imported without it");
-                key = None;
-            }
-            Err(e) => return Err(error::storage(e)),
         }
+        Ok(out)
+    }
+
+    /// Stores `record` exactly as given unless its id exists (then `false`).
+    /// If its debounce key is already bound to another waiting task here, the
+    /// record is stored without the key (logged): the key binds one waiting
+    /// task per namespace, and answering `false` would let the caller delete
+    /// the only copy of the task from the other tier.
+    pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        let limit = self.payload_limit().await?;
+        if record.payload.len() > limit {
+            return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
+        }
+        if record.name.chars().count() > NAME_COLUMN_CHARS
+            || record.debounce_key.as_ref().is_some_and(|k| k.chars().count() > ID_COLUMN_CHARS)
+        {
+            return Err(Error::invalid(
+                "imported task",
+                "name or debounce key longer than the MySQL columns",
+            ));
+        }
+        // A custom (closure) policy does not serialize and is not stored: the
+        // handler's default applies to it, as for any task stored without one.
+        let retry = record.retry.as_ref().and_then(|p| serde_json::to_string(p).ok());
+        let mut key = record.debounce_key.clone();
+        loop {
+            let done = sqlx::query(concat!(
+                "INSERT INTO ",
+                tasks!(),
+                " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
+                 finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
+                 debounce_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            ))
+            .bind(ns.as_str())
+            .bind(record.id.as_str())
+            .bind(&record.name)
+            .bind(record.state.as_str())
+            .bind(&record.payload)
+            .bind(record.attempts)
+            .bind(record.max_attempts)
+            .bind(record.fence)
+            .bind(ts(record.created_at))
+            .bind(ts(record.due_at))
+            .bind(record.started_at.map(ts))
+            .bind(record.finished_at.map(ts))
+            .bind(record.deadline.map(ts))
+            .bind(record.timeout.map(ms))
+            .bind(&retry)
+            .bind(record.last_error.as_deref().map(|e| clip_error(e).into_owned()))
+            .bind(record.worker.as_ref().map(|w| w.as_str()))
+            .bind(record.lease_until.map(ts))
+            .bind(record.cancel_requested)
+            .bind(&key)
+            .execute_on(&self.conns)
+            .await;
+            match done {
+                Ok(_) => {
+                    if record.state.is_waiting() {
+                        self.notify_work();
+                    }
+                    return Ok(true);
+                }
+                Err(e) if error::is_duplicate(&e) => {
+                    if exists(self, ns, &record.id).await? || key.is_none() {
+                        return Ok(false);
+                    }
+                    tracing::warn!(task = %record.id, key = ?key, "debounce key already bound here; imported without it");
+                    key = None;
+                }
+                Err(e) => return Err(error::storage(e)),
+            }
+        }
+    }
+
+    /// Deletes the task if it still waits with this fence: one conditional
+    /// DELETE, so a task claimed meanwhile is never removed under its worker.
+    pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        let q = sqlx::query(concat!(
+            "DELETE FROM ",
+            tasks!(),
+            " WHERE ",
+            by_task!(),
+            " AND fence = ? AND state IN ('CREATED', 'PENDING')"
+        ));
+        let done = bind_task(q, ns, id).bind(fence).execute_on(&self.conns).await.map_err(error::storage)?;
+        Ok(done.rows_affected() > 0)
     }
 }
 
@@ -130,18 +149,4 @@ async fn exists(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
     let q = sqlx::query(concat!("SELECT 1 FROM ", tasks!(), " WHERE ", by_task!()));
     let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     Ok(r.is_some())
-}
-
-/// Deletes the task if it still waits with this fence: one conditional
-/// DELETE, so a task claimed meanwhile is never removed under its worker.
-pub(crate) async fn remove(s: &MySqlStorage, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-    let q = sqlx::query(concat!(
-        "DELETE FROM ",
-        tasks!(),
-        " WHERE ",
-        by_task!(),
-        " AND fence = ? AND state IN ('CREATED', 'PENDING')"
-    ));
-    let done = bind_task(q, ns, id).bind(fence).execute_on(&s.conns).await.map_err(error::storage)?;
-    Ok(done.rows_affected() > 0)
 }
