@@ -21,7 +21,11 @@ async fn an_executor_told_what_to_expect_says_what_is_missing_and_how_to_fix_it(
         .expect_handlers(["linked.ping"])
         .build()
         .await;
+    assert!(
+        matches!(&built, Err(executor_core::Error::UnknownTask(name)) if name == "linked.ping"),
+        "{built:?}"
+    );
     let err = built.err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(err.contains("`linked.ping` was expected but is not registered"), "{err}");
+    assert!(err.contains("no handler is registered for task name `linked.ping`"), "{err}");
     assert!(err.contains("use my_handlers as _;"), "{err}");
 }
