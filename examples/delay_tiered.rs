@@ -20,7 +20,7 @@ use std::{
 
 use clap::{Parser, ValueEnum};
 use executor_core::{
-    Executor, MemoryStorage, Namespace, Storage, TaskId, TaskRecord, TaskState, Tier, TieredStorage,
+    Executor, MemoryStorage, Namespace, TaskId, TaskRecord, TaskState, Tier, TierStorage, TieredStorage,
     prelude::*,
 };
 use executor_mysql::MySqlStorage;
@@ -96,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-async fn run<H: Storage + Clone, C: Storage + Clone>(
+async fn run<H: TierStorage + Clone, C: TierStorage + Clone>(
     storage: TieredStorage<H, C>,
     ns: &Namespace,
 ) -> Result<(), Box<dyn std::error::Error>> {

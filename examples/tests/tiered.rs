@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    Due, Namespace, PromoteStep, Result, Storage, TaskId, TaskState, TieredStorage, WorkerId, testing,
+    Due, Namespace, PromoteStep, Result, Storage, TaskId, TaskState, TierStorage, TieredStorage, WorkerId,
+    testing,
 };
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;

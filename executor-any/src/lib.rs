@@ -271,18 +271,6 @@ impl Storage for AnyStorage {
         each!(self, s => Storage::now(s, ns).await)
     }
 
-    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        each!(self, s => s.due_before(ns, before, limit).await)
-    }
-
-    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        each!(self, s => s.import(ns, record).await)
-    }
-
-    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        each!(self, s => s.remove(ns, id, fence).await)
-    }
-
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
         each!(self, s => s.housekeeping(ns).await)
     }

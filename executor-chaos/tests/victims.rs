@@ -78,12 +78,10 @@ fn victims_on_mysql_end_dead_lettered_without_harming_neighbours() -> Result<(),
 /// promotion ("storage housekeeping failed: invalid fence:
 /// 18446744073709551615 is past 9007199254740991", the Redis import refusing
 /// the batch), so every later far task stayed `CREATED` in the cold tier
-/// (151 of 600 in the first run). Since d56b19b the promotion leaves such a
-/// row cold and goes on (its neighbours all complete), but the row itself
-/// stays `CREATED` for ever, neither dead-lettered nor reported unreadable,
-/// which this test still counts as a violation. Run it with `--ignored`.
+/// (151 of 600 in the first run). Fixed in two steps: the promotion leaves a
+/// refused row cold and goes on (d56b19b), and MySQL's `due_before` moves a
+/// row past `MAX_FENCE` to ERROR with the reason, as its claim does.
 #[test]
-#[ignore = "fails: a cold row with fence 2^64-1 stays CREATED in the cold tier for ever (docs/reliability-log.md, issue 12)"]
 fn victims_on_tiered_end_dead_lettered_without_harming_neighbours() -> Result<(), String> {
     victims_run("tiered", "600", "12")
 }

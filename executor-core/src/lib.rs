@@ -128,9 +128,11 @@ pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
 pub use state::{TaskState, Transition};
 pub use storage::{
     CancelOutcome, Heartbeat, Leadership, ListQuery, Page, Reaped, Retention, StateCounts, Storage,
-    Unreadable,
+    TierStorage, Unreadable,
 };
-pub use task::{Debounce, Due, Finish, Lease, NewTask, SubmitMode, SubmitOutcome, Submitted, TaskRecord};
+pub use task::{
+    Debounce, Due, Finish, Lease, MAX_FENCE, NewTask, SubmitMode, SubmitOutcome, Submitted, TaskRecord,
+};
 pub use tiered::{DEFAULT_HORIZON, PromoteStep, Tier, TieredStorage};
 pub use time::{MAX_DURATION, Timestamp, check_duration, check_instant};
 

@@ -200,50 +200,13 @@ pub trait Storage: Send + Sync + 'static {
     /// Store failures.
     fn leader(&self, ns: &Namespace) -> impl Future<Output = Result<Option<Leadership>>> + Send;
 
-    /// The store's clock, for decisions that must not depend on a worker's clock.
+    /// The store's clock, for decisions that must not depend on a worker's
+    /// clock (Redis `TIME`, MySQL `NOW(3)`). Required: a default on the
+    /// worker's clock would break the store-clock rule silently.
     ///
     /// # Errors
     /// Store failures.
-    fn now(&self, ns: &Namespace) -> impl Future<Output = Result<Timestamp>> + Send {
-        let _ = ns;
-        async { Ok(Timestamp::now_system()) }
-    }
-
-    /// Waiting tasks (`CREATED`/`PENDING`) due before `before`, earliest first,
-    /// at most `limit`; nothing changes. Used to promote tasks between tiers.
-    ///
-    /// # Errors
-    /// [`crate::Error::Unsupported`] from stores that cannot serve as a tier.
-    fn due_before(
-        &self,
-        ns: &Namespace,
-        before: Timestamp,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send {
-        let _ = (ns, before, limit);
-        async { Err(unsupported("due_before")) }
-    }
-
-    /// Stores `record` exactly as given unless a task with its id exists;
-    /// returns whether it was stored. Idempotent by id, so a move between
-    /// tiers that is repeated after a crash is a no-op.
-    ///
-    /// # Errors
-    /// [`crate::Error::Unsupported`] from stores that cannot serve as a tier.
-    fn import(&self, ns: &Namespace, record: TaskRecord) -> impl Future<Output = Result<bool>> + Send {
-        let _ = (ns, record);
-        async { Err(unsupported("import")) }
-    }
-
-    /// Deletes a waiting task if its fence is still `fence`; returns whether it
-    /// was deleted. The second step of a move between tiers.
-    ///
-    /// # Errors
-    /// [`crate::Error::Unsupported`] from stores that cannot serve as a tier.
-    fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> impl Future<Output = Result<bool>> + Send {
-        let _ = (ns, id, fence);
-        async { Err(unsupported("remove")) }
-    }
+    fn now(&self, ns: &Namespace) -> impl Future<Output = Result<Timestamp>> + Send;
 
     /// Store-specific upkeep, run by the elected leader at every housekeeping
     /// tick beside reaping and trimming (e.g. promoting tasks between tiers).
@@ -264,6 +227,40 @@ pub trait Storage: Send + Sync + 'static {
     /// # Errors
     /// Store failures.
     fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The ability to serve as a tier of [`crate::TieredStorage`]: list waiting
+/// tasks by due time, store a record as given, and delete a waiting task
+/// by fence. An ability of its own, so a store without it is a compile
+/// error as a tier, not a failure at run time. Memory, Redis and MySQL have
+/// it; the tier conformance checks (`tier_conformance_tests!`) test it.
+pub trait TierStorage: Storage {
+    /// Waiting tasks (`CREATED`/`PENDING`) due before `before`, earliest first,
+    /// at most `limit`; nothing changes. Used to promote tasks between tiers.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn due_before(
+        &self,
+        ns: &Namespace,
+        before: Timestamp,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
+
+    /// Stores `record` exactly as given unless a task with its id exists;
+    /// returns whether it was stored. Idempotent by id, so a move between
+    /// tiers that is repeated after a crash is a no-op.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn import(&self, ns: &Namespace, record: TaskRecord) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Deletes a waiting task if its fence is still `fence`; returns whether it
+    /// was deleted. The second step of a move between tiers.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> impl Future<Output = Result<bool>> + Send;
 }
 
 /// What a heartbeat found.
@@ -390,11 +387,4 @@ pub struct Leadership {
     pub token: u64,
     /// When the term ends unless renewed.
     pub until: Timestamp,
-}
-
-fn unsupported(method: &'static str) -> crate::Error {
-    crate::Error::Unsupported {
-        method,
-        reason: "this store cannot serve as a tier of `TieredStorage`".to_owned(),
-    }
 }

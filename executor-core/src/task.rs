@@ -84,6 +84,12 @@ pub struct Lease {
     pub worker: WorkerId,
 }
 
+/// The largest fence (and attempt count) every store keeps exactly: 2^53 - 1,
+/// what a Lua number holds without rounding. A store meeting a record past
+/// it (edited by hand) moves it aside to `ERROR` rather than failing on it;
+/// tiers refuse to import one.
+pub const MAX_FENCE: u64 = (1 << 53) - 1;
+
 /// When a submitted task becomes due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Due {

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use executor_core::{
     CancelOutcome, Executor, Finish, Handler, MemoryStorage, Namespace, PromoteStep, Result, Storage,
-    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId, testing,
+    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TierStorage, TieredStorage, WorkerId,
+    testing,
 };
 
 type Tiered = TieredStorage<MemoryStorage, MemoryStorage>;

@@ -175,14 +175,14 @@ async fn claim_once(
 /// `token`: the claim that took it (the row is `RUNNING` under that claim);
 /// `None`: it is still waiting. The fence is not bumped: it may be the very
 /// value that overflows, and no other worker holds a lease on the row.
-async fn to_error(
+pub(crate) async fn to_error(
     s: &MySqlStorage,
     ns: &Namespace,
     raw_id: &str,
     token: Option<u64>,
     reason: &str,
 ) -> Result<()> {
-    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR by claim");
+    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
     sqlx::query(concat!(
         "UPDATE ",
         tasks!(),

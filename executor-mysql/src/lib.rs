@@ -45,7 +45,8 @@ use std::time::Duration;
 
 use executor_core::{
     CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, TierStorage, Timestamp,
+    WorkerId,
 };
 
 pub use options::MySqlOptions;
@@ -142,6 +143,12 @@ impl Storage for MySqlStorage {
         MySqlStorage::now(self, ns).await
     }
 
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        MySqlStorage::wait_for_work(self, ns, max_wait).await
+    }
+}
+
+impl TierStorage for MySqlStorage {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
         MySqlStorage::due_before(self, ns, before, limit).await
     }
@@ -152,9 +159,5 @@ impl Storage for MySqlStorage {
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         MySqlStorage::remove(self, ns, id, fence).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        MySqlStorage::wait_for_work(self, ns, max_wait).await
     }
 }

@@ -1,7 +1,7 @@
 //! The tier methods: what `TieredStorage` needs from a store that holds
 //! one of its tiers (MySQL is the seed's cold tier for long delays).
 
-use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp};
+use executor_core::{Error, MAX_FENCE, Namespace, Result, TaskId, TaskRecord, Timestamp};
 use sqlx::Row;
 
 use crate::{
@@ -9,8 +9,8 @@ use crate::{
     conn::RunOn,
     error, row,
     sql::{
-        ID_COLUMN_CHARS, NAME_COLUMN_CHARS, bind_task, by_task, clip_error, ms, now_ms, task_columns, tasks,
-        ts,
+        ID_COLUMN_CHARS, MAX_ATTEMPTS_COLUMN, NAME_COLUMN_CHARS, bind_task, by_task, clip_error, ms, now_ms,
+        task_columns, tasks, ts,
     },
 };
 
@@ -47,13 +47,23 @@ impl MySqlStorage {
         .fetch_all_on(&self.conns)
         .await
         .map_err(error::storage)?;
+        // A row no tier could take (counters at their column's maximum, or
+        // fields that do not parse) is moved to ERROR with the reason, as
+        // claim does, so it is dead-lettered instead of waiting for ever in
+        // the cold tier (invariant 6).
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
+            let id = row::raw_id(r);
             match row::task_from_row(r) {
-                Ok(t) => out.push(t),
-                Err(reason) => {
-                    tracing::warn!(task = %row::raw_id(r), %reason, "corrupt task left out of due_before")
+                Ok(t) if t.attempts == MAX_ATTEMPTS_COLUMN || t.fence >= MAX_FENCE => {
+                    let reason = format!(
+                        "attempts {} or fence {} is past what a tier keeps (attempts below {}, fence below {MAX_FENCE})",
+                        t.attempts, t.fence, MAX_ATTEMPTS_COLUMN
+                    );
+                    crate::claim::to_error(self, ns, &id, None, &reason).await?;
                 }
+                Ok(t) => out.push(t),
+                Err(reason) => crate::claim::to_error(self, ns, &id, None, &reason).await?,
             }
         }
         Ok(out)

@@ -41,3 +41,33 @@ async fn long_delays_wait_in_mysql_and_move_to_hot_before_due() -> TestResult {
     hot.remove_namespace(&ns);
     Ok(())
 }
+
+/// A cold row no tier can take (fence past `MAX_FENCE`, edited by hand) is
+/// moved to ERROR with the reason when the promotion reads it, instead of
+/// waiting in the cold tier for ever; its neighbour moves on (issue 12,
+/// found by the chaos harness's tiered victims).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_row_past_the_fence_range_is_dead_lettered_by_the_promotion() -> TestResult {
+    let (cold, ns) = fresh().await;
+    let hot = MemoryStorage::new();
+    let tiered = TieredStorage::new(hot.clone(), cold.clone()).horizon(Duration::from_secs(3_600));
+    for id in ["bad", "good"] {
+        let mut t = testing::new_task(id);
+        t.due = Due::After(Duration::from_secs(60));
+        cold.submit(&ns, t).await?;
+    }
+    sqlx::query(
+        "UPDATE reliable_executor_tasks SET fence = 18446744073709551615 WHERE ns = ? AND id = 'bad'",
+    )
+    .bind(ns.as_str())
+    .execute(cold.pool())
+    .await?;
+    assert_eq!(tiered.promote(&ns).await?, 1, "the good task moves");
+    let bad = cold.get(&ns, &"bad".try_into()?).await?.ok_or("the bad row vanished")?;
+    assert_eq!(bad.state, executor_core::TaskState::Error, "{bad:?}");
+    assert!(bad.last_error.as_deref().unwrap_or_default().contains("fence"), "{bad:?}");
+    assert!(hot.get(&ns, &"good".try_into()?).await?.is_some(), "the neighbour was promoted");
+    cleanup(&cold, &ns).await;
+    hot.remove_namespace(&ns);
+    Ok(())
+}

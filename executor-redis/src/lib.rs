@@ -40,7 +40,8 @@ use std::time::Duration;
 
 use executor_core::{
     CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, TierStorage, Timestamp,
+    WorkerId,
 };
 
 pub use builder::RedisStorageBuilder;
@@ -137,6 +138,12 @@ impl Storage for RedisStorage {
         RedisStorage::now(self, ns).await
     }
 
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        RedisStorage::wait_for_work(self, ns, max_wait).await
+    }
+}
+
+impl TierStorage for RedisStorage {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
         RedisStorage::due_before(self, ns, before, limit).await
     }
@@ -147,9 +154,5 @@ impl Storage for RedisStorage {
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         RedisStorage::remove(self, ns, id, fence).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        RedisStorage::wait_for_work(self, ns, max_wait).await
     }
 }

@@ -18,7 +18,7 @@ use crate::{
 const STALE_SLACK: usize = 64;
 
 /// Largest fence or count Lua's doubles hold exactly (2^53 - 1).
-const SAFE: u64 = (1 << 53) - 1;
+const SAFE: u64 = executor_core::MAX_FENCE;
 
 fn time(t: Timestamp) -> String {
     t.as_millis().to_string()

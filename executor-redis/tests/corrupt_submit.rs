@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use executor_core::{
-    Debounce, Error, NewTask, Storage, SubmitMode, SubmitOutcome, TaskId, TaskRecord, TaskState, Timestamp,
-    WorkerId, testing,
+    Debounce, Error, NewTask, Storage, SubmitMode, SubmitOutcome, TaskId, TaskRecord, TaskState, TierStorage,
+    Timestamp, WorkerId, testing,
 };
 use fred::interfaces::HashesInterface;
 

@@ -14,7 +14,7 @@ use std::{
 use executor_core::{
     CancelOutcome, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, MemoryStorage, Namespace, NewTask,
     Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
-    Timestamp, Unreadable, WorkerId,
+    TierStorage, Timestamp, Unreadable, WorkerId,
 };
 
 #[derive(Debug, Default)]
@@ -173,6 +173,16 @@ impl Storage for CorruptStore {
         Storage::now(&self.inner, ns).await
     }
 
+    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        self.inner.housekeeping(ns).await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.inner.wait_for_work(ns, max_wait).await
+    }
+}
+
+impl TierStorage for CorruptStore {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
         self.inner.due_before(ns, before, limit).await
     }
@@ -183,13 +193,5 @@ impl Storage for CorruptStore {
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         self.inner.remove(ns, id, fence).await
-    }
-
-    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
-        self.inner.housekeeping(ns).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.inner.wait_for_work(ns, max_wait).await
     }
 }

@@ -19,7 +19,7 @@ use tokio::sync::Notify;
 use crate::{
     CancelOutcome, DEFAULT_MAX_PAYLOAD, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask,
     Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
-    Timestamp, WorkerId,
+    TierStorage, Timestamp, WorkerId,
 };
 
 use self::{clock::Clock, space::Space};
@@ -246,22 +246,6 @@ impl Storage for MemoryStorage {
         Ok(MemoryStorage::now(self))
     }
 
-    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        Ok(self.with(ns, |space, _| space.due_before(before, limit)))
-    }
-
-    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        let stored = self.with(ns, |space, _| space.import(record));
-        if stored {
-            self.wake(ns);
-        }
-        Ok(stored)
-    }
-
-    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        Ok(self.with(ns, |space, _| space.remove_waiting(id, fence)))
-    }
-
     /// Returns at once if a task is due; else sleeps until the earliest due
     /// time, a wake-up from a submit, retry, release, requeue or reap, or
     /// `max_wait`, whichever is first (invariant 4).
@@ -288,5 +272,23 @@ impl Storage for MemoryStorage {
             () = tokio::time::sleep_until(until) => {}
         }
         Ok(())
+    }
+}
+
+impl TierStorage for MemoryStorage {
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        Ok(self.with(ns, |space, _| space.due_before(before, limit)))
+    }
+
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        let stored = self.with(ns, |space, _| space.import(record));
+        if stored {
+            self.wake(ns);
+        }
+        Ok(stored)
+    }
+
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        Ok(self.with(ns, |space, _| space.remove_waiting(id, fence)))
     }
 }

@@ -7,7 +7,8 @@ use std::{future::Future, time::Duration};
 
 use crate::{
     CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, TierStorage, Timestamp,
+    WorkerId,
 };
 
 /// Hooks around the calls a worker makes on its store. Every method gets
@@ -137,7 +138,10 @@ pub trait Intercept<S: Storage>: Send + Sync {
         inner: &S,
         ns: &Namespace,
         record: TaskRecord,
-    ) -> impl Future<Output = Result<bool>> + Send {
+    ) -> impl Future<Output = Result<bool>> + Send
+    where
+        S: TierStorage,
+    {
         inner.import(ns, record)
     }
 }
@@ -265,6 +269,16 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.inner.now(ns).await
     }
 
+    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        self.inner.housekeeping(ns).await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.inner.wait_for_work(ns, max_wait).await
+    }
+}
+
+impl<S: TierStorage, I: Intercept<S> + 'static> TierStorage for Intercepted<S, I> {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
         self.inner.due_before(ns, before, limit).await
     }
@@ -275,14 +289,6 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         self.inner.remove(ns, id, fence).await
-    }
-
-    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
-        self.inner.housekeeping(ns).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.inner.wait_for_work(ns, max_wait).await
     }
 }
 

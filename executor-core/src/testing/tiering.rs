@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{Due, Finish, Namespace, Storage, TaskState};
+use crate::{Due, Finish, Namespace, TaskState, TierStorage};
 
 use super::{
     new_task,
@@ -12,7 +12,7 @@ use super::{
 
 /// `due_before` lists waiting tasks due before the bound, earliest first,
 /// within the limit, and changes nothing.
-pub async fn tier_due_before_lists_waiting_tasks<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn tier_due_before_lists_waiting_tasks<S: TierStorage>(s: &S, ns: &Namespace) {
     let now = ok("now", s.now(ns).await);
     for (id, secs) in [("far", 3_600), ("near", 10), ("mid", 60)] {
         let mut t = new_task(id);
@@ -33,7 +33,7 @@ pub async fn tier_due_before_lists_waiting_tasks<S: Storage>(s: &S, ns: &Namespa
 }
 
 /// `import` stores a record as given, once; a second import is a no-op.
-pub async fn tier_import_is_idempotent_by_id<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn tier_import_is_idempotent_by_id<S: TierStorage>(s: &S, ns: &Namespace) {
     ok("submit", s.submit(ns, new_task("moving")).await);
     let w = worker();
     let claimed = ok("claim", s.claim(ns, &w, 1, LONG_LEASE).await);
@@ -63,7 +63,7 @@ pub async fn tier_import_is_idempotent_by_id<S: Storage>(s: &S, ns: &Namespace) 
 }
 
 /// `remove` deletes only a waiting task with the given fence.
-pub async fn tier_remove_needs_waiting_and_fence<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn tier_remove_needs_waiting_and_fence<S: TierStorage>(s: &S, ns: &Namespace) {
     ok("submit", s.submit(ns, new_task("gone")).await);
     let record = ok("get", s.get(ns, &tid("gone")).await).unwrap_or_else(|| panic!("exists"));
     assert!(!ok("remove wrong fence", s.remove(ns, &record.id, record.fence + 1).await));

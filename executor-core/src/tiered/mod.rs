@@ -9,7 +9,7 @@ use std::{fmt, time::Duration};
 use crate::{
     CancelOutcome, Due, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page,
     Reaped, Result, Retention, StateCounts, Storage, SubmitMode, SubmitOutcome, Submitted, TaskId,
-    TaskRecord, TaskState, Timestamp, WorkerId,
+    TaskRecord, TaskState, TierStorage, Timestamp, WorkerId,
 };
 
 pub use promote::PromoteStep;
@@ -81,7 +81,7 @@ pub enum Tier {
     Cold,
 }
 
-impl<H: Storage, C: Storage> TieredStorage<H, C> {
+impl<H: TierStorage, C: TierStorage> TieredStorage<H, C> {
     /// Hot and cold stores with the default horizon (5 minutes) and promotion
     /// batches of 500.
     pub fn new(hot: H, cold: C) -> Self {
@@ -204,7 +204,7 @@ impl<H: Storage, C: Storage> TieredStorage<H, C> {
     }
 }
 
-impl<H: Storage, C: Storage> Storage for TieredStorage<H, C> {
+impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
         task.validate()?;
         let tier = self.route(ns, &task).await?;

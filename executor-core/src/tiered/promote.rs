@@ -4,7 +4,7 @@ use metrics::{counter, histogram};
 
 use super::TieredStorage;
 use crate::{
-    Error, Namespace, Result, Storage,
+    Error, Namespace, Result, TierStorage,
     metrics::{PROMOTED, PROMOTION_LAG_SECONDS, PROMOTION_REFUSED},
 };
 
@@ -15,7 +15,7 @@ pub enum PromoteStep {
     Inserted,
 }
 
-impl<H: Storage, C: Storage> TieredStorage<H, C> {
+impl<H: TierStorage, C: TierStorage> TieredStorage<H, C> {
     /// Moves up to one batch of tasks due within the horizon from cold to
     /// hot; returns how many moved. Each move: insert into hot (a no-op if it
     /// is there already), then delete from cold if its fence is unchanged.

@@ -7,7 +7,7 @@ use super::{Intercept, Intercepted};
 use crate::{
     CancelOutcome, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, MemoryStorage, Namespace, NewTask,
     Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
-    Timestamp, WorkerId, testing,
+    TierStorage, Timestamp, WorkerId, testing,
 };
 
 /// Overrides every method of [`Storage`], defaulted ones included, and
@@ -83,20 +83,25 @@ impl Storage for Probe {
     async fn now(&self, _: &Namespace) -> Result<Timestamp> {
         self.hit("now")
     }
-    async fn due_before(&self, _: &Namespace, _: Timestamp, _: usize) -> Result<Vec<TaskRecord>> {
-        self.hit("due_before")
-    }
-    async fn import(&self, _: &Namespace, _: TaskRecord) -> Result<bool> {
-        self.hit("import")
-    }
-    async fn remove(&self, _: &Namespace, _: &TaskId, _: u64) -> Result<bool> {
-        self.hit("remove")
-    }
     async fn housekeeping(&self, _: &Namespace) -> Result<()> {
         self.hit("housekeeping")
     }
     async fn wait_for_work(&self, _: &Namespace, _: Duration) -> Result<()> {
         self.hit("wait_for_work")
+    }
+}
+
+impl TierStorage for Probe {
+    async fn due_before(&self, _: &Namespace, _: Timestamp, _: usize) -> Result<Vec<TaskRecord>> {
+        self.hit("due_before")
+    }
+
+    async fn import(&self, _: &Namespace, _: TaskRecord) -> Result<bool> {
+        self.hit("import")
+    }
+
+    async fn remove(&self, _: &Namespace, _: &TaskId, _: u64) -> Result<bool> {
+        self.hit("remove")
     }
 }
 
