@@ -130,8 +130,7 @@ pub(crate) async fn delete<S: Storage>(
 }
 
 pub(crate) async fn delete_task<S: Storage>(admin: &Admin<S>, id: TaskId) -> ApiResult<DeleteResponse> {
-    let client = admin.client();
-    if client.storage().delete(client.namespace(), &id).await? {
+    if admin.client().delete(&id).await? {
         Ok(DeleteResponse { id: id.into_string(), deleted: true })
     } else {
         Err(executor_core::Error::NotFound(id).into())

@@ -9,32 +9,18 @@
 //! Private servers on free loopback ports; the summary is printed (run with
 //! `--nocapture` to see it). One test, so the runs never share the 2 cores.
 
-use std::process::Command;
+mod common;
 
+use common::figure;
+
+/// `chaos run` on `storage` with the short run's shape, plus `extra`.
 fn chaos_run(storage: &str, tasks: &str, seconds: &str, extra: &[&str]) -> Result<String, String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_chaos"))
-        .args(["run", "--storage", storage, "--workers", "3", "--tasks", tasks, "--seconds", seconds])
-        .args(["--drain-seconds", "60"])
-        .args(extra)
-        .output()
-        .map_err(|e| format!("cannot start the chaos binary: {e}"))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    println!("{stdout}");
-    if !out.status.success() {
-        return Err(format!(
-            "chaos run on {storage} failed ({}):\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(stdout)
+    let mut args = vec!["--storage", storage, "--workers", "3", "--tasks", tasks, "--seconds", seconds];
+    args.extend(["--drain-seconds", "60"]);
+    args.extend(extra);
+    common::chaos_run(&args)
 }
 
-fn figure(summary: &str, key: &str) -> Option<u64> {
-    summary.lines().find_map(|l| l.strip_prefix(key)?.split_whitespace().next()?.parse().ok())
-}
-
-/// The number after `"tier": ` on the line that starts with `key`.
 fn tier_figure(summary: &str, key: &str, tier: &str) -> Option<u64> {
     let line = summary.lines().find(|l| l.starts_with(key))?;
     let rest = &line[line.find(&format!("\"{tier}\": "))? + tier.len() + 4..];
