@@ -129,7 +129,7 @@ pub trait Intercept<S: Storage>: Send + Sync {
         inner.finish_many(ns, items)
     }
 
-    /// Around [`Storage::import`] (a tier's insert of a promoted task).
+    /// Around [`TierStorage::import`] (a tier's insert of a promoted task).
     ///
     /// # Errors
     /// Whatever the hook or `inner` answers.
