@@ -113,6 +113,29 @@ impl AnyStorage {
         Self::Tiered(TieredStorage::new(hot, cold))
     }
 
+    /// Deletes everything of namespace `ns` (tasks, indexes, leadership,
+    /// wake-up markers) from whichever store this is; returns how many
+    /// tasks or keys went. For tests and for retiring an application:
+    /// running executors on `ns` lose their tasks.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
+        match self {
+            Self::Memory(s) => {
+                let n = s.counts(ns).await?.total();
+                s.remove_namespace(ns);
+                Ok(n)
+            }
+            #[cfg(feature = "redis")]
+            Self::Redis(s) => s.purge(ns).await,
+            #[cfg(feature = "mysql")]
+            Self::MySql(s) => s.purge(ns).await,
+            #[cfg(all(feature = "redis", feature = "mysql"))]
+            Self::Tiered(s) => Ok(s.hot().purge(ns).await? + s.cold().purge(ns).await?),
+        }
+    }
+
     /// Which store this is: `memory`, `redis`, `mysql` or `tiered`.
     pub fn kind(&self) -> &'static str {
         match self {
