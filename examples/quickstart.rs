@@ -153,7 +153,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("Reliable Executor quickstart ({:?} storage)\n", args.store.storage);
     // A namespace per run, so business ids like `reminder_ada` are fresh each time.
     let namespace = format!("quickstart-{}", std::process::id());
-    let outcome = examples::with_storage!(args.store, |storage| run(storage, namespace).await)?;
+    let outcome = run(args.store.connect().await?, namespace).await?;
 
     println!("\n{:<16} {:<40} {:<10} {:>8}", "task", "id", "state", "attempts");
     for t in &outcome.tasks {

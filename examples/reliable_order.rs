@@ -88,7 +88,7 @@ struct Args {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let ns = format!("orders-{}", std::process::id());
-    examples::with_storage!(args.store, |storage| run(storage, ns).await)
+    run(args.store.connect().await?, ns).await
 }
 
 async fn run<S: Storage>(storage: S, ns: String) -> Result<(), Box<dyn std::error::Error>> {

@@ -174,7 +174,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
     let args = Args::parse();
-    examples::with_storage!(args.store, |storage| serve(storage, &args).await)
+    serve(args.store.connect().await?, &args).await
 }
 
 async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::error::Error>> {

@@ -1,6 +1,7 @@
 //! Shared helpers of the example programs: the `--storage` flag and its URLs.
 
 use clap::ValueEnum;
+use executor_any::AnyStorage;
 
 /// Where an example's tasks live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -27,28 +28,24 @@ pub struct StoreArgs {
     pub mysql_url: String,
 }
 
-/// Connects the chosen storage and evaluates `body` with it bound to `$s`
-/// (each storage is a different type, so this is a macro, not a function).
-/// Use inside an `async fn` returning `Result<_, Box<dyn Error>>`.
-#[macro_export]
-macro_rules! with_storage {
-    ($args:expr, |$s:ident| $body:expr) => {{
-        let args: &$crate::StoreArgs = &$args;
-        match args.storage {
-            $crate::StorageKind::Memory => {
-                let $s = ::executor_core::MemoryStorage::new();
-                $body
-            }
-            $crate::StorageKind::Redis => {
-                let $s = ::executor_redis::RedisStorage::connect(&args.redis_url).await?;
-                $body
-            }
-            $crate::StorageKind::Mysql => {
-                let $s = ::executor_mysql::MySqlStorage::connect(&args.mysql_url).await?;
-                $body
-            }
+impl StoreArgs {
+    /// The URL of the chosen store (`memory:`, or the Redis or MySQL URL).
+    pub fn url(&self) -> &str {
+        match self.storage {
+            StorageKind::Memory => "memory:",
+            StorageKind::Redis => &self.redis_url,
+            StorageKind::Mysql => &self.mysql_url,
         }
-    }};
+    }
+
+    /// Connects the chosen store as an [`AnyStorage`]: one executor type
+    /// whatever the flag says.
+    ///
+    /// # Errors
+    /// The driver's connect error.
+    pub async fn connect(&self) -> executor_core::Result<AnyStorage> {
+        AnyStorage::connect(self.url()).await
+    }
 }
 
 /// The README's Rust code runs as doc tests of this crate
