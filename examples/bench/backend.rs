@@ -81,3 +81,28 @@ impl Backend for MySqlStorage {
         None
     }
 }
+
+/// Redis (or any store) behind `AnyStorage`: the same figures as the store
+/// it holds, so the erasure's cost shows against a direct `RedisStorage`.
+impl Backend for executor_any::AnyStorage {
+    async fn drop_namespace(&self, ns: &Namespace) {
+        if let Err(e) = self.purge(ns).await {
+            eprintln!("purge of {ns} failed: {e}");
+        }
+    }
+
+    async fn used_memory(&self) -> Option<u64> {
+        self.redis()?.used_memory().await
+    }
+
+    async fn server_cpu(&self) -> Option<f64> {
+        self.redis()?.server_cpu().await
+    }
+
+    fn redis(&self) -> Option<&RedisStorage> {
+        match self {
+            executor_any::AnyStorage::Redis(r) => Some(r),
+            _ => None,
+        }
+    }
+}

@@ -27,6 +27,8 @@ enum Store {
     Redis,
     Memory,
     Mysql,
+    /// Redis behind `AnyStorage` (executor-any): what the type erasure costs.
+    AnyRedis,
 }
 
 /// A part of the benchmark.
@@ -138,6 +140,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Store::Mysql => {
                 let storage = executor_mysql::MySqlStorage::connect(&args.mysql_url).await?;
                 phases::run_all(storage, &args).await
+            }
+            Store::AnyRedis => {
+                let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;
+                phases::run_all(executor_any::AnyStorage::from(storage), &args).await
             }
         }
     })?;

@@ -28,6 +28,10 @@ pub(crate) async fn run(args: &Args, ns: &str) -> Res<()> {
         }
         Store::Memory => work(MemoryStorage::new(), &ns, args).await,
         Store::Mysql => work(executor_mysql::MySqlStorage::connect(&args.mysql_url).await?, &ns, args).await,
+        Store::AnyRedis => {
+            let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;
+            work(executor_any::AnyStorage::from(storage), &ns, args).await
+        }
     }
 }
 
