@@ -27,7 +27,7 @@ const CORRUPT: &str = "bad-1";
 /// it down at the end).
 async fn seeded(namespace: &str) -> BoxResult<(Router, CorruptStore, RunningExecutor)> {
     let store = CorruptStore::default();
-    store.corrupt(CORRUPT, TaskState::Error, "expected value at line 1 column 1");
+    store.hooks().corrupt(CORRUPT, TaskState::Error, "expected value at line 1 column 1");
     let exec = executor_on(store.clone(), namespace, Arc::new(AtomicBool::new(true))).await?;
     let app = Router::new().nest("/admin", admin_router(&exec));
     let running = exec.start();
@@ -111,7 +111,7 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
                 if method == "POST" && path == "/api/tasks" { &bodies } else { &[None] };
             for uri in &uris {
                 for body in sent {
-                    store.corrupt(CORRUPT, TaskState::Error, "expected value at line 1 column 1");
+                    store.hooks().corrupt(CORRUPT, TaskState::Error, "expected value at line 1 column 1");
                     let (status, ctype, text) = call(&app, &method, &format!("/admin{uri}"), *body).await?;
                     probes += 1;
                     let what = format!("{method} {uri} {body:?} -> {status} {ctype}: {text:.200}");

@@ -44,8 +44,8 @@ async fn seeded(namespace: &str) -> BoxResult<(Router, CorruptStore)> {
         assert_eq!(done.state, TaskState::Failed);
     }
     running.shutdown().await?;
-    store.corrupt("bad-1", TaskState::Failed, REASON);
-    store.corrupt("bad-2", TaskState::Error, "expected value at line 1 column 1");
+    store.hooks().corrupt("bad-1", TaskState::Failed, REASON);
+    store.hooks().corrupt("bad-2", TaskState::Error, "expected value at line 1 column 1");
     Ok((app, store))
 }
 
@@ -117,8 +117,8 @@ async fn a_corrupt_record_reads_as_a_clear_error_and_deletes() -> BoxResult {
 #[tokio::test]
 async fn requeue_all_requeues_the_readable_and_reports_the_rest() -> BoxResult {
     let (app, store) = seeded("unreadable-requeue-all").await?;
-    store.refuse_requeue("crm-1", false);
-    store.refuse_requeue("crm-2", true);
+    store.hooks().refuse_requeue("crm-1", false);
+    store.hooks().refuse_requeue("crm-2", true);
 
     let (status, r) = json(&app, "POST", "/admin/api/dead-letter/requeue", None).await?;
     assert_eq!(status, StatusCode::OK, "{r}");
@@ -163,7 +163,7 @@ async fn requeue_all_requeues_the_readable_and_reports_the_rest() -> BoxResult {
 async fn requeue_all_stops_and_says_so_when_the_store_keeps_failing() -> BoxResult {
     let (app, store) = seeded("unreadable-requeue-down").await?;
     for n in 0..4 {
-        store.refuse_requeue(&format!("crm-{n}"), true);
+        store.hooks().refuse_requeue(&format!("crm-{n}"), true);
     }
     let (status, r) = json(&app, "POST", "/admin/api/dead-letter/requeue", None).await?;
     assert_eq!(status, StatusCode::OK, "{r}");
@@ -208,7 +208,7 @@ async fn the_dashboard_shows_unreadable_records_with_a_delete_button() -> BoxRes
     assert!(page.contains(r#"action="/admin/tasks/crm-3/delete""#), "{page}");
 
     // Requeue all: the readable tasks go, the notice names what did not.
-    store.refuse_requeue("crm-1", false);
+    store.hooks().refuse_requeue("crm-1", false);
     let (status, location) = post_form(&app, "/admin/dead-letter/requeue").await?;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let notice = percent_encoding::percent_decode_str(&location).decode_utf8_lossy();

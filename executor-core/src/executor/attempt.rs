@@ -124,14 +124,17 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
 
     if let Some(state) = state {
         m::finished(&task.name, state, outcome.failed_attempt, run_time);
-        let after = after(&task, &outcome.finish, state);
+        if listeners.is_empty() {
+            return;
+        }
+        let after = after(task, &outcome.finish, state);
         let error = outcome.finish.error().unwrap_or_default();
         match (&outcome.finish, state) {
             (Finish::Completed, _) => listeners.completed(&after),
             (Finish::Retry { delay, .. }, _) => {
                 listeners.retry_scheduled(&after, error, crate::time::millis(*delay));
             }
-            (Finish::Cancelled, _) => listeners.cancelled(&task.id),
+            (Finish::Cancelled, _) => listeners.cancelled(&after.id),
             (_, s) if s.is_dead_letter() => listeners.dead_lettered(&after, s, error),
             _ => {}
         }
@@ -141,9 +144,8 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
 /// The record as the store holds it after `finish` took it to `state`, for
 /// listeners (which must see the state after the transition). Times are
 /// this worker's clock; the store's record carries the store's.
-pub(super) fn after(task: &TaskRecord, finish: &Finish, state: TaskState) -> TaskRecord {
+fn after(mut rec: TaskRecord, finish: &Finish, state: TaskState) -> TaskRecord {
     let now = Timestamp::now_system();
-    let mut rec = task.clone();
     rec.state = state;
     rec.worker = None;
     rec.lease_until = None;

@@ -1,6 +1,7 @@
 //! [`Intercepted`]: a [`Storage`] that sends the worker-path calls (claim,
-//! heartbeat, finish) through user hooks and forwards everything else to
-//! the store it wraps, so a test double or a recorder keeps only its own
+//! heartbeat, finish), the query and admin calls (get, list, counts,
+//! cancel, requeue, delete) and tier imports through user hooks and
+//! forwards everything else to the store it wraps, so a test double or a recorder keeps only its own
 //! logic instead of re-forwarding the whole trait.
 
 use std::{future::Future, time::Duration};
@@ -11,7 +12,7 @@ use crate::{
     WorkerId,
 };
 
-/// Hooks around the calls a worker makes on its store. Every method gets
+/// Hooks around the calls a worker or an operator makes on its store. Every method gets
 /// the wrapped store `inner` and the call's arguments; the default bodies
 /// just call `inner`, so an implementation overrides only what it watches
 /// or bends (delays a reply, reports leases lost, records answers).
@@ -128,6 +129,63 @@ pub trait Intercept<S: Storage>: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Result<TaskState>>>> + Send {
         inner.finish_many(ns, items)
     }
+    /// Around [`Storage::cancel`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn cancel(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<CancelOutcome>> + Send {
+        inner.cancel(ns, id)
+    }
+
+    /// Around [`Storage::get`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn get(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        id: &TaskId,
+    ) -> impl Future<Output = Result<Option<TaskRecord>>> + Send {
+        inner.get(ns, id)
+    }
+
+    /// Around [`Storage::list`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn list(&self, inner: &S, ns: &Namespace, query: ListQuery) -> impl Future<Output = Result<Page>> + Send {
+        inner.list(ns, query)
+    }
+
+    /// Around [`Storage::delete`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn delete(&self, inner: &S, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<bool>> + Send {
+        inner.delete(ns, id)
+    }
+
+    /// Around [`Storage::counts`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn counts(&self, inner: &S, ns: &Namespace) -> impl Future<Output = Result<StateCounts>> + Send {
+        inner.counts(ns)
+    }
+
+    /// Around [`Storage::requeue`].
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn requeue(&self, inner: &S, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send {
+        inner.requeue(ns, id)
+    }
 
     /// Around [`TierStorage::import`] (a tier's insert of a promoted task).
     ///
@@ -148,10 +206,10 @@ pub trait Intercept<S: Storage>: Send + Sync {
 
 impl<S: Storage> Intercept<S> for () {}
 
-/// A store `S` whose claims, heartbeats and finishes go through the hooks
-/// `I`; every other method of [`Storage`] goes straight to `S`, including
-/// the ones the trait has defaults for (`submit_many`, `now`, `due_before`,
-/// `import`, `remove`, `housekeeping`), so the wrapper behaves like `S`
+/// A store `S` whose claims, heartbeats, finishes, reads, cancels,
+/// requeues, deletes and imports go through the hooks `I`; every other
+/// method goes straight to `S`, including the ones the trait has defaults
+/// for (`submit_many`, `housekeeping`), so the wrapper behaves like `S`
 /// wherever the hooks do not say otherwise. See [`Intercept`] for an example.
 #[derive(Clone, Debug, Default)]
 pub struct Intercepted<S, I> {
@@ -217,27 +275,27 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        self.inner.cancel(ns, id).await
+        self.hooks.cancel(&self.inner, ns, id).await
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        self.inner.get(ns, id).await
+        self.hooks.get(&self.inner, ns, id).await
     }
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        self.inner.list(ns, query).await
+        self.hooks.list(&self.inner, ns, query).await
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        self.inner.delete(ns, id).await
+        self.hooks.delete(&self.inner, ns, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        self.inner.counts(ns).await
+        self.hooks.counts(&self.inner, ns).await
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.inner.requeue(ns, id).await
+        self.hooks.requeue(&self.inner, ns, id).await
     }
 
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
