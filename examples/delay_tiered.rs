@@ -20,8 +20,8 @@ use std::{
 
 use clap::{Parser, ValueEnum};
 use executor_core::{
-    Executor, MemoryStorage, Namespace, TaskId, TaskRecord, TaskState, Tier, TierStorage, TieredStorage,
-    prelude::*,
+    Executor, MemoryStorage, Namespace, TaskId, TaskRecord, TaskState, Tier, TieredStorage, prelude::*,
+    storage::TierStorage,
 };
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;
@@ -121,7 +121,7 @@ async fn run<H: TierStorage + Clone, C: TierStorage + Clone>(
     let mut ids: Vec<TaskId> = Vec::new();
     for (id, delay, failures) in plan {
         let task = notify::with(Notice { to: format!("+1-555-{id}"), failures }).id(id).delay(delay);
-        ids.push(task.submit(&executor).await?);
+        ids.push(task.submit(&executor).await?.id);
     }
 
     println!("{:>5}  {}", "t(s)", ids.iter().map(|i| format!("{:<22}", i.as_str())).collect::<String>());

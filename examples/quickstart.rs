@@ -17,7 +17,9 @@ use std::{
 };
 
 use clap::Parser;
-use executor_core::{Executor, Listener, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
+use executor_core::{
+    Executor, Listener, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*, storage::Storage,
+};
 
 // ---- the application's state, given to the executor with `.data(..)` ----
 
@@ -190,46 +192,55 @@ async fn run<S: Storage>(storage: S, namespace: String) -> Result<Outcome, Box<d
     let mut ids: Vec<TaskId> = Vec::new();
 
     // 1. A plain submit, typed: a wrong payload type would not compile.
-    ids.push(send_welcome::submit(&executor, Welcome { user: "ada".into() }).await?);
+    ids.push(send_welcome::submit(&executor, Welcome { user: "ada".into() }).await?.id);
     // 2. A delayed task with a business id.
     ids.push(
         send_reminder::with(Welcome { user: "ada".into() })
             .id("reminder_ada")
             .delay(Duration::from_millis(1_500))
             .submit(&executor)
-            .await?,
+            .await?
+            .id,
     );
     // 3. Fails twice, then succeeds under exponential backoff.
-    ids.push(charge_card::with(12_345).id("order_12345_pay").submit(&executor).await?);
+    ids.push(charge_card::with(12_345).id("order_12345_pay").submit(&executor).await?.id);
     // 4. Always fails: ends FAILED in the dead letter (requeued below).
-    let crm_task = sync_crm::submit(&executor, 77).await?;
+    let crm_task = sync_crm::submit(&executor, 77).await?.id;
     ids.push(crm_task.clone());
     // 5. Submitted, then cancelled before it runs.
     let cancelled = send_reminder::with(Welcome { user: "bob".into() })
         .id("reminder_bob")
         .delay(Duration::from_secs(60))
         .submit(&executor)
-        .await?;
+        .await?
+        .id;
     executor.cancel(&cancelled).await?;
     ids.push(cancelled);
     // 6. A burst of 20 debounced submits within ~200 ms runs once, with the last payload.
-    let mut debounced = None;
+    let (mut debounced, mut created) = (None, 0);
     for views in 1..=20u32 {
-        let id = refresh_stats::with(views)
+        let answer = refresh_stats::with(views)
             .debounce("stats:user-42", Duration::from_millis(500))
             .submit(&executor)
             .await?;
-        debounced.get_or_insert(id);
+        // Each submit says what it did: the first created the task, the
+        // others moved it.
+        if answer.outcome == SubmitOutcome::Created {
+            created += 1;
+        }
+        debounced.get_or_insert(answer.id);
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     if let Some(id) = debounced {
         clock.say(&format!(
-            "refresh_stats {id}: 20 submits under one debounce key, due 500 ms after the last"
+            "refresh_stats {id}: 20 submits under one debounce key ({created} created, {} debounced), \
+             due 500 ms after the last",
+            20 - created
         ));
         ids.push(id);
     }
     // 7. Runs past its max_duration: TIMEOUT.
-    ids.push(build_report::submit(&executor).await?);
+    ids.push(build_report::submit(&executor).await?.id);
     // 8. A batch in one call: one answer per task (created, existing, debounced, or its error).
     let batch = ["grace", "linus"].map(|user| Welcome { user: user.into() });
     for answer in send_welcome::submit_many(&executor, batch).await {

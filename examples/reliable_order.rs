@@ -14,7 +14,9 @@ use std::sync::{
 };
 
 use clap::Parser;
-use executor_core::{Executor, Listener, Storage, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
+use executor_core::{
+    Executor, Listener, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*, storage::Storage,
+};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct PayOrder {
@@ -106,7 +108,8 @@ async fn run<S: Storage>(storage: S, ns: String) -> Result<(), Box<dyn std::erro
         let id = pay_order::with(PayOrder { order_id, amount_cents })
             .id(format!("order_{order_id}_pay"))
             .submit(&executor)
-            .await?;
+            .await?
+            .id;
         println!("submitted {id}");
         ids.push(id);
     }
@@ -114,14 +117,15 @@ async fn run<S: Storage>(storage: S, ns: String) -> Result<(), Box<dyn std::erro
     let again = pay_order::with(PayOrder { order_id: 12_345, amount_cents: 4_999 }).id("order_12345_pay");
     match again.submit(&executor).await {
         Err(e) => println!("second plain submit of order_12345_pay refused: {e}"),
-        Ok(id) => println!("unexpected: {id} accepted twice"),
+        Ok(answer) => println!("unexpected: {} accepted twice", answer.id),
     }
     // ...or, asked idempotently, answers with the existing task.
-    pay_order::with(PayOrder { order_id: 12_345, amount_cents: 4_999 })
+    let answer = pay_order::with(PayOrder { order_id: 12_345, amount_cents: 4_999 })
         .id("order_12345_pay")
         .idempotent()
         .submit(&executor)
         .await?;
+    println!("idempotent submit of {}: {}", answer.id, answer.outcome.as_str());
 
     println!();
     println!("{:<20} {:<10} {:>8}  last error", "task", "state", "attempts");

@@ -23,7 +23,7 @@ use std::{
 use axum::{Json, Router, extract::State, http::StatusCode, routing::post};
 use clap::Parser;
 use executor_admin::ApiError;
-use executor_core::{Executor, Storage, prelude::*, shutdown_signal};
+use executor_core::{Executor, prelude::*, shutdown_signal, storage::Storage};
 use tokio::sync::watch;
 
 // ---- the application's state, given to the executor with `.data(..)` ----
@@ -134,7 +134,8 @@ async fn create_order<S: Storage>(
     Json(order): Json<NewOrder>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let param = OrderParam { order_id: order.order_id, amount_cents: order.amount_cents };
-    let id = process_order::with(param).id(format!("order_{}_pay", order.order_id)).submit(&executor).await?;
+    let id =
+        process_order::with(param).id(format!("order_{}_pay", order.order_id)).submit(&executor).await?.id;
     Ok((StatusCode::ACCEPTED, Json(Accepted { task_id: id.into_string() })))
 }
 
@@ -147,7 +148,8 @@ async fn create_notification<S: Storage>(
     let id = send_notification::with(Notification { user: n.user, message: n.message })
         .delay(delay)
         .submit(&executor)
-        .await?;
+        .await?
+        .id;
     Ok((StatusCode::ACCEPTED, Json(Accepted { task_id: id.into_string() })))
 }
 

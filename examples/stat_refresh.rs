@@ -18,7 +18,7 @@ use std::{
 };
 
 use clap::{Parser, ValueEnum};
-use executor_core::{Coalescer, Executor, MemoryStorage, Namespace, Storage, TaskState, prelude::*};
+use executor_core::{Coalescer, Executor, MemoryStorage, Namespace, TaskState, prelude::*, storage::Storage};
 use executor_redis::RedisStorage;
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -101,7 +101,8 @@ async fn run<S: Storage>(storage: S, ns: String, args: &Args) -> Result<(), Box<
                     .debounce(format!("stats:user-{user}"), Duration::from_millis(400))
                     .max_wait(Duration::from_secs(5))
                     .submit(&coalescer)
-                    .await?;
+                    .await?
+                    .id;
                 last.insert(user, n);
                 ids.insert(user, id);
             }

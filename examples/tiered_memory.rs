@@ -20,7 +20,10 @@ use std::{
 };
 
 use clap::Parser;
-use executor_core::{Due, Namespace, NewTask, Storage, SubmitMode, TaskId, TieredStorage};
+use executor_core::{
+    Namespace, TaskId, TieredStorage,
+    storage::{Due, NewTask, Storage},
+};
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;
 use fred::interfaces::ClientLike;
@@ -74,16 +77,15 @@ async fn submit_far<S: Storage>(storage: Arc<S>, ns: &Namespace, args: &Args) ->
                 let Some(range) = next else { return Ok::<(), Error>(()) };
                 let mut tasks = Vec::with_capacity(range.len());
                 for i in range {
-                    tasks.push(NewTask {
-                        id: TaskId::new(format!("far-{i:07}"))?,
-                        name: "notify".to_owned(),
-                        payload: payload.clone(),
-                        due: Due::After(Duration::from_secs(30 * 86_400)),
-                        max_attempts: 3,
-                        max_duration: None,
-                        timeout: None,
-                        retry: None,
-                        mode: SubmitMode::Plain,
+                    tasks.push({
+                        let mut t = NewTask::new(
+                            TaskId::new(format!("far-{i:07}"))?,
+                            "notify".to_owned(),
+                            payload.clone(),
+                        );
+                        t.due = Due::After(Duration::from_secs(30 * 86_400));
+                        t.max_attempts = 3;
+                        t
                     });
                 }
                 for r in storage.submit_many(&ns, tasks).await? {

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use executor_core::{MemoryStorage, Namespace, Storage};
+use executor_core::{MemoryStorage, Namespace, storage::Storage};
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;
 use fred::interfaces::ClientLike;

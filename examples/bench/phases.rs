@@ -10,8 +10,8 @@ use std::{
 };
 
 use executor_core::{
-    Client, Due, Executor, ExecutorBuilder, Handler, Namespace, NewTask, Submit, SubmitMode, TaskContext,
-    TaskId, Timestamp,
+    Client, Executor, ExecutorBuilder, Handler, Namespace, Submit, TaskContext, TaskId, Timestamp,
+    storage::{Due, NewTask},
 };
 
 use crate::{Args, Phase, backend::Backend, stats};
@@ -20,17 +20,10 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// A no-op task (payload `null`, one attempt).
 pub(crate) fn noop(name: &str, payload: Vec<u8>, due: Due) -> NewTask {
-    NewTask {
-        id: TaskId::generate(),
-        name: name.to_owned(),
-        payload,
-        due,
-        max_attempts: 1,
-        max_duration: None,
-        timeout: None,
-        retry: None,
-        mode: SubmitMode::Plain,
-    }
+    let mut task = NewTask::new(TaskId::generate(), name, payload);
+    task.due = due;
+    task.max_attempts = 1;
+    task
 }
 
 pub(crate) fn namespace(what: &str) -> Res<Namespace> {

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    Due, Namespace, PromoteStep, Result, Storage, TaskId, TaskState, TierStorage, TieredStorage, WorkerId,
+    Namespace, PromoteStep, Result, TaskId, TaskState, TieredStorage, WorkerId,
+    storage::{Due, Storage, TierStorage},
     testing,
 };
 use executor_mysql::MySqlStorage;
@@ -55,7 +56,7 @@ async fn cleanup(storage: &Tiered, ns: &Namespace) {
 
 executor_core::storage_conformance_tests!(fresh, cleanup);
 
-fn task(id: &str, delay: Duration) -> executor_core::NewTask {
+fn task(id: &str, delay: Duration) -> executor_core::storage::NewTask {
     let mut t = testing::new_task(id);
     t.due = Due::After(delay);
     t

@@ -2,7 +2,9 @@
 
 use std::fmt;
 
-use executor_core::{Client, DEFAULT_MAX_PAYLOAD, Executor, Registry, Storage, TaskOptions, WorkerId};
+use executor_core::{
+    Client, DEFAULT_MAX_PAYLOAD, Executor, Registry, TaskOptions, WorkerId, storage::Storage,
+};
 
 /// Largest JSON body the admin API reads before answering 413: the core's
 /// default payload limit plus room for the envelope (`name`, `id`, ...).

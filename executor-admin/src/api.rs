@@ -11,9 +11,7 @@ use axum::{
     },
     http::StatusCode,
 };
-use executor_core::{
-    CancelOutcome, ListQuery, Storage, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState,
-};
+use executor_core::{ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState, storage::Storage};
 
 use crate::{
     Admin, ApiError, ErrorBody,
@@ -60,8 +58,8 @@ pub(crate) async fn submit<S: Storage>(
     let Json(req) = body?;
     let client = admin.client();
     let plain = req.id.is_none() && req.delay_ms.is_none() && !req.idempotent;
-    let (id, outcome) = if plain {
-        (client.submit_json(&req.name, req.payload).await?, SubmitOutcome::Created)
+    let submitted = if plain {
+        client.submit_json(&req.name, req.payload).await?
     } else {
         let defaults = admin.defaults(&req.name).unwrap_or_default();
         let mut builder = TaskBuilder::new(req.name, req.payload, defaults);
@@ -74,15 +72,11 @@ pub(crate) async fn submit<S: Storage>(
         if req.idempotent {
             builder = builder.idempotent();
         }
-        let submitted = client.submit_new(builder.into_new_task()?).await?;
-        (submitted.id, submitted.outcome)
+        client.submit_new(builder.into_new_task()?).await?
     };
-    let (status, outcome) = match outcome {
-        SubmitOutcome::Existing => (StatusCode::OK, "existing"),
-        SubmitOutcome::Debounced => (StatusCode::OK, "debounced"),
-        SubmitOutcome::Created => (StatusCode::CREATED, "created"),
-    };
-    Ok((status, Json(SubmitResponse { id: id.into_string(), outcome: outcome.to_owned() })))
+    let (id, outcome) = (submitted.id, submitted.outcome);
+    let status = if outcome == SubmitOutcome::Created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(SubmitResponse { id: id.into_string(), outcome: outcome.as_str().to_owned() })))
 }
 
 /// One task.
@@ -151,10 +145,9 @@ pub(crate) async fn list<S: Storage>(
 ) -> ApiResult<Json<PageView>> {
     let Query(q) = query?;
     let state: TaskState = q.state.parse()?;
-    let page = admin
-        .client()
-        .list(ListQuery { state, cursor: q.cursor, limit: q.limit.unwrap_or(DEFAULT_PAGE) })
-        .await?;
+    let mut query = ListQuery::new(state, q.limit.unwrap_or(DEFAULT_PAGE));
+    query.cursor = q.cursor;
+    let page = admin.client().list(query).await?;
     Ok(Json(PageView {
         tasks: page.tasks.into_iter().map(TaskView::from).collect(),
         next: page.next,
@@ -180,11 +173,8 @@ pub(crate) async fn cancel<S: Storage>(
 ) -> ApiResult<Json<CancelResponse>> {
     let Path(id) = path?;
     let id = task_id(&id)?;
-    let outcome = match admin.client().cancel(&id).await? {
-        CancelOutcome::Cancelled => "cancelled",
-        CancelOutcome::Requested => "requested",
-    };
-    Ok(Json(CancelResponse { id: id.into_string(), outcome: outcome.to_owned() }))
+    let outcome = admin.client().cancel(&id).await?;
+    Ok(Json(CancelResponse { id: id.into_string(), outcome: outcome.as_str().to_owned() }))
 }
 
 /// Move a dead-lettered task back to `PENDING`, due now, attempts reset.
@@ -253,8 +243,9 @@ pub(crate) async fn requeue_dead_letter<S: Storage>(
     'states: for state in TaskState::ALL.into_iter().filter(|s| s.is_dead_letter()) {
         let mut cursor = None;
         while budget > 0 {
-            let page = match client.list(ListQuery { state, cursor, limit: budget.min(REQUEUE_BATCH) }).await
-            {
+            let mut query = ListQuery::new(state, budget.min(REQUEUE_BATCH));
+            query.cursor = cursor;
+            let page = match client.list(query).await {
                 Ok(page) => page,
                 Err(e) if out.requeued == 0 && out.errors.is_empty() => return Err(e.into()),
                 Err(e) => {

@@ -8,7 +8,7 @@ use axum::{
     http::StatusCode,
     routing::{MethodFilter, on},
 };
-use executor_core::{MemoryStorage, Storage};
+use executor_core::{MemoryStorage, storage::Storage};
 
 use crate::{Admin, ApiError, api, dashboard, openapi};
 

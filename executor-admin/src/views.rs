@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use executor_core::{Leadership, TaskRecord, TaskState, Unreadable};
+use executor_core::{TaskRecord, TaskState, Unreadable, storage::Leadership};
 use serde::{Deserialize, Serialize};
 use utoipa::{
     IntoParams, ToSchema,

@@ -57,15 +57,15 @@ async fn counters_match_what_happened() -> BoxResult {
     let (r1, r2) = (exec.start(), flaky.start());
     let mut ids = Vec::new();
     for n in 0..3 {
-        ids.push(TaskBuilder::new("echo", n, TaskOptions::new()).submit(&exec).await?);
+        ids.push(TaskBuilder::new("echo", n, TaskOptions::new()).submit(&exec).await?.id);
     }
     for n in 0..2 {
-        ids.push(TaskBuilder::new("sync_crm", n, TaskOptions::new()).submit(&exec).await?);
+        ids.push(TaskBuilder::new("sync_crm", n, TaskOptions::new()).submit(&exec).await?.id);
     }
     let dup = TaskBuilder::new("echo", 9, TaskOptions::new()).id("same").idempotent();
     dup.submit(&exec).await?;
     TaskBuilder::new("echo", 9, TaskOptions::new()).id("same").idempotent().submit(&exec).await?;
-    let flaky_id = TaskBuilder::new("flaky", (), TaskOptions::new()).submit(&flaky).await?;
+    let flaky_id = TaskBuilder::new("flaky", (), TaskOptions::new()).submit(&flaky).await?.id;
     for id in ids.iter().chain([&executor_core::TaskId::new("same")?]) {
         exec.wait_for(id, Duration::from_secs(5)).await?;
     }

@@ -26,9 +26,9 @@
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, MemoryStorage, Namespace, NewTask,
-    Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
-    TieredStorage, Timestamp, WorkerId,
+    CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts,
+    Submitted, TaskId, TaskRecord, TaskState, TieredStorage, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 #[cfg(feature = "mysql")]
 use executor_mysql::MySqlStorage;
@@ -294,12 +294,53 @@ impl Storage for AnyStorage {
         each!(self, s => Storage::now(s, ns).await)
     }
 
+    async fn max_payload(&self) -> Result<usize> {
+        each!(self, s => s.max_payload().await)
+    }
+
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
         each!(self, s => s.housekeeping(ns).await)
     }
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         each!(self, s => s.wait_for_work(ns, max_wait).await)
+    }
+}
+
+/// Calls a tier method on a store that can be a tier; a tiered store
+/// cannot be a tier of another, and says so.
+macro_rules! tier {
+    ($self:expr, $method:literal, $s:ident => $call:expr) => {
+        match $self {
+            AnyStorage::Memory($s) => $call,
+            #[cfg(feature = "redis")]
+            AnyStorage::Redis($s) => $call,
+            #[cfg(feature = "mysql")]
+            AnyStorage::MySql($s) => $call,
+            #[cfg(all(feature = "redis", feature = "mysql"))]
+            AnyStorage::Tiered(_) => Err(Error::unsupported(
+                $method,
+                "a tiered store cannot be a tier of another; give TieredStorage a memory:, redis:// or mysql:// store",
+            )),
+        }
+    };
+}
+
+/// A memory, Redis or MySQL store can be either tier of a
+/// [`TieredStorage`], chosen by URL: `TieredStorage::new(AnyStorage::connect(hot).await?,
+/// AnyStorage::connect(cold).await?)`. A tiered `AnyStorage` answers
+/// [`Error::Unsupported`].
+impl TierStorage for AnyStorage {
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        tier!(self, "due_before", s => s.due_before(ns, before, limit).await)
+    }
+
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        tier!(self, "import", s => s.import(ns, record).await)
+    }
+
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        tier!(self, "remove", s => s.remove(ns, id, fence).await)
     }
 }
 

@@ -5,7 +5,11 @@
 use std::time::Duration;
 
 use executor_any::AnyStorage;
-use executor_core::{Error, Finish, Namespace, Storage, TaskState, WorkerId, testing};
+use executor_core::{
+    Error, Namespace, TaskState, WorkerId,
+    storage::{Finish, Storage},
+    testing,
+};
 
 async fn fresh() -> (AnyStorage, Namespace) {
     match AnyStorage::connect("memory:").await {

@@ -10,7 +10,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use executor_core::{Due, ListQuery, Namespace, NewTask, Storage, SubmitMode, TaskId, TaskState};
+use executor_core::{
+    ListQuery, Namespace, TaskId, TaskState,
+    storage::{Due, NewTask, Storage, SubmitMode},
+};
 
 use crate::{
     check::{Final, check, check_demoted, check_due, check_victims},
@@ -534,18 +537,12 @@ async fn submit_paced<S: Storage>(
 
 fn new_task(id: &str, delay: Option<Duration>) -> Option<NewTask> {
     let index: u64 = id.trim_start_matches('t').parse().ok()?;
-    Some(NewTask {
-        id: TaskId::new(id).ok()?,
-        name: TASK_NAME.to_owned(),
-        payload: index.to_string().into_bytes(),
-        due: delay.map_or(Due::Now, Due::After),
-        // Faults never exhaust the attempts: every re-run must come from a fault.
-        max_attempts: 10_001,
-        max_duration: None,
-        timeout: None,
-        retry: None,
-        mode: SubmitMode::Idempotent,
-    })
+    let mut task = NewTask::new(TaskId::new(id).ok()?, TASK_NAME, index.to_string().into_bytes());
+    task.due = delay.map_or(Due::Now, Due::After);
+    // Faults never exhaust the attempts: every re-run must come from a fault.
+    task.max_attempts = 10_001;
+    task.mode = SubmitMode::Idempotent;
+    Some(task)
 }
 
 /// Waits until every ordinary task is terminal, then up to

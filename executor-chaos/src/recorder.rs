@@ -15,7 +15,8 @@ use std::{
 };
 
 use executor_core::{
-    Error, Finish, Heartbeat, Lease, Namespace, Result, Storage, TaskRecord, TaskState, WorkerId,
+    Error, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };
 

@@ -4,7 +4,7 @@
 
 use std::{future::Future, time::Duration};
 
-use executor_core::{ListQuery, Namespace, Result, StateCounts, Storage, TaskRecord, TaskState};
+use executor_core::{ListQuery, Namespace, Result, StateCounts, TaskRecord, TaskState, storage::Storage};
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;
 

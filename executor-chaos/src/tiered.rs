@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    Error, ListQuery, Namespace, Result, StateCounts, Storage, TaskRecord, TaskState, TieredStorage,
+    Error, ListQuery, Namespace, Result, StateCounts, TaskRecord, TaskState, TieredStorage, storage::Storage,
 };
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;

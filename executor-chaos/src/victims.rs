@@ -8,8 +8,8 @@
 use std::{fmt, sync::Arc, time::Duration};
 
 use executor_core::{
-    Due, Error, Handler, Namespace, NewTask, RetryPolicy, SubmitMode, TaskContext, TaskError, TaskId,
-    TaskState,
+    Error, Handler, Namespace, RetryPolicy, TaskContext, TaskError, TaskId, TaskState,
+    storage::{Due, NewTask, SubmitMode},
 };
 use serde::{Deserialize, Deserializer};
 
@@ -236,19 +236,14 @@ impl Victim {
             VictimKind::PanicStart => (PANIC_START, "0", Due::Now),
             VictimKind::RetryOverflow => (RETRY_OVERFLOW, "0", Due::Now),
         };
-        Ok(NewTask {
-            id: TaskId::new(&self.id)?,
-            name: name.to_owned(),
-            payload: payload.as_bytes().to_vec(),
-            due,
-            // Attempts left, so a retry is really computed (one attempt would
-            // dead-letter before any delay is looked at).
-            max_attempts: 3,
-            max_duration: None,
-            timeout: None,
-            retry: Some(RetryPolicy::fixed(Duration::from_millis(200))),
-            mode: SubmitMode::Idempotent,
-        })
+        let mut task = NewTask::new(TaskId::new(&self.id)?, name, payload.as_bytes().to_vec());
+        task.due = due;
+        // Attempts left, so a retry is really computed (one attempt would
+        // dead-letter before any delay is looked at).
+        task.max_attempts = 3;
+        task.retry = Some(RetryPolicy::fixed(Duration::from_millis(200)));
+        task.mode = SubmitMode::Idempotent;
+        Ok(task)
     }
 
     /// Whether `outcome` is what this victim must end as.
@@ -296,7 +291,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Reads victim `id` from `storage`.
-    pub async fn read<S: executor_core::Storage>(storage: &S, ns: &Namespace, id: &str) -> Self {
+    pub async fn read<S: executor_core::storage::Storage>(storage: &S, ns: &Namespace, id: &str) -> Self {
         let Ok(id) = TaskId::new(id) else { return Outcome::Failed("bad id".to_owned()) };
         match storage.get(ns, &id).await {
             Ok(Some(t)) => Outcome::Record { state: t.state, error: t.last_error },

@@ -13,8 +13,8 @@ use std::{
 
 use executor_chaos::store::ChaosStore;
 use executor_core::{
-    Due, Error, Executor, Handler, Namespace, NewTask, SubmitMode, TaskContext, TaskError, TaskId, TaskState,
-    parse_duration,
+    Error, Executor, Handler, Namespace, TaskContext, TaskError, TaskId, TaskState, parse_duration,
+    storage::NewTask,
 };
 use proptest::prelude::*;
 use serde::Deserialize;
@@ -95,10 +95,11 @@ where
     let mut ids = Vec::new();
     for i in 0..corrupt + HEALTHY {
         let id = TaskId::new(format!("g{i}")).map_err(step("id"))?;
-        let task = NewTask {
-            name: NAME.to_owned(),
-            payload: i.to_string().into_bytes(),
-            ..executor_core::testing::new_task(id.as_str())
+        let task = {
+            let mut t = executor_core::testing::new_task(id.as_str());
+            t.name = NAME.to_owned();
+            t.payload = i.to_string().into_bytes();
+            t
         };
         storage.submit(&ns, task).await.map_err(step("submit"))?;
         ids.push(id);
@@ -161,16 +162,10 @@ where
     }
     // The claim loop is alive: a fresh task still runs.
     let fresh = TaskId::new("fresh").map_err(step("id"))?;
-    let task = NewTask {
-        id: fresh.clone(),
-        name: NAME.to_owned(),
-        payload: b"1".to_vec(),
-        due: Due::Now,
-        max_attempts: 1,
-        max_duration: None,
-        timeout: None,
-        retry: None,
-        mode: SubmitMode::Plain,
+    let task = {
+        let mut t = NewTask::new(fresh.clone(), NAME.to_owned(), b"1".to_vec());
+        t.max_attempts = 1;
+        t
     };
     storage.submit(&ns, task).await.map_err(step("submit fresh"))?;
     let rec = executor.wait_for(&fresh, Duration::from_secs(10)).await.map_err(step("fresh task"))?;

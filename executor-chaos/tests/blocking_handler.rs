@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use common::{TestResult, events, spawn_worker, wait_for};
 use executor_chaos::{ledger::Event, process::TempDir, store::ChaosStore, worker::TASK_NAME};
-use executor_core::{Due, Namespace, NewTask, Storage, SubmitMode, TaskId, TaskState};
+use executor_core::{
+    Namespace, TaskId, TaskState,
+    storage::{NewTask, Storage},
+};
 use executor_redis::RedisStorage;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,20 +51,11 @@ async fn blocked_handler_is_rerun_elsewhere_and_its_late_result_refused() -> Tes
 
     let id = TaskId::new("blocked-task")?;
     storage
-        .submit(
-            &ns,
-            NewTask {
-                id: id.clone(),
-                name: TASK_NAME.to_owned(),
-                payload: b"1".to_vec(),
-                due: Due::Now,
-                max_attempts: 10,
-                max_duration: None,
-                timeout: None,
-                retry: None,
-                mode: SubmitMode::Plain,
-            },
-        )
+        .submit(&ns, {
+            let mut t = NewTask::new(id.clone(), TASK_NAME.to_owned(), b"1".to_vec());
+            t.max_attempts = 10;
+            t
+        })
         .await?;
     let first = wait_for(Duration::from_secs(10), || {
         events(dir.path()).iter().find_map(|e| match e {

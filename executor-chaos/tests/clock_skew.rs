@@ -16,21 +16,19 @@ use executor_chaos::{
     store::ChaosStore,
     worker::TASK_NAME,
 };
-use executor_core::{Due, Namespace, NewTask, SubmitMode, TaskId, TaskState};
+use executor_core::{
+    Namespace, TaskId, TaskState,
+    storage::{Due, NewTask},
+};
 
 const LEASE_MS: u64 = 2_000;
 
 fn task(id: &str, due: Due) -> Result<NewTask, executor_core::Error> {
-    Ok(NewTask {
-        id: TaskId::new(id)?,
-        name: TASK_NAME.to_owned(),
-        payload: b"7".to_vec(),
-        due,
-        max_attempts: 100,
-        max_duration: None,
-        timeout: None,
-        retry: None,
-        mode: SubmitMode::Plain,
+    Ok({
+        let mut t = NewTask::new(TaskId::new(id)?, TASK_NAME.to_owned(), b"7".to_vec());
+        t.due = due;
+        t.max_attempts = 100;
+        t
     })
 }
 

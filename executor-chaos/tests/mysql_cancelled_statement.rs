@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::TestResult;
 use executor_chaos::store::ChaosStore;
-use executor_core::{Namespace, Storage, WorkerId};
+use executor_core::{Namespace, WorkerId, storage::Storage};
 use executor_mysql::MySqlStorage;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

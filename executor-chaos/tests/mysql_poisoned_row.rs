@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::TestResult;
 use executor_chaos::store::ChaosStore;
 use executor_core::{
-    Executor, Handler, Namespace, NewTask, Storage, TaskContext, TaskError, TaskId, TaskState,
+    Executor, Handler, Namespace, TaskContext, TaskError, TaskId, TaskState, storage::Storage,
 };
 use executor_mysql::MySqlStorage;
 
@@ -28,14 +28,12 @@ async fn poisoned(update: &'static str) -> TestResult {
     for i in 0..4 {
         let id = TaskId::new(format!("p{i}"))?;
         storage
-            .submit(
-                &ns,
-                NewTask {
-                    name: "poison_step".to_owned(),
-                    payload: b"1".to_vec(),
-                    ..executor_core::testing::new_task(id.as_str())
-                },
-            )
+            .submit(&ns, {
+                let mut t = executor_core::testing::new_task(id.as_str());
+                t.name = "poison_step".to_owned();
+                t.payload = b"1".to_vec();
+                t
+            })
             .await?;
         ids.push(id);
     }

@@ -55,7 +55,10 @@ async fn redis_outage_mid_run() -> TestResult {
     let mut ids = Vec::new();
     for i in 0..400u64 {
         ids.push(
-            TaskBuilder::new("outage_step", i, TaskOptions::new().retry_limit(100)).submit(&executor).await?,
+            TaskBuilder::new("outage_step", i, TaskOptions::new().retry_limit(100))
+                .submit(&executor)
+                .await?
+                .id,
         );
     }
     let running = executor.start();

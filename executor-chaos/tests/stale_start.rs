@@ -20,8 +20,9 @@ use std::{
 };
 
 use executor_core::{
-    Executor, Handler, MemoryStorage, Namespace, Result, Storage, TaskBuilder, TaskContext, TaskError,
-    TaskOptions, TaskRecord, TaskState, WorkerId,
+    Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError, TaskOptions,
+    TaskRecord, TaskState, WorkerId,
+    storage::Storage,
     testing::{Intercept, Intercepted},
 };
 
@@ -98,7 +99,8 @@ async fn a_claim_delivered_after_its_lease_expired_is_not_started() -> Result<()
     );
     let paused = executor(slow, "paused", &running, &most).await?;
     let other = executor(store.clone(), "other", &running, &most).await?;
-    let id = TaskBuilder::new("stale_step", 1u64, TaskOptions::new().retry_limit(5)).submit(&paused).await?;
+    let id =
+        TaskBuilder::new("stale_step", 1u64, TaskOptions::new().retry_limit(5)).submit(&paused).await?.id;
     let a = paused.start();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let b = other.start();

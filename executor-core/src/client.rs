@@ -11,12 +11,16 @@ use std::{
 use serde::Serialize;
 
 use crate::{
-    CancelOutcome, Debounce, Due, Error, ListQuery, Namespace, NewTask, Page, Registry, Result, RetryPolicy,
-    StateCounts, Storage, SubmitMode, Submitted, TaskId, TaskOptions, TaskRecord, Timestamp,
-    listener::Listeners, metrics as m,
+    CancelOutcome, Error, ListQuery, Namespace, Page, Registry, Result, RetryPolicy, StateCounts, Submitted,
+    TaskId, TaskOptions, TaskRecord, Timestamp,
+    listener::Listeners,
+    metrics as m,
+    storage::{Debounce, Due, NewTask, Storage, SubmitMode},
 };
 
-/// Default payload limit: 1 MiB of JSON.
+/// Default payload limit: 1 MiB of JSON. The one setting is
+/// [`crate::ExecutorBuilder::max_payload`] (or [`Client::max_payload`]); a
+/// store's own hard limit ([`Storage::max_payload`]) applies when lower.
 pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
 
 /// Anything tasks can be submitted through: a [`Client`] or an
@@ -100,8 +104,12 @@ impl<S: Storage> Client<S> {
         Self::from_parts(Arc::new(storage), namespace, None, DEFAULT_MAX_PAYLOAD, Listeners::default())
     }
 
-    /// Sets the largest payload accepted at submit, in bytes of JSON.
-    pub fn with_max_payload(self, bytes: usize) -> Self {
+    /// Sets the largest payload accepted at submit, in bytes of JSON
+    /// (default [`DEFAULT_MAX_PAYLOAD`]); the store's own limit
+    /// ([`Storage::max_payload`]) applies when it is lower. The same setting
+    /// as [`crate::ExecutorBuilder::max_payload`], for a producer-only client.
+    #[must_use]
+    pub fn max_payload(self, bytes: usize) -> Self {
         let inner = &self.inner;
         Self::from_parts(
             Arc::clone(&inner.storage),
@@ -144,7 +152,7 @@ impl<S: Storage> Client<S> {
     /// # Errors
     /// [`Error::UnknownTask`] when no handler has this name (unless this
     /// client skips the check), and whatever [`Submit::submit_new`] returns.
-    pub async fn submit_json(&self, name: &str, payload: serde_json::Value) -> Result<TaskId> {
+    pub async fn submit_json(&self, name: &str, payload: serde_json::Value) -> Result<Submitted> {
         let defaults = match &self.inner.registry {
             Some(r) => r
                 .get(name)
@@ -153,7 +161,7 @@ impl<S: Storage> Client<S> {
             None => TaskOptions::new(),
         };
         let task = TaskBuilder::new(name.to_owned(), payload, defaults).into_new_task()?;
-        Ok(self.submit_new(task).await?.id)
+        self.submit_new(task).await
     }
 
     /// The task's record, or `None` if it does not exist (or was trimmed).
@@ -243,7 +251,16 @@ impl<S: Storage> Client<S> {
         &self.inner.listeners
     }
 
-    fn check(&self, task: &NewTask) -> Result<()> {
+    /// The payload limit in force: the lower of this client's setting and
+    /// the store's own.
+    ///
+    /// # Errors
+    /// Store failures, when the store reads its limit from the server.
+    pub async fn payload_limit(&self) -> Result<usize> {
+        Ok(self.inner.max_payload.min(self.inner.storage.max_payload().await?))
+    }
+
+    fn check(&self, task: &NewTask, max_payload: usize) -> Result<()> {
         task.validate()?;
         if let SubmitMode::Debounce(d) = &task.mode
             && d.max_wait.is_some_and(|w| w < d.window)
@@ -255,8 +272,8 @@ impl<S: Storage> Client<S> {
         {
             return Err(Error::UnknownTask(task.name.clone()));
         }
-        if task.payload.len() > self.inner.max_payload {
-            return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: self.inner.max_payload });
+        if task.payload.len() > max_payload {
+            return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: max_payload });
         }
         Ok(())
     }
@@ -264,7 +281,7 @@ impl<S: Storage> Client<S> {
 
 impl<S: Storage> Submit for Client<S> {
     async fn submit_new(&self, task: NewTask) -> Result<Submitted> {
-        self.check(&task)?;
+        self.check(&task, self.payload_limit().await?)?;
         let name = task.name.clone();
         let submitted = self.inner.storage.submit(&self.inner.namespace, task).await?;
         self.submitted(&name, &submitted);
@@ -274,10 +291,17 @@ impl<S: Storage> Submit for Client<S> {
     /// Checks every task, then sends the valid ones in batches of
     /// [`SUBMIT_BATCH`] through the store's `submit_many`.
     async fn submit_many_new(&self, tasks: Vec<NewTask>) -> Vec<Result<Submitted>> {
+        let limit = match self.payload_limit().await {
+            Ok(limit) => limit,
+            Err(e) => {
+                let (reason, retryable) = (e.to_string(), e.is_retryable());
+                return tasks.iter().map(|_| Err(Error::storage(reason.clone(), retryable))).collect();
+            }
+        };
         let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
         let mut valid: Vec<(usize, NewTask)> = Vec::new();
         for (i, task) in tasks.into_iter().enumerate() {
-            match self.check(&task) {
+            match self.check(&task, limit) {
                 Ok(()) => {
                     out.push(None);
                     valid.push((i, task));
@@ -381,7 +405,7 @@ pub async fn submit_built<C: Submit>(
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::{TaskBuilder, TaskOptions, Due};
+/// use executor_core::{TaskBuilder, TaskOptions, storage::Due};
 ///
 /// let task = TaskBuilder::new("process_order", 7u64, TaskOptions::new())
 ///     .id("order_7_pay")
@@ -470,7 +494,7 @@ impl<P: Serialize> TaskBuilder<P> {
     /// Debounce under `key`: repeats before the task runs push it to
     /// `now + window` and replace its payload.
     pub fn debounce(mut self, key: impl Into<String>, window: Duration) -> Self {
-        self.mode = SubmitMode::Debounce(Debounce { key: key.into(), window, max_wait: None });
+        self.mode = SubmitMode::Debounce(Debounce::new(key, window));
         self
     }
 
@@ -494,28 +518,25 @@ impl<P: Serialize> TaskBuilder<P> {
             Some(id) => TaskId::new(id)?,
             None => TaskId::generate(),
         };
-        Ok(NewTask {
-            id,
-            name: self.name,
-            payload,
-            due: self.due,
-            max_attempts: self.options.max_attempts(),
-            max_duration: self.options.max_duration,
-            timeout: self.options.timeout,
-            // The handler's default policy applies unless overridden, so a
-            // custom default keeps working.
-            retry: self.retry_overridden.then_some(self.options.retry),
-            mode: self.mode,
-        })
+        let mut task = NewTask::new(id, self.name, payload);
+        task.due = self.due;
+        task.max_attempts = self.options.max_attempts();
+        task.max_duration = self.options.max_duration;
+        task.timeout = self.options.timeout;
+        // The handler's default policy applies unless overridden, so a
+        // custom default keeps working.
+        task.retry = self.retry_overridden.then_some(self.options.retry);
+        task.mode = self.mode;
+        Ok(task)
     }
 
-    /// Submits and returns the task's id (the existing one for an idempotent
-    /// or debounced repeat).
+    /// Submits and answers the task's id and what the submit did: created
+    /// it, found it (an idempotent repeat) or moved it (a debounced repeat).
     ///
     /// # Errors
     /// As [`TaskBuilder::into_new_task`] and [`Submit::submit_new`].
-    pub async fn submit<C: Submit>(self, client: &C) -> Result<TaskId> {
+    pub async fn submit<C: Submit>(self, client: &C) -> Result<Submitted> {
         let task = self.into_new_task()?;
-        Ok(client.submit_new(task).await?.id)
+        client.submit_new(task).await
     }
 }

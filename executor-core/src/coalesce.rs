@@ -9,8 +9,9 @@ use moka::future::Cache;
 use tokio::sync::Mutex;
 
 use crate::{
-    Error, NewTask, Result, Submit, SubmitMode, SubmitOutcome, Submitted, TaskId,
+    Error, Result, Submit, SubmitOutcome, Submitted, TaskId,
     metrics::{COALESCE_ABSORBED as ABSORBED, COALESCE_FORWARDED as FORWARDED},
+    storage::{NewTask, SubmitMode},
 };
 
 /// Wraps any [`Submit`] (a `Client` or an `Executor`) and absorbs repeated
@@ -176,7 +177,7 @@ impl<C: Submit + Clone + 'static> Submit for Coalescer<C> {
         if let Some(id) = slot.id.clone() {
             slot.pending = Some(task);
             self.count(&name, Event::Absorbed);
-            return Ok(Submitted { id, outcome: SubmitOutcome::Debounced });
+            return Ok(Submitted::new(id, SubmitOutcome::Debounced));
         }
         // Opens the key's window; repeats wait on the slot's lock meanwhile
         // and are absorbed once it is open.

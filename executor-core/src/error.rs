@@ -153,6 +153,12 @@ impl Error {
         Self::Storage { source: source.into(), retryable }
     }
 
+    /// [`Error::Unsupported`]: the store lacks `method` (or a variant of
+    /// its input newer than the store), for `reason`.
+    pub fn unsupported(method: &'static str, reason: impl Into<String>) -> Self {
+        Self::Unsupported { method, reason: reason.into() }
+    }
+
     /// An [`Error::Invalid`] with a reason.
     pub fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
         Self::Invalid { what, reason: reason.into() }

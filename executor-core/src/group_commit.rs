@@ -39,7 +39,7 @@ type Group<I, O> = (Vec<I>, Vec<oneshot::Sender<Result<O>>>);
 /// down) and ends when the `GroupCommit` is dropped.
 ///
 /// ```
-/// use executor_core::{GroupCommit, Namespace, Result};
+/// use executor_core::{Namespace, Result, storage::GroupCommit};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<()> {

@@ -39,12 +39,16 @@
 //!     .await?;
 //!
 //! // **Submit**: typed, so a wrong payload type does not compile.
-//! let id = process_order::submit(&executor, OrderParam { order_id: 7 }).await?;
+//! // Each submit answers the task's id and what it did (created here; an
+//! // idempotent or debounced repeat says `Existing` or `Debounced`).
+//! let id = process_order::submit(&executor, OrderParam { order_id: 7 }).await?.id;
 //! let later = process_order::with(OrderParam { order_id: 8 })
 //!     .id("order_8_pay") // a business id; a duplicate is refused
 //!     .delay(Duration::from_secs(30))
 //!     .submit(&executor)
 //!     .await?;
+//! assert!(later.is_created());
+//! let later = later.id;
 //!
 //! // **Run**: claims due tasks and runs them until shut down.
 //! let running = executor.start();
@@ -102,10 +106,11 @@ mod listener;
 mod memory;
 pub mod metrics;
 mod options;
+mod query;
 mod registry;
 mod retry;
 mod state;
-mod storage;
+pub mod storage;
 mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -118,31 +123,31 @@ pub use context::{Action, IntoTaskResult, TaskContext, TaskError};
 pub use data::Data;
 pub use error::{BoxError, Error, Result};
 pub use executor::{Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, shutdown_signal};
-pub use group_commit::{GroupCommit, MAX_GROUP};
 pub use id::{MAX_ID_LEN, MAX_NAMESPACE_LEN, Namespace, TaskId, WorkerId};
 pub use listener::Listener;
 pub use memory::MemoryStorage;
 pub use options::{DEFAULT_RETRY_LIMIT, MAX_RETRY_LIMIT, TaskOptions};
-pub use registry::{BoxFuture, Handler, InvokeFn, Registry, TaskRegistration, decode};
+pub use query::{CancelOutcome, ListQuery, Page, Retention, StateCounts, Unreadable};
+pub use registry::{Handler, Registry};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
-pub use state::{TaskState, Transition};
-pub use storage::{
-    CancelOutcome, Heartbeat, Leadership, ListQuery, Page, Reaped, Retention, StateCounts, Storage,
-    TierStorage, Unreadable,
-};
-pub use task::{
-    Debounce, Due, Finish, Lease, MAX_FENCE, NewTask, SubmitMode, SubmitOutcome, Submitted, TaskRecord,
-};
+pub use state::TaskState;
+pub use task::{SubmitOutcome, Submitted, TaskRecord};
 pub use tiered::{DEFAULT_HORIZON, PromoteStep, Tier, TieredStorage};
-pub use time::{MAX_DURATION, Timestamp, check_duration, check_instant};
+pub use time::{MAX_DURATION, Timestamp};
 
 pub use executor_macros::reliable_task;
 
-/// Everything a handler module needs: `use executor_core::prelude::*;`.
+/// What an application file needs: `use executor_core::prelude::*;`.
+///
+/// The macro and the types a handler signature names ([`TaskContext`],
+/// [`TaskError`], [`Data`]), the executor and client with their
+/// [`Storage`](crate::storage::Storage) bound and [`Listener`], the records
+/// a status query returns, and serde's derives.
 pub mod prelude {
+    pub use crate::storage::Storage;
     pub use crate::{
-        Client, Data, Executor, Handler, MemoryStorage, RetryPolicy, Submit, TaskContext, TaskError, TaskId,
-        TaskOptions, TaskState, reliable_task, shutdown_signal,
+        Client, Data, Executor, Handler, ListQuery, Listener, MemoryStorage, RetryPolicy, Submit, Submitted,
+        TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, reliable_task, shutdown_signal,
     };
     pub use serde::{Deserialize, Serialize};
     pub use std::time::Duration;
@@ -156,9 +161,11 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
+    pub use crate::registry::{BoxFuture, InvokeFn, TaskRegistration, decode};
+    pub use crate::storage::NewTask;
     pub use crate::{
-        BoxFuture, Data, Error, IntoTaskResult, NewTask, RetryPolicy, Submit, Submitted, TaskBuilder,
-        TaskContext, TaskError, TaskId, TaskOptions, TaskRegistration, decode,
+        Data, Error, IntoTaskResult, RetryPolicy, Submit, Submitted, TaskBuilder, TaskContext, TaskError,
+        TaskId, TaskOptions,
     };
     pub use crate::{client::submit_built, data::DataNeed};
 }

@@ -1,16 +1,30 @@
-//! The `Storage` trait: the contract every backend keeps.
+//! The driver contract: what a store implements and what it is handed.
+//!
+//! Applications name [`Storage`] only as a bound (it is in the
+//! [`prelude`](crate::prelude)); the rest of this module is for the authors
+//! of storage crates: the [`Storage`] and [`TierStorage`] traits, the records
+//! they receive and return ([`NewTask`], [`Lease`], [`Finish`],
+//! [`Heartbeat`], [`Reaped`], [`Leadership`]), the shared range checks, the
+//! transition table as data ([`Transition`]), and [`GroupCommit`] for
+//! batching finishes.
 //!
 //! Every method that changes a task is one atomic step in the store (one Lua
 //! script, one SQL statement or transaction, one critical section). The
-//! conformance suite in [`crate::testing`] (feature `testing`) checks each
-//! method against the state diagram and the invariants.
+//! conformance suite in `executor_core::testing` (feature `testing`) checks
+//! each method against the state diagram and the invariants; a new store
+//! passes it before it is called done.
 
-use std::{collections::BTreeMap, future::Future, time::Duration};
-
-use serde::{Deserialize, Serialize};
+use std::{future::Future, time::Duration};
 
 use crate::{
-    Finish, Lease, Namespace, NewTask, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+};
+pub use crate::{
+    group_commit::{GroupCommit, MAX_GROUP},
+    state::Transition,
+    task::{Debounce, Due, Finish, Lease, MAX_FENCE, NewTask, SubmitMode},
+    time::{check_duration, check_instant},
 };
 
 /// A store of tasks: Redis, MySQL, memory, or a combination.
@@ -208,6 +222,17 @@ pub trait Storage: Send + Sync + 'static {
     /// Store failures.
     fn now(&self, ns: &Namespace) -> impl Future<Output = Result<Timestamp>> + Send;
 
+    /// The largest payload, in bytes of JSON, this store can hold: its own
+    /// hard limit (a Redis string's 512 MiB; MySQL's `max_allowed_packet`
+    /// less the rest of the row). [`crate::Client`] and the executor apply
+    /// the lower of it and their `max_payload` setting, and the store
+    /// refuses a larger payload at `submit` and `import` with
+    /// [`crate::Error::PayloadTooLarge`] whoever sends it.
+    ///
+    /// # Errors
+    /// Store failures, when the limit has to be read from the server.
+    fn max_payload(&self) -> impl Future<Output = Result<usize>> + Send;
+
     /// Store-specific upkeep, run by the elected leader at every housekeeping
     /// tick beside reaping and trimming (e.g. promoting tasks between tiers).
     /// The default does nothing.
@@ -265,6 +290,7 @@ pub trait TierStorage: Storage {
 
 /// What a heartbeat found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Heartbeat {
     /// Leases that are no longer current: stop the attempt, its write will be refused.
     pub lost: Vec<TaskId>,
@@ -272,75 +298,9 @@ pub struct Heartbeat {
     pub cancel_requested: Vec<TaskId>,
 }
 
-/// What a cancel did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CancelOutcome {
-    /// The task was waiting and is now `CANCELLED`.
-    Cancelled,
-    /// The task is running; its worker will be asked to stop.
-    Requested,
-}
-
-/// A page request for [`Storage::list`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListQuery {
-    /// The state to list.
-    pub state: TaskState,
-    /// The `next` of the previous page.
-    pub cursor: Option<String>,
-    /// Page size, 1 to 1,000.
-    pub limit: usize,
-}
-
-impl ListQuery {
-    /// First page of `state`, `limit` tasks.
-    pub fn new(state: TaskState, limit: usize) -> Self {
-        Self { state, cursor: None, limit }
-    }
-}
-
-/// One page of tasks.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Page {
-    /// The tasks.
-    pub tasks: Vec<TaskRecord>,
-    /// Cursor of the next page; `None` on the last.
-    pub next: Option<String>,
-    /// Records in this page's range that did not parse (edited by hand,
-    /// written by a newer version): skipped so the rest of the page still
-    /// reads (invariant 7). Delete one with [`Storage::delete`], or inspect
-    /// it in the store.
-    pub unreadable: Vec<Unreadable>,
-}
-
-/// A stored record that a page skipped because it does not parse.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Unreadable {
-    /// The task's id as stored (it may itself be what is wrong).
-    pub id: String,
-    /// What did not parse.
-    pub reason: String,
-}
-
-/// Counts of tasks by state.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StateCounts(pub BTreeMap<TaskState, u64>);
-
-impl StateCounts {
-    /// Tasks in `state`.
-    pub fn get(&self, state: TaskState) -> u64 {
-        self.0.get(&state).copied().unwrap_or(0)
-    }
-
-    /// All tasks.
-    pub fn total(&self) -> u64 {
-        self.0.values().sum()
-    }
-}
-
 /// What a reap recovered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Reaped {
     /// Back to `PENDING`, due now.
     pub retried: Vec<TaskId>,
@@ -362,24 +322,9 @@ impl Reaped {
     }
 }
 
-/// How long finished tasks are kept.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Retention {
-    /// `COMPLETED` and `CANCELLED` tasks, counted from `finished_at`.
-    pub completed: Duration,
-    /// Dead-lettered tasks; `None` keeps them until requeued or deleted by hand.
-    pub dead_letter: Option<Duration>,
-}
-
-impl Default for Retention {
-    /// Completed for a day, dead letter for a week.
-    fn default() -> Self {
-        Self { completed: Duration::from_secs(86_400), dead_letter: Some(Duration::from_secs(7 * 86_400)) }
-    }
-}
-
 /// A term of leadership over a namespace's housekeeping.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Leadership {
     /// The leader.
     pub worker: WorkerId,
@@ -387,4 +332,11 @@ pub struct Leadership {
     pub token: u64,
     /// When the term ends unless renewed.
     pub until: Timestamp,
+}
+
+impl Leadership {
+    /// `worker`'s term with fencing token `token`, ending at `until`.
+    pub fn new(worker: WorkerId, token: u64, until: Timestamp) -> Self {
+        Self { worker, token, until }
+    }
 }

@@ -10,7 +10,13 @@ use crate::{
 };
 
 /// Everything the store knows about one task; what `status` returns.
+///
+/// `#[non_exhaustive]`: fields are added as the project grows (queues,
+/// priorities, progress), so code outside this crate reads the fields and
+/// builds a record with [`TaskRecord::new`] (stores decoding their rows),
+/// then sets what it knows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TaskRecord {
     /// The id.
     pub id: TaskId,
@@ -56,11 +62,62 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// A record of `state` with only its identity and times known: no
+    /// attempt started, one allowed, fence 0, no deadline, timeout, retry
+    /// override, error, worker or lease. Stores build their decoded rows
+    /// from it and set the other fields.
+    ///
+    /// ```
+    /// use executor_core::{TaskId, TaskRecord, TaskState, Timestamp};
+    ///
+    /// let mut record = TaskRecord::new(
+    ///     TaskId::new("t1")?,
+    ///     "send_email",
+    ///     TaskState::Pending,
+    ///     b"{}".to_vec(),
+    ///     Timestamp::from_millis(1_000),
+    ///     Timestamp::from_millis(2_000),
+    /// );
+    /// record.max_attempts = 4;
+    /// assert!(record.attempts_left());
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    pub fn new(
+        id: TaskId,
+        name: impl Into<String>,
+        state: TaskState,
+        payload: Vec<u8>,
+        created_at: Timestamp,
+        due_at: Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            state,
+            payload,
+            attempts: 0,
+            max_attempts: 1,
+            fence: 0,
+            created_at,
+            due_at,
+            started_at: None,
+            finished_at: None,
+            deadline: None,
+            timeout: None,
+            retry: None,
+            last_error: None,
+            worker: None,
+            lease_until: None,
+            cancel_requested: false,
+            debounce_key: None,
+        }
+    }
+
     /// The lease a worker holds on this task while it is `RUNNING`.
     pub fn lease(&self) -> Option<Lease> {
         match (self.state, &self.worker) {
             (TaskState::Running, Some(worker)) => {
-                Some(Lease { id: self.id.clone(), fence: self.fence, worker: worker.clone() })
+                Some(Lease::new(self.id.clone(), self.fence, worker.clone()))
             }
             _ => None,
         }
@@ -75,6 +132,7 @@ impl TaskRecord {
 /// Proof of ownership of one attempt: finishing or renewing with a fence
 /// that is no longer current is refused (invariant 2).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Lease {
     /// The task.
     pub id: TaskId,
@@ -82,6 +140,13 @@ pub struct Lease {
     pub fence: u64,
     /// The worker that claimed it.
     pub worker: WorkerId,
+}
+
+impl Lease {
+    /// The lease of `worker` on task `id` at `fence`.
+    pub fn new(id: TaskId, fence: u64, worker: WorkerId) -> Self {
+        Self { id, fence, worker }
+    }
 }
 
 /// The largest fence (and attempt count) every store keeps exactly: 2^53 - 1,
@@ -92,6 +157,7 @@ pub const MAX_FENCE: u64 = (1 << 53) - 1;
 
 /// When a submitted task becomes due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Due {
     /// At once.
     #[default]
@@ -104,6 +170,7 @@ pub enum Due {
 
 /// How a submit treats an id or key that already exists.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum SubmitMode {
     /// A new task; a duplicate id is refused with [`crate::Error::DuplicateId`].
     #[default]
@@ -116,8 +183,10 @@ pub enum SubmitMode {
     Debounce(Debounce),
 }
 
-/// Settings of a debounced submit.
+/// Settings of a debounced submit: [`Debounce::new`], then
+/// [`Debounce::max_wait`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Debounce {
     /// Submits sharing a key coalesce while the task waits.
     pub key: String,
@@ -128,8 +197,26 @@ pub struct Debounce {
     pub max_wait: Option<Duration>,
 }
 
-/// A task as the runtime hands it to a store's `submit`.
+impl Debounce {
+    /// Submits under `key` coalesce while the task waits; each moves it to
+    /// `now + window`. No cap on the total wait.
+    pub fn new(key: impl Into<String>, window: Duration) -> Self {
+        Self { key: key.into(), window, max_wait: None }
+    }
+
+    /// Caps how long a steady stream of submits may postpone the task.
+    #[must_use]
+    pub fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = Some(max_wait);
+        self
+    }
+}
+
+/// A task as the runtime hands it to a store's `submit`. Users build one
+/// with [`crate::TaskBuilder::into_new_task`] (or the typed `with(..)` of a
+/// `#[reliable_task]`); [`NewTask::new`] is for stores and tests.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct NewTask {
     /// The id (for a debounced submit, the id the task gets if none waits
     /// under its key).
@@ -153,6 +240,34 @@ pub struct NewTask {
 }
 
 impl NewTask {
+    /// A task of handler `name` with `payload` (JSON bytes), due now, with
+    /// the default retry limit ([`crate::DEFAULT_RETRY_LIMIT`]), no deadline,
+    /// no timeout, the handler's retry policy, and a plain submit. Set the
+    /// other fields before submitting.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use executor_core::{TaskId, storage::{Due, NewTask}};
+    ///
+    /// let mut task = NewTask::new(TaskId::new("t1")?, "resize", b"{}".to_vec());
+    /// task.due = Due::After(Duration::from_secs(5));
+    /// assert!(task.validate().is_ok());
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    pub fn new(id: TaskId, name: impl Into<String>, payload: Vec<u8>) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            payload,
+            due: Due::Now,
+            max_attempts: crate::DEFAULT_RETRY_LIMIT + 1,
+            max_duration: None,
+            timeout: None,
+            retry: None,
+            mode: SubmitMode::Plain,
+        }
+    }
+
     /// Checks every field against the ranges all stores share: a valid id
     /// and debounce key, `1..=MAX_RETRY_LIMIT + 1` attempts, every duration
     /// at most [`crate::MAX_DURATION`], a `run_at` no later than
@@ -166,7 +281,7 @@ impl NewTask {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_core::{Due, testing};
+    /// use executor_core::{storage::Due, testing};
     ///
     /// let mut task = testing::new_task("t1");
     /// assert!(task.validate().is_ok());
@@ -218,8 +333,9 @@ impl NewTask {
 }
 
 /// What a submit did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SubmitOutcome {
     /// A new task was stored.
     Created,
@@ -229,8 +345,31 @@ pub enum SubmitOutcome {
     Debounced,
 }
 
-/// The answer to a submit.
-#[derive(Clone, Debug, PartialEq, Eq)]
+impl SubmitOutcome {
+    /// The name used in JSON and metrics labels: `created`, `existing`,
+    /// `debounced`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Existing => "existing",
+            Self::Debounced => "debounced",
+        }
+    }
+}
+
+/// The answer to a submit: the task's id and whether the submit created
+/// it, found it already there (idempotent) or moved it (debounced).
+///
+/// ```
+/// use executor_core::{Submitted, SubmitOutcome, TaskId};
+///
+/// let answer = Submitted::new(TaskId::new("order-7")?, SubmitOutcome::Existing);
+/// assert!(!answer.is_created());
+/// assert_eq!(answer.id.as_str(), "order-7");
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Submitted {
     /// The task's id (the existing one for `Existing` and `Debounced`).
     pub id: TaskId,
@@ -238,8 +377,40 @@ pub struct Submitted {
     pub outcome: SubmitOutcome,
 }
 
+impl Submitted {
+    /// The answer for task `id`.
+    pub fn new(id: TaskId, outcome: SubmitOutcome) -> Self {
+        Self { id, outcome }
+    }
+
+    /// Whether this submit stored a new task.
+    pub fn is_created(&self) -> bool {
+        self.outcome == SubmitOutcome::Created
+    }
+
+    /// The task's id, giving up the outcome.
+    pub fn into_id(self) -> TaskId {
+        self.id
+    }
+}
+
+impl AsRef<TaskId> for Submitted {
+    fn as_ref(&self) -> &TaskId {
+        &self.id
+    }
+}
+
+impl From<Submitted> for TaskId {
+    fn from(s: Submitted) -> Self {
+        s.id
+    }
+}
+
 /// How a worker ends an attempt, written with its lease's fence.
+/// `#[non_exhaustive]`: a store matches the variants it writes and answers
+/// [`Error::Unsupported`] for one it does not know.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Finish {
     /// `RUNNING → COMPLETED`.
     Completed,

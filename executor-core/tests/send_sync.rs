@@ -2,10 +2,10 @@
 //! shared across tokio tasks and held across `.await`.
 
 use executor_core::{
-    CancelOutcome, Client, Coalescer, Error, Executor, ExecutorBuilder, Finish, Handler, Heartbeat,
-    Leadership, Lease, MemoryStorage, Namespace, NewTask, Page, Reaped, Registry, Retention, RetryPolicy,
-    RunningExecutor, StateCounts, Submitted, TaskBuilder, TaskContext, TaskError, TaskId, TaskOptions,
-    TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, Client, Coalescer, Error, Executor, ExecutorBuilder, Handler, MemoryStorage, Namespace,
+    Page, Registry, Retention, RetryPolicy, RunningExecutor, StateCounts, Submitted, TaskBuilder,
+    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped},
 };
 
 const fn send_sync<T: Send + Sync>() {}

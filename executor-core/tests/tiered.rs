@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, Executor, Finish, Handler, MemoryStorage, Namespace, PromoteStep, Result, Storage,
-    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TierStorage, TieredStorage, WorkerId,
+    CancelOutcome, Executor, Handler, MemoryStorage, Namespace, PromoteStep, Result, TaskBuilder,
+    TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
+    storage::{Finish, Storage, TierStorage},
     testing,
 };
 
@@ -15,9 +16,9 @@ fn tiered() -> Tiered {
     TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()).horizon(Duration::from_secs(60))
 }
 
-fn task(id: &str, delay_secs: u64) -> executor_core::NewTask {
+fn task(id: &str, delay_secs: u64) -> executor_core::storage::NewTask {
     let mut t = testing::new_task(id);
-    t.due = executor_core::Due::After(Duration::from_secs(delay_secs));
+    t.due = executor_core::storage::Due::After(Duration::from_secs(delay_secs));
     t
 }
 
@@ -134,7 +135,7 @@ async fn an_executor_runs_far_tasks_after_promotion() -> Result<()> {
     let ex = Executor::builder(s.clone()).namespace("t").handler(handler).build().await?;
     let running = ex.start();
     let id =
-        TaskBuilder::new("far", (), TaskOptions::new()).delay(Duration::from_secs(600)).submit(&ex).await?;
+        TaskBuilder::new("far", (), TaskOptions::new()).delay(Duration::from_secs(600)).submit(&ex).await?.id;
     let ns = Namespace::new("t")?;
     assert!(s.cold().get(&ns, &id).await?.is_some(), "far task submitted cold");
     let done = ex.wait_for(&id, Duration::from_secs(3_600)).await?;
@@ -162,7 +163,7 @@ async fn submit_many_routes_each_task_and_answers_in_order() -> Result<()> {
     // Idempotent: an id held by the other tier answers Existing; a repeat
     // inside the batch is the tier's own duplicate.
     let mut again = task("taken", 1);
-    again.mode = executor_core::SubmitMode::Idempotent;
+    again.mode = executor_core::storage::SubmitMode::Idempotent;
     let batch = vec![again, task("d", 1), task("d", 1), task("e", 3_600)];
     let results = s.submit_many(&ns, batch).await?;
     assert!(

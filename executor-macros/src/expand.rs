@@ -73,7 +73,7 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                     #p::TaskBuilder::new(Self::NAME, (), Self::options())
                 }
                 #[doc = #submit_doc]
-                #vis async fn submit(client: &impl #p::Submit) -> ::core::result::Result<#p::TaskId, #p::Error> {
+                #vis async fn submit(client: &impl #p::Submit) -> ::core::result::Result<#p::Submitted, #p::Error> {
                     Self::with().submit(client).await
                 }
                 #[doc = #many_with_doc]
@@ -301,9 +301,9 @@ fn payload_helpers(
         #vis async fn submit(
             client: &impl #p::Submit,
             payload: #ty,
-        ) -> ::core::result::Result<#p::TaskId, #p::Error> {
+        ) -> ::core::result::Result<#p::Submitted, #p::Error> {
             let task = (#typed.1)(Self::with(payload))?;
-            ::core::result::Result::Ok(#p::Submit::submit_new(client, task).await?.id)
+            #p::Submit::submit_new(client, task).await
         }
 
         #[doc = #many_doc]
@@ -349,7 +349,7 @@ impl Docs {
                    `.retry_limit(..)`, `.retry(..)`, `.max_duration(..)`, `.timeout(..)`, \
                    `.idempotent()`, `.debounce(..)`, then `.submit(&client)`."
                 .to_owned(),
-            submit: "Submits with the defaults and returns the new task's id.\n\n# Errors\n\
+            submit: "Submits with the defaults; answers the task's id and that it was created.\n\n# Errors\n\
                      Validation errors, a duplicate id, store failures."
                 .to_owned(),
             many: "Submits one task per payload with the defaults, in store batches: one answer per \

@@ -63,8 +63,8 @@ async fn handlers_receive_the_builders_data() -> TestResult {
         .build()
         .await?;
     let running = executor.start();
-    let a = charge::submit(&executor, Charge { order: 7, cents: 1_250 }).await?;
-    let b = audit::submit(&executor).await?;
+    let a = charge::submit(&executor, Charge { order: 7, cents: 1_250 }).await?.id;
+    let b = audit::submit(&executor).await?.id;
     for id in [&a, &b] {
         assert_eq!(executor.wait_for(id, Duration::from_secs(10)).await?.state, TaskState::Completed);
     }

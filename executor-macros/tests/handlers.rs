@@ -8,9 +8,9 @@ use std::{
 };
 
 use executor_core::{
-    Client, Debounce, Due, Error, Executor, Handler, MemoryStorage, Namespace, NewTask, Registry,
-    RetryPolicy, Storage, SubmitMode, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState,
-    reliable_task,
+    Client, Error, Executor, Handler, MemoryStorage, Namespace, Registry, RetryPolicy, SubmitOutcome,
+    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, reliable_task,
+    storage::{Debounce, Due, NewTask, Storage, SubmitMode},
 };
 use serde::{Deserialize, Serialize};
 
@@ -109,16 +109,17 @@ fn the_typed_builder_produces_the_expected_task() -> TestResult {
         .id("order_7_pay")
         .delay(Duration::from_secs(30))
         .into_new_task()?;
-    let expected = NewTask {
-        id: TaskId::new("order_7_pay")?,
-        name: "macros_test.process_order".to_owned(),
-        payload: br#"{"order_id":7}"#.to_vec(),
-        due: Due::After(Duration::from_secs(30)),
-        max_attempts: 4,
-        max_duration: Some(Duration::from_secs(60)),
-        timeout: Some(Duration::from_secs(10)),
-        retry: None,
-        mode: SubmitMode::Plain,
+    let expected = {
+        let mut t = NewTask::new(
+            TaskId::new("order_7_pay")?,
+            "macros_test.process_order".to_owned(),
+            br#"{"order_id":7}"#.to_vec(),
+        );
+        t.due = Due::After(Duration::from_secs(30));
+        t.max_attempts = 4;
+        t.max_duration = Some(Duration::from_secs(60));
+        t.timeout = Some(Duration::from_secs(10));
+        t
     };
     assert_eq!(task, expected);
 
@@ -134,7 +135,7 @@ fn the_typed_builder_produces_the_expected_task() -> TestResult {
     assert_eq!(task.retry, Some(RetryPolicy::fixed(Duration::from_millis(10))));
     assert_eq!(task.timeout, Some(Duration::from_secs(1)));
     assert_eq!(task.max_duration, Some(Duration::from_secs(5)));
-    let debounce = Debounce { key: "order_8".to_owned(), window: Duration::from_secs(3), max_wait: None };
+    let debounce = Debounce::new("order_8".to_owned(), Duration::from_secs(3));
     assert_eq!(task.mode, SubmitMode::Debounce(debounce));
 
     // No payload: `with()` takes nothing and sends JSON `null`.
@@ -146,7 +147,7 @@ fn the_typed_builder_produces_the_expected_task() -> TestResult {
 #[tokio::test]
 async fn the_generated_submit_stores_the_task_through_a_client() -> TestResult {
     let client = Client::new(MemoryStorage::new(), Namespace::new("macros-submit")?)?;
-    let id = process_order::submit(&client, OrderParam { order_id: 9 }).await?;
+    let id = process_order::submit(&client, OrderParam { order_id: 9 }).await?.id;
     let record = client.status(&id).await?.ok_or("submitted task not found")?;
     assert_eq!(record.name, process_order::NAME);
     assert_eq!(record.payload, br#"{"order_id":9}"#);
@@ -155,14 +156,17 @@ async fn the_generated_submit_stores_the_task_through_a_client() -> TestResult {
 
     // The generated futures are `Send`: they can be spawned.
     let spawned = client.clone();
-    let id = tokio::spawn(async move { send_notify::submit(&spawned).await }).await??;
+    let id = tokio::spawn(async move { send_notify::submit(&spawned).await }).await??.id;
     assert_eq!(client.status(&id).await?.map(|r| r.payload), Some(b"null".to_vec()));
 
     // The builder's id, and the store's refusal of a duplicate, come through.
     let again = || process_order::with(OrderParam { order_id: 10 }).id("order_10");
-    assert_eq!(again().submit(&client).await?.as_str(), "order_10");
+    let first = again().submit(&client).await?;
+    assert_eq!((first.id.as_str(), first.outcome), ("order_10", SubmitOutcome::Created));
     assert!(matches!(again().submit(&client).await, Err(Error::DuplicateId(_))));
-    assert_eq!(again().idempotent().submit(&client).await?.as_str(), "order_10");
+    // An idempotent repeat answers the same id, and says it found it.
+    let repeat = again().idempotent().submit(&client).await?;
+    assert_eq!((repeat.id.as_str(), repeat.outcome), ("order_10", SubmitOutcome::Existing));
     Ok(())
 }
 
@@ -208,10 +212,10 @@ async fn an_executor_runs_the_handlers_with_their_payload_and_context() -> TestR
     let executor = Executor::builder(MemoryStorage::new()).namespace("macros-run").build().await?;
     let running = executor.start();
 
-    let order = process_order::submit(&executor, OrderParam { order_id: 11 }).await?;
-    let ctx = with_context::with(5).id("with_context_5").submit(&executor).await?;
-    let notify = send_notify::submit(&executor).await?;
-    let ctx_only = context_only::submit(&executor).await?;
+    let order = process_order::submit(&executor, OrderParam { order_id: 11 }).await?.id;
+    let ctx = with_context::with(5).id("with_context_5").submit(&executor).await?.id;
+    let notify = send_notify::submit(&executor).await?.id;
+    let ctx_only = context_only::submit(&executor).await?.id;
     for id in [&order, &ctx, &notify, &ctx_only] {
         let record = finished(&executor, id).await?;
         assert_eq!(record.state, TaskState::Completed, "{record:?}");
@@ -221,7 +225,7 @@ async fn an_executor_runs_the_handlers_with_their_payload_and_context() -> TestR
     assert!(seen.contains(&("with_context_5".to_owned(), 5, 1)), "{seen:?}");
 
     // A handler's error is the task's last error; `abort` dead-letters at once.
-    let id = declined::submit(&executor, "4242".to_owned()).await?;
+    let id = declined::submit(&executor, "4242".to_owned()).await?.id;
     let record = finished(&executor, &id).await?;
     assert_eq!(record.state, TaskState::Failed);
     assert_eq!(record.last_error.as_deref(), Some("card 4242 declined"));
@@ -236,7 +240,7 @@ async fn a_payload_that_does_not_decode_ends_in_error_with_the_reason() -> TestR
     let running = executor.start();
     let client = executor.client();
 
-    let id = client.submit_json(process_order::NAME, serde_json::json!({ "order_id": "seven" })).await?;
+    let id = client.submit_json(process_order::NAME, serde_json::json!({ "order_id": "seven" })).await?.id;
     let record = finished(&executor, &id).await?;
     assert_eq!(record.state, TaskState::Error, "{record:?}");
     let reason = record.last_error.unwrap_or_default();
@@ -244,7 +248,7 @@ async fn a_payload_that_does_not_decode_ends_in_error_with_the_reason() -> TestR
     assert!(reason.contains("invalid type: string \"seven\", expected u64"), "{reason}");
 
     // A handler without a payload accepts whatever JSON it is sent.
-    let id = client.submit_json(send_notify::NAME, serde_json::json!({ "ignored": true })).await?;
+    let id = client.submit_json(send_notify::NAME, serde_json::json!({ "ignored": true })).await?.id;
     assert_eq!(finished(&executor, &id).await?.state, TaskState::Completed);
 
     running.shutdown().await?;

@@ -18,7 +18,10 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use executor_core::{Executor, Handler, Namespace, NewTask, Storage, TaskContext, TaskId};
+use executor_core::{
+    Executor, Handler, Namespace, TaskContext, TaskId,
+    storage::{NewTask, Storage},
+};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::{sync::mpsc, time::Instant};
 
@@ -61,11 +64,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn task(name: &str, payload: Vec<u8>) -> NewTask {
-    NewTask {
-        name: name.to_owned(),
-        payload,
-        ..executor_core::testing::new_task(TaskId::generate().as_str())
-    }
+    NewTask::new(TaskId::generate(), name, payload)
 }
 
 async fn clear(s: &MySqlStorage, ns: &Namespace) -> Res {
@@ -153,8 +152,9 @@ async fn storage_only(s: &MySqlStorage, ns: &Namespace, n: usize, claimers: usiz
                 let mut finishing = tokio::task::JoinSet::new();
                 for lease in tasks.iter().filter_map(|t| t.lease()) {
                     let (s, ns) = (s.clone(), ns.clone());
-                    finishing
-                        .spawn(async move { s.finish(&ns, &lease, executor_core::Finish::Completed).await });
+                    finishing.spawn(async move {
+                        s.finish(&ns, &lease, executor_core::storage::Finish::Completed).await
+                    });
                 }
                 while let Some(r) = finishing.join_next().await {
                     r.map_err(|e| executor_core::Error::storage(e, false))??;

@@ -2,7 +2,10 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use executor_core::{Heartbeat, Lease, Namespace, Result, TaskRecord, TaskState, WorkerId};
+use executor_core::{
+    Namespace, Result, TaskRecord, TaskState, WorkerId,
+    storage::{Heartbeat, Lease},
+};
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{

@@ -9,7 +9,10 @@ use std::{
     sync::Arc,
 };
 
-use executor_core::{Error, Finish, Lease, Namespace, Result, TaskState};
+use executor_core::{
+    Error, Namespace, Result, TaskState,
+    storage::{Finish, Lease},
+};
 use sqlx::{MySql, QueryBuilder, Row};
 use tokio::sync::Notify;
 

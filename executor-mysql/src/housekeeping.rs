@@ -1,7 +1,7 @@
 //! Leader-only housekeeping: recovering expired leases and trimming
 //! finished tasks, both in bounded batches.
 
-use executor_core::{Namespace, Reaped, Result, Retention, TaskState};
+use executor_core::{Namespace, Result, Retention, TaskState, storage::Reaped};
 use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{

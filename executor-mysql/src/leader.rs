@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use executor_core::{Leadership, Namespace, Result, Timestamp, WorkerId};
+use executor_core::{Namespace, Result, Timestamp, WorkerId, storage::Leadership};
 use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
@@ -106,9 +106,9 @@ impl MySqlStorage {
 fn term(r: &MySqlRow) -> Result<Leadership> {
     let worker: String = r.try_get("worker").map_err(error::storage)?;
     let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
-    Ok(Leadership {
-        worker: WorkerId::new(worker)?,
-        token: r.try_get("token").map_err(error::storage)?,
-        until: Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
-    })
+    Ok(Leadership::new(
+        WorkerId::new(worker)?,
+        r.try_get("token").map_err(error::storage)?,
+        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
+    ))
 }

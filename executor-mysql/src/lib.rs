@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! # async fn run() -> executor_core::Result<()> {
-//! use executor_core::{Namespace, Storage};
+//! use executor_core::{Namespace, storage::Storage};
 //! use executor_mysql::MySqlStorage;
 //!
 //! let storage = MySqlStorage::connect("mysql://root@127.0.0.1:3306/test").await?;
@@ -44,9 +44,9 @@ mod wake;
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, TierStorage, Timestamp,
-    WorkerId,
+    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
 pub use options::MySqlOptions;
@@ -141,6 +141,10 @@ impl Storage for MySqlStorage {
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         MySqlStorage::now(self, ns).await
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        MySqlStorage::max_payload(self).await
     }
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use executor_core::{DEFAULT_MAX_PAYLOAD, Error, Result};
+use executor_core::{Error, Result};
 use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
 
 use crate::{MySqlStorage, error};
@@ -16,7 +16,6 @@ use crate::{MySqlStorage, error};
 ///
 /// let storage = MySqlOptions::new()
 ///     .max_connections(16)
-///     .max_payload(256 * 1024)
 ///     .poll_interval(Duration::from_millis(10), Duration::from_millis(500))
 ///     .connect("mysql://root@127.0.0.1:3306/test")
 ///     .await?;
@@ -26,7 +25,6 @@ use crate::{MySqlStorage, error};
 /// ```
 #[derive(Clone, Debug)]
 pub struct MySqlOptions {
-    pub(crate) max_payload: usize,
     pub(crate) poll_min: Duration,
     pub(crate) poll_max: Duration,
     pub(crate) migrate: bool,
@@ -37,7 +35,6 @@ pub struct MySqlOptions {
 impl Default for MySqlOptions {
     fn default() -> Self {
         Self {
-            max_payload: DEFAULT_MAX_PAYLOAD,
             poll_min: Duration::from_millis(5),
             poll_max: Duration::from_millis(250),
             migrate: true,
@@ -48,23 +45,13 @@ impl Default for MySqlOptions {
 }
 
 impl MySqlOptions {
-    /// The defaults: 1 MiB payloads, polling from 5 ms backing off to 250 ms,
+    /// The defaults: polling from 5 ms backing off to 250 ms,
     /// migrations on, 10 connections.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Largest payload accepted at submit, in bytes (1 byte to 1 GiB);
-    /// larger ones are refused with [`executor_core::Error::PayloadTooLarge`].
-    /// The server's `max_allowed_packet` (read at connect) bounds it too:
-    /// payloads that would not fit in one packet with their row are refused
-    /// the same way before they are sent.
-    pub fn max_payload(mut self, bytes: usize) -> Self {
-        self.max_payload = bytes;
-        self
-    }
-
-    /// How often an idle [`executor_core::Storage::wait_for_work`] asks the
+    /// How often an idle [`executor_core::storage::Storage::wait_for_work`] asks the
     /// server for due work: `min` right after it starts waiting, doubling up
     /// to `max` while nothing turns up. Submits from this process wake it at
     /// once; work submitted by other processes is seen within `max`. `min`
@@ -138,7 +125,7 @@ impl MySqlOptions {
         } else {
             storage.check_schema().await?;
         }
-        storage.payload_limit().await?;
+        storage.max_payload().await?;
         Ok(storage)
     }
 
@@ -159,9 +146,6 @@ impl MySqlOptions {
         fn out(what: &'static str, value: impl std::fmt::Debug, range: &str) -> Error {
             Error::invalid(what, format!("{value:?} is outside {range}"))
         }
-        if !(1..=MAX_PAYLOAD).contains(&self.max_payload) {
-            return Err(out("max_payload", self.max_payload, "1 byte to 1 GiB (1073741824 bytes)"));
-        }
         if !(Duration::from_millis(1)..=Duration::from_secs(60)).contains(&self.poll_min) {
             return Err(out("poll_interval min", self.poll_min, "1 ms to 60 s"));
         }
@@ -177,6 +161,3 @@ impl MySqlOptions {
         Ok(())
     }
 }
-
-/// Largest `max_payload`: the server's own ceiling for `max_allowed_packet`.
-const MAX_PAYLOAD: usize = 1 << 30;

@@ -65,7 +65,7 @@ impl MySqlStorage {
                 Ok(task) => page.tasks.push(task),
                 Err(reason) => {
                     tracing::warn!(task = %row::raw_id(r), %reason, "unreadable task row skipped by list");
-                    page.unreadable.push(Unreadable { id: row::raw_id(r), reason });
+                    page.unreadable.push(Unreadable::new(row::raw_id(r), reason));
                 }
             }
         }
@@ -100,7 +100,7 @@ impl MySqlStorage {
                 Err(_) => tracing::warn!(%state, n, "tasks with an unknown state left out of the counts"),
             }
         }
-        Ok(StateCounts(out))
+        Ok(out.into_iter().collect())
     }
 }
 

@@ -23,27 +23,28 @@ pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
         .map(|t| u64::try_from(t).map(std::time::Duration::from_millis))
         .transpose()
         .map_err(|_| "negative timeout_ms".to_owned())?;
-    Ok(TaskRecord {
+    let mut task = TaskRecord::new(
         id,
-        name: col(row, "name")?,
+        col::<String>(row, "name")?,
         state,
-        payload: col(row, "payload")?,
-        attempts: col(row, "attempts")?,
-        max_attempts: col(row, "max_attempts")?,
-        fence: col(row, "fence")?,
-        created_at: time(row, "created_at")?,
-        due_at: time(row, "due_at")?,
-        started_at: opt_time(row, "started_at")?,
-        finished_at: opt_time(row, "finished_at")?,
-        deadline: opt_time(row, "deadline")?,
-        timeout,
-        retry,
-        last_error: col(row, "last_error")?,
-        worker,
-        lease_until: opt_time(row, "lease_until")?,
-        cancel_requested: col(row, "cancel_requested")?,
-        debounce_key: col(row, "debounce_key")?,
-    })
+        col(row, "payload")?,
+        time(row, "created_at")?,
+        time(row, "due_at")?,
+    );
+    task.attempts = col(row, "attempts")?;
+    task.max_attempts = col(row, "max_attempts")?;
+    task.fence = col(row, "fence")?;
+    task.started_at = opt_time(row, "started_at")?;
+    task.finished_at = opt_time(row, "finished_at")?;
+    task.deadline = opt_time(row, "deadline")?;
+    task.timeout = timeout;
+    task.retry = retry;
+    task.last_error = col(row, "last_error")?;
+    task.worker = worker;
+    task.lease_until = opt_time(row, "lease_until")?;
+    task.cancel_requested = col(row, "cancel_requested")?;
+    task.debounce_key = col(row, "debounce_key")?;
+    Ok(task)
 }
 
 /// A state exactly as the statements write it. `TaskState`'s parser

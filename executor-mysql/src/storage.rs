@@ -3,7 +3,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use executor_core::{Finish, GroupCommit, Lease, Namespace, Result, TaskState};
+use executor_core::{
+    Namespace, Result, TaskState,
+    storage::{Finish, GroupCommit, Lease},
+};
 use sqlx::{MySqlPool, Row, migrate::Migrator};
 use tokio::sync::{Notify, OnceCell};
 
@@ -193,14 +196,14 @@ impl MySqlStorage {
         Ok(())
     }
 
-    /// The largest payload a submit sends: [`MySqlOptions::max_payload`], and
-    /// below the server's `max_allowed_packet` with room for the rest of the
-    /// row and the statement. A larger payload would make the server drop
-    /// the connection (which looks retryable and would be retried forever).
-    /// Read once, at [`MySqlOptions::open`] or the first submit.
-    pub(crate) async fn payload_limit(&self) -> Result<usize> {
+    /// The largest payload this store holds: the server's
+    /// `max_allowed_packet` less room for the rest of the row and the
+    /// statement. A larger payload would make the server drop the connection
+    /// (which looks retryable and would be retried forever), so it is
+    /// refused before it is sent. Read once, at connect or the first submit.
+    pub(crate) async fn max_payload(&self) -> Result<usize> {
         let packet = self.packet_size().await?;
-        Ok(self.opts.max_payload.min(packet.saturating_sub(PACKET_OVERHEAD)))
+        Ok(packet.saturating_sub(PACKET_OVERHEAD))
     }
 
     /// The server's `max_allowed_packet`, in bytes.

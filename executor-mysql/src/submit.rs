@@ -2,8 +2,8 @@
 //! `submit_many`), and the debounce upsert.
 
 use executor_core::{
-    Debounce, Due, Error, Namespace, NewTask, Result, RetryPolicy, SubmitMode, SubmitOutcome, Submitted,
-    TaskId,
+    Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
+    storage::{Debounce, Due, NewTask, SubmitMode},
 };
 use sqlx::{MySql, QueryBuilder, Row};
 
@@ -99,6 +99,9 @@ fn validate(task: NewTask, limit: usize) -> Result<Checked> {
         Due::Now => (None, 0),
         Due::After(d) => (None, ms(d)),
         Due::At(t) => (Some(ts(t)), 0),
+        other => {
+            return Err(Error::unsupported("submit", format!("due time {other:?} is newer than this store")));
+        }
     };
     Ok(Checked {
         id: task.id,
@@ -118,10 +121,13 @@ impl MySqlStorage {
     /// One task, in one statement (plain, idempotent) or a few autocommit
     /// statements (debounce).
     pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        let row = validate(task, self.payload_limit().await?)?;
+        let row = validate(task, self.max_payload().await?)?;
         let out = match &row.mode {
             SubmitMode::Debounce(d) => debounce(self, ns, &row, d).await,
             SubmitMode::Plain | SubmitMode::Idempotent => insert_one(self, ns, &row).await,
+            other => {
+                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
+            }
         }?;
         self.notify_work();
         Ok(out)
@@ -139,7 +145,7 @@ impl MySqlStorage {
         ns: &Namespace,
         tasks: Vec<NewTask>,
     ) -> Result<Vec<Result<Submitted>>> {
-        let limit = self.payload_limit().await?;
+        let limit = self.max_payload().await?;
         let batch_bytes = BATCH_BYTES.min(self.packet_size().await? / 2);
         let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
         let mut batch: Vec<(usize, Checked)> = Vec::new();
@@ -195,9 +201,9 @@ async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<S
     let mut qb = insert_head();
     qb.push_values(std::iter::once(row), |mut b, r| push_row(&mut b, ns, r));
     match qb.build().execute_on(&s.conns).await {
-        Ok(_) => Ok(Submitted { id: row.id.clone(), outcome: SubmitOutcome::Created }),
+        Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
         Err(e) if error::is_duplicate(&e) => match row.mode {
-            SubmitMode::Idempotent => Ok(Submitted { id: row.id.clone(), outcome: SubmitOutcome::Existing }),
+            SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
             _ => Err(Error::DuplicateId(row.id.clone())),
         },
         Err(e) => Err(error::storage(e)),
@@ -244,7 +250,7 @@ async fn insert_chunk(
     match qb.build().execute_on(&s.conns).await.map_err(error::storage) {
         Ok(_) => {
             for (i, r) in chunk {
-                out[i] = Some(Ok(Submitted { id: r.id, outcome: SubmitOutcome::Created }));
+                out[i] = Some(Ok(Submitted::new(r.id, SubmitOutcome::Created)));
             }
         }
         // Refused as a whole, nothing written: answer row by row.
@@ -297,7 +303,7 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
             let moved =
                 error::retry_lock_conflicts(|| move_waiting(s, ns, &id, window, max_wait, row, d)).await?;
             if moved {
-                return Ok(Submitted { id, outcome: SubmitOutcome::Debounced });
+                return Ok(Submitted::new(id, SubmitOutcome::Debounced));
             }
             continue;
         }
@@ -328,7 +334,7 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
         .execute_on(&s.conns)
         .await;
         match inserted {
-            Ok(_) => return Ok(Submitted { id: row.id.clone(), outcome: SubmitOutcome::Created }),
+            Ok(_) => return Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
             // The id is taken. If that task waits under this key, the next
             // round finds it; otherwise the id belongs to another task.
             Err(e) if error::is_duplicate_id(&e) => {

@@ -1,7 +1,7 @@
 //! The tier methods: what `TieredStorage` needs from a store that holds
 //! one of its tiers (MySQL is the seed's cold tier for long delays).
 
-use executor_core::{Error, MAX_FENCE, Namespace, Result, TaskId, TaskRecord, Timestamp};
+use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp, storage::MAX_FENCE};
 use sqlx::Row;
 
 use crate::{
@@ -75,7 +75,7 @@ impl MySqlStorage {
     /// task per namespace, and answering `false` would let the caller delete
     /// the only copy of the task from the other tier.
     pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        let limit = self.payload_limit().await?;
+        let limit = self.max_payload().await?;
         if record.payload.len() > limit {
             return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
         }

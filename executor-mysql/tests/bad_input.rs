@@ -8,7 +8,8 @@ mod support;
 use std::time::Duration;
 
 use executor_core::{
-    Debounce, Error, Finish, ListQuery, RetryPolicy, Storage, SubmitMode, TaskId, TaskState, WorkerId,
+    Client, Error, ListQuery, RetryPolicy, Submit, TaskId, TaskState, WorkerId,
+    storage::{Debounce, Finish, Storage, SubmitMode},
     testing,
 };
 use executor_mysql::{MySqlOptions, MySqlStorage};
@@ -18,17 +19,19 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 #[tokio::test]
 async fn oversized_payload_and_overlong_values_are_refused() -> TestResult {
-    let storage = MySqlOptions::new().max_payload(1024).open(pool(2).await).await?;
+    let storage = MySqlOptions::new().open(pool(2).await).await?;
     let ns = testing::unique_namespace("my-bad");
+    // The payload limit is the client's one setting.
+    let client = Client::without_name_check(storage.clone(), ns.clone()).max_payload(1024);
 
     let mut big = testing::new_task("big");
     big.payload = vec![b'x'; 1025];
-    let err = storage.submit(&ns, big.clone()).await.err();
+    let err = client.submit_new(big.clone()).await.err();
     assert!(matches!(err, Some(Error::PayloadTooLarge { size: 1025, limit: 1024 })), "{err:?}");
 
     // A batch answers per task: the oversized one fails, the others land.
     let many = vec![testing::new_task("ok-1"), big, testing::new_task("ok-2")];
-    let answers = storage.submit_many(&ns, many).await?;
+    let answers = client.submit_many(many).await;
     assert!(answers[0].is_ok() && answers[2].is_ok(), "{answers:?}");
     assert!(matches!(answers[1], Err(Error::PayloadTooLarge { .. })), "{answers:?}");
 
@@ -49,11 +52,7 @@ async fn oversized_payload_and_overlong_values_are_refused() -> TestResult {
     assert!(matches!(err, Some(Error::Invalid { what: "task name", .. })), "{err:?}");
 
     let mut long_key = testing::new_task("long-key");
-    long_key.mode = SubmitMode::Debounce(Debounce {
-        key: "k".repeat(192),
-        window: Duration::from_secs(1),
-        max_wait: None,
-    });
+    long_key.mode = SubmitMode::Debounce(Debounce::new("k".repeat(192), Duration::from_secs(1)));
     let err = storage.submit(&ns, long_key).await.err();
     assert!(matches!(err, Some(Error::Invalid { what: "debounce key", .. })), "{err:?}");
 
@@ -74,11 +73,17 @@ async fn oversized_payload_and_overlong_values_are_refused() -> TestResult {
 /// refuses such a payload before sending it, alone in a batch.
 #[tokio::test]
 async fn payload_over_the_server_packet_is_refused_before_sending() -> TestResult {
-    let storage = MySqlOptions::new().max_payload(1 << 30).open(pool(2).await).await?;
+    let storage = MySqlOptions::new().open(pool(2).await).await?;
     let ns = testing::unique_namespace("my-packet");
     let packet: i64 =
         sqlx::query_scalar("SELECT CAST(@@max_allowed_packet AS SIGNED)").fetch_one(storage.pool()).await?;
     let packet = usize::try_from(packet)?;
+    // The store reports the packet as its hard cap, and a client set above
+    // it gets the store's (the lower one applies).
+    let cap = storage.max_payload().await?;
+    assert!(cap < packet && cap > packet / 2, "cap {cap} for a packet of {packet}");
+    let client = Client::without_name_check(storage.clone(), ns.clone()).max_payload(usize::MAX);
+    assert_eq!(client.payload_limit().await?, cap);
     let mut huge = testing::new_task("huge");
     huge.payload = vec![b'x'; packet + 1];
     match storage.submit(&ns, huge.clone()).await {
@@ -286,7 +291,7 @@ async fn foreign_cursors_are_invalid() -> TestResult {
 async fn out_of_range_durations_are_invalid_not_retryable() -> TestResult {
     let (storage, ns) = fresh().await;
     let mut late = testing::new_task("late");
-    late.due = executor_core::Due::After(Duration::MAX);
+    late.due = executor_core::storage::Due::After(Duration::MAX);
     let e = storage.submit(&ns, late).await.err();
     assert!(
         matches!(&e, Some(Error::Invalid { .. })) && !e.as_ref().is_some_and(Error::is_retryable),

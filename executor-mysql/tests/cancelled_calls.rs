@@ -13,7 +13,11 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use executor_core::{Due, Finish, Namespace, Storage, SubmitOutcome, TaskId, WorkerId, testing};
+use executor_core::{
+    Namespace, SubmitOutcome, TaskId, WorkerId,
+    storage::{Due, Finish, Storage},
+    testing,
+};
 use executor_mysql::MySqlStorage;
 use support::{cleanup, fresh};
 use tokio::time::{Instant, sleep, timeout};

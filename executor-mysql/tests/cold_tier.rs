@@ -6,7 +6,11 @@ mod support;
 
 use std::time::Duration;
 
-use executor_core::{Due, MemoryStorage, Storage, TieredStorage, testing};
+use executor_core::{
+    MemoryStorage, TieredStorage,
+    storage::{Due, Storage},
+    testing,
+};
 use support::{cleanup, fresh};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

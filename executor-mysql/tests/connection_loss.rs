@@ -13,7 +13,11 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{Error, Finish, NewTask, Storage, TaskId, TaskState, WorkerId, testing};
+use executor_core::{
+    Error, TaskId, TaskState, WorkerId,
+    storage::{Finish, NewTask, Storage},
+    testing,
+};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{Executor, Row, mysql::MySqlPoolOptions};
 use support::{cleanup, pool, url};

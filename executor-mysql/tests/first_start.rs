@@ -7,7 +7,7 @@ mod support;
 
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{Storage, WorkerId, testing};
+use executor_core::{WorkerId, storage::Storage, testing};
 use executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 use support::EmptyDatabase;
 use tokio::time::Instant;

@@ -4,7 +4,7 @@ mod support;
 
 use std::time::Duration;
 
-use executor_core::{Storage, WorkerId, testing};
+use executor_core::{WorkerId, storage::Storage, testing};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use support::{cleanup, pool};
 use tokio::time::Instant;

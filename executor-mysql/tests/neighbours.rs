@@ -13,7 +13,11 @@ mod support;
 
 use std::{sync::Arc, time::Duration};
 
-use executor_core::{Error, Finish, Lease, NewTask, Storage, SubmitOutcome, TaskState, WorkerId, testing};
+use executor_core::{
+    Error, SubmitOutcome, TaskState, WorkerId,
+    storage::{Finish, Lease, NewTask, Storage},
+    testing,
+};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use support::{EmptyDatabase, cleanup, fresh};
 

@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use executor_core::{Error, Storage, testing};
+use executor_core::{Error, storage::Storage, testing};
 use executor_mysql::MySqlOptions;
 use proptest::prelude::*;
 use support::{cleanup, pool};
@@ -32,8 +32,6 @@ fn refused(opts: MySqlOptions) -> Option<&'static str> {
 fn each_bad_option_is_named() {
     let d = Duration::from_millis;
     let cases: Vec<(MySqlOptions, &str)> = vec![
-        (MySqlOptions::new().max_payload(0), "max_payload"),
-        (MySqlOptions::new().max_payload(usize::MAX), "max_payload"),
         (MySqlOptions::new().poll_interval(Duration::ZERO, d(100)), "poll_interval min"),
         (MySqlOptions::new().poll_interval(Duration::MAX, Duration::MAX), "poll_interval min"),
         (MySqlOptions::new().poll_interval(d(100), d(10)), "poll_interval max"),
@@ -71,19 +69,16 @@ proptest! {
     /// refuses the others before touching the network.
     #[test]
     fn any_options_get_a_clear_answer(
-        payload in prop_oneof![Just(0usize), Just(usize::MAX), 0usize..=(2 << 30)],
         min in duration(),
         max in duration(),
         conns in prop_oneof![Just(0u32), Just(u32::MAX), 0u32..=20_000],
         acquire in duration(),
     ) {
         let opts = MySqlOptions::new()
-            .max_payload(payload)
             .poll_interval(min, max)
             .max_connections(conns)
             .acquire_timeout(acquire);
-        let in_range = (1..=1 << 30).contains(&payload)
-            && (Duration::from_millis(1)..=Duration::from_secs(60)).contains(&min)
+        let in_range = (Duration::from_millis(1)..=Duration::from_secs(60)).contains(&min)
             && (min..=Duration::from_secs(600)).contains(&max)
             && (1..=10_000).contains(&conns)
             && (Duration::from_millis(1)..=Duration::from_secs(3600)).contains(&acquire);
@@ -92,7 +87,7 @@ proptest! {
             Err(Error::Invalid { what, .. }) => {
                 prop_assert!(!in_range);
                 prop_assert!(
-                    ["max_payload", "poll_interval min", "poll_interval max", "max_connections", "acquire_timeout"]
+                    ["poll_interval min", "poll_interval max", "max_connections", "acquire_timeout"]
                         .contains(&what),
                     "{}", what
                 );
@@ -109,7 +104,6 @@ proptest! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extreme_valid_options_work() -> TestResult {
     let storage = MySqlOptions::new()
-        .max_payload(1 << 30)
         .poll_interval(Duration::from_millis(1), Duration::from_secs(600))
         .max_connections(3)
         .acquire_timeout(Duration::from_secs(3600))

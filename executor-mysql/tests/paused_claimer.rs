@@ -29,7 +29,11 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{Finish, Lease, Namespace, NewTask, Storage, TaskState, WorkerId, testing};
+use executor_core::{
+    Namespace, TaskState, WorkerId,
+    storage::{Finish, Lease, NewTask, Storage},
+    testing,
+};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{Executor, MySqlPool, Row, mysql::MySqlPoolOptions};
 use support::EmptyDatabase;

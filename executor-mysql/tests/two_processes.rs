@@ -6,7 +6,11 @@ mod support;
 
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{Executor, Handler, NewTask, Storage, TaskContext, TaskId, TaskState, testing};
+use executor_core::{
+    Executor, Handler, TaskContext, TaskId, TaskState,
+    storage::{NewTask, Storage},
+    testing,
+};
 use executor_mysql::MySqlStorage;
 use support::{cleanup, storage, url};
 use tokio::time::Instant;
@@ -69,10 +73,11 @@ async fn two_processes_run_each_task_once() -> TestResult {
     let ns = testing::unique_namespace("my-2p");
     runs_table(s.pool()).await?;
     let tasks: Vec<NewTask> = (0..TASKS)
-        .map(|_| NewTask {
-            name: "mark".to_owned(),
-            payload: b"null".to_vec(),
-            ..testing::new_task(TaskId::generate().as_str())
+        .map(|_| {
+            let mut t = testing::new_task(TaskId::generate().as_str());
+            t.name = "mark".to_owned();
+            t.payload = b"null".to_vec();
+            t
         })
         .collect();
     // Both processes start before the tasks land, so both compete for them.

@@ -7,7 +7,10 @@
 
 use std::time::Duration;
 
-use executor_core::{MAX_DURATION, Result, Timestamp, check_duration, check_instant};
+use executor_core::{
+    MAX_DURATION, Result, Timestamp,
+    storage::{check_duration, check_instant},
+};
 
 /// `d` in whole milliseconds, if it is at most [`MAX_DURATION`].
 ///

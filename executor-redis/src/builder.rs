@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use executor_core::{DEFAULT_MAX_PAYLOAD, Error, Result};
+use executor_core::{Error, Result};
 use fred::{
     prelude::ClientLike,
     types::{
@@ -25,7 +25,6 @@ const MAX_PREFIX_LEN: usize = 64;
 ///
 /// let storage = RedisStorage::builder("redis://127.0.0.1:6379")
 ///     .pool_size(8)
-///     .max_payload(256 * 1024)
 ///     .key_prefix("billing")
 ///     .command_timeout(Duration::from_secs(2))
 ///     .connect()
@@ -38,7 +37,6 @@ const MAX_PREFIX_LEN: usize = 64;
 pub struct RedisStorageBuilder {
     url: String,
     pool_size: usize,
-    max_payload: usize,
     partitions: u16,
     prefix: String,
     cluster: bool,
@@ -48,9 +46,6 @@ pub struct RedisStorageBuilder {
 impl RedisStorageBuilder {
     /// Most pooled connections [`RedisStorageBuilder::pool_size`] accepts.
     pub const MAX_POOL_SIZE: usize = 256;
-    /// Largest payload limit [`RedisStorageBuilder::max_payload`] accepts:
-    /// 512 MiB, the longest string Redis stores.
-    pub const MAX_PAYLOAD: usize = 512 * 1024 * 1024;
     /// Most partitions [`RedisStorageBuilder::partitions`] accepts.
     pub const MAX_PARTITIONS: u16 = 1024;
     /// Longest [`RedisStorageBuilder::command_timeout`]: one hour.
@@ -60,7 +55,6 @@ impl RedisStorageBuilder {
         Self {
             url: url.to_owned(),
             pool_size: 4,
-            max_payload: DEFAULT_MAX_PAYLOAD,
             partitions: 1,
             prefix: "re".to_owned(),
             cluster: false,
@@ -73,15 +67,6 @@ impl RedisStorageBuilder {
     /// waited-on namespace.
     pub fn pool_size(mut self, n: usize) -> Self {
         self.pool_size = n;
-        self
-    }
-
-    /// Largest payload accepted at submit, in bytes, 1 to [`Self::MAX_PAYLOAD`]
-    /// (512 MiB, the longest string Redis stores); default
-    /// [`DEFAULT_MAX_PAYLOAD`] (1 MiB). Larger ones get
-    /// [`Error::PayloadTooLarge`].
-    pub fn max_payload(mut self, bytes: usize) -> Self {
-        self.max_payload = bytes;
         self
     }
 
@@ -131,9 +116,6 @@ impl RedisStorageBuilder {
                 self.pool_size.to_string(),
                 &format!("1 to {} connections", Self::MAX_POOL_SIZE),
             );
-        }
-        if !(1..=Self::MAX_PAYLOAD).contains(&self.max_payload) {
-            return out_of("max_payload", self.max_payload.to_string(), "1 to 536870912 bytes (512 MiB)");
         }
         if !(1..=Self::MAX_PARTITIONS).contains(&self.partitions) {
             return out_of(
@@ -196,7 +178,7 @@ impl RedisStorageBuilder {
             partitions: self.partitions,
             inline_wake: !(cluster && self.partitions > 1),
         };
-        let inner = Inner::new(pool, builder, layout, self.max_payload);
+        let inner = Inner::new(pool, builder, layout);
         inner.scripts.load(inner.pool.next()).await?;
         Ok(RedisStorage { inner: Arc::new(inner) })
     }

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use executor_core::{Error, Heartbeat, Lease, Namespace, Result, TaskRecord, WorkerId};
+use executor_core::{
+    Error, Namespace, Result, TaskRecord, WorkerId,
+    storage::{Heartbeat, Lease},
+};
 use fred::types::Value;
 
 use crate::{

@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use executor_core::{Error, Finish, Lease, Namespace, Result, TaskState};
+use executor_core::{
+    Error, Namespace, Result, TaskState,
+    storage::{Finish, Lease},
+};
 use fred::types::Value;
 
 use crate::{
@@ -32,6 +35,7 @@ fn finish_code(finish: &Finish) -> Result<(&'static str, String, String)> {
         Finish::Errored { error } => ("E", String::new(), error.clone()),
         Finish::Cancelled => ("X", String::new(), String::new()),
         Finish::Released => ("L", String::new(), String::new()),
+        other => return Err(Error::unsupported("finish", format!("{other:?} is newer than this store"))),
     })
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use executor_core::{Leadership, Namespace, Result, Timestamp, WorkerId};
+use executor_core::{Namespace, Result, Timestamp, WorkerId, storage::Leadership};
 use fred::types::Value;
 
 use crate::{
@@ -21,7 +21,7 @@ fn term(v: Value) -> Result<Option<Leadership>> {
     let worker = WorkerId::new(field(0)?)?;
     let token = field(1)?.parse().map_err(|_| shape("a leadership token"))?;
     let until = Timestamp::from_millis(field(2)?.parse().map_err(|_| shape("a leadership expiry"))?);
-    Ok(Some(Leadership { worker, token, until }))
+    Ok(Some(Leadership::new(worker, token, until)))
 }
 
 impl RedisStorage {

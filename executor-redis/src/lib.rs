@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> executor_core::Result<()> {
-//! use executor_core::{Namespace, Storage, WorkerId};
+//! use executor_core::{Namespace, WorkerId, storage::Storage};
 //! use executor_redis::RedisStorage;
 //! use std::time::Duration;
 //!
@@ -39,9 +39,9 @@ mod wake;
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, TierStorage, Timestamp,
-    WorkerId,
+    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
 pub use builder::RedisStorageBuilder;
@@ -136,6 +136,10 @@ impl Storage for RedisStorage {
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         RedisStorage::now(self, ns).await
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        Ok(Self::MAX_PAYLOAD)
     }
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {

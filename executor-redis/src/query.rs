@@ -125,13 +125,11 @@ impl RedisStorage {
                 }
             }
         }
-        Ok(StateCounts(
-            totals
-                .into_iter()
-                .filter(|(_, n)| *n > 0)
-                .map(|(s, n)| (s, u64::try_from(n).unwrap_or(0)))
-                .collect(),
-        ))
+        Ok(totals
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(s, n)| (s, u64::try_from(n).unwrap_or(0)))
+            .collect())
     }
 
     pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
@@ -167,14 +165,14 @@ impl RedisStorage {
                 let (id, values) = record::parse_entry(entry)?;
                 match record::parse(&id, &values) {
                     Ok(task) => page.tasks.push(task),
-                    Err(e) => page.unreadable.push(Unreadable { id, reason: reason(e) }),
+                    Err(e) => page.unreadable.push(Unreadable::new(id, reason(e))),
                 }
             }
             for entry in array(reply.next().unwrap_or(Value::Null))? {
                 let items = array(entry)?;
                 let id = items.first().and_then(text).unwrap_or_default();
                 let reason = items.get(1).and_then(text).unwrap_or_default();
-                page.unreadable.push(Unreadable { id, reason });
+                page.unreadable.push(Unreadable::new(id, reason));
             }
             let score = if score.is_empty() { Some(String::new()) } else { score_text(&score) };
             let Some(score) = score else {

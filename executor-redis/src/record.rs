@@ -126,28 +126,22 @@ pub(crate) fn parse(id: &str, values: &[Value]) -> Result<TaskRecord> {
     let worker = worker.filter(|_| running);
     let created_at = f.time(6)?.ok_or_else(|| f.corrupt("field `c` is missing".into()))?;
     let due_at = f.time(7)?.ok_or_else(|| f.corrupt("field `d` is missing".into()))?;
-    Ok(TaskRecord {
-        id: task_id,
-        name: f.required(1)?,
-        state,
-        payload,
-        // A fresh task has no attempts and no fence yet: submit.lua leaves them out.
-        attempts: f.number(3)?.unwrap_or(0),
-        max_attempts: f.required_number(4)?,
-        fence: f.number(5)?.unwrap_or(0),
-        created_at,
-        due_at,
-        started_at: f.time(8)?,
-        finished_at: f.time(9)?,
-        deadline: f.time(10)?,
-        timeout: f.number::<u64>(11)?.map(Duration::from_millis),
-        retry,
-        last_error: f.text(13)?,
-        worker,
-        lease_until: f.time(15)?.filter(|_| running),
-        cancel_requested: running && f.text(16)?.as_deref() == Some("1"),
-        debounce_key: f.text(17)?,
-    })
+    let mut task = TaskRecord::new(task_id, f.required(1)?, state, payload, created_at, due_at);
+    // A fresh task has no attempts and no fence yet: submit.lua leaves them out.
+    task.attempts = f.number(3)?.unwrap_or(0);
+    task.max_attempts = f.required_number(4)?;
+    task.fence = f.number(5)?.unwrap_or(0);
+    task.started_at = f.time(8)?;
+    task.finished_at = f.time(9)?;
+    task.deadline = f.time(10)?;
+    task.timeout = f.number::<u64>(11)?.map(Duration::from_millis);
+    task.retry = retry;
+    task.last_error = f.text(13)?;
+    task.worker = worker;
+    task.lease_until = f.time(15)?.filter(|_| running);
+    task.cancel_requested = running && f.text(16)?.as_deref() == Some("1");
+    task.debounce_key = f.text(17)?;
+    Ok(task)
 }
 
 /// Splits a script's `{id, fields...}` entry.

@@ -32,7 +32,7 @@ use crate::{
 ///
 /// ```no_run
 /// # async fn demo() -> executor_core::Result<()> {
-/// use executor_core::{Namespace, Storage};
+/// use executor_core::{Namespace, storage::Storage};
 /// use executor_redis::RedisStorage;
 ///
 /// let storage = RedisStorage::connect("redis://127.0.0.1:6379").await?;
@@ -51,7 +51,6 @@ pub(crate) struct Inner {
     pub(crate) builder: Builder,
     pub(crate) layout: Layout,
     pub(crate) scripts: Scripts,
-    pub(crate) max_payload: usize,
     /// Commands fail at once while the connection is down instead of
     /// queueing until it returns, so a submit says Redis is unreachable.
     pub(crate) options: Options,
@@ -60,27 +59,29 @@ pub(crate) struct Inner {
     nonce_counter: AtomicU64,
     /// Where `finish` and `submit` calls queue for the next batch (`submit.rs`,
     /// `finish.rs`).
-    pub(crate) finishes:
-        executor_core::GroupCommit<(executor_core::Lease, executor_core::Finish), executor_core::TaskState>,
-    pub(crate) submits: executor_core::GroupCommit<executor_core::NewTask, executor_core::Submitted>,
+    pub(crate) finishes: executor_core::storage::GroupCommit<
+        (executor_core::storage::Lease, executor_core::storage::Finish),
+        executor_core::TaskState,
+    >,
+    pub(crate) submits:
+        executor_core::storage::GroupCommit<executor_core::storage::NewTask, executor_core::Submitted>,
     /// One wake-up watcher per namespace waited on (see `wake.rs`).
     pub(crate) watchers: Mutex<HashMap<Namespace, crate::wake::Watch>>,
 }
 
 impl Inner {
-    pub(crate) fn new(pool: Pool, builder: Builder, layout: Layout, max_payload: usize) -> Self {
+    pub(crate) fn new(pool: Pool, builder: Builder, layout: Layout) -> Self {
         Self {
             pool,
             builder,
             layout,
             scripts: Scripts::new(),
-            max_payload,
             options: Options { fail_fast: true, ..Default::default() },
             rotation: AtomicUsize::new(0),
             nonce_seed: std::collections::hash_map::RandomState::new().build_hasher().finish(),
             nonce_counter: AtomicU64::new(0),
-            finishes: executor_core::GroupCommit::new(),
-            submits: executor_core::GroupCommit::new(),
+            finishes: executor_core::storage::GroupCommit::new(),
+            submits: executor_core::storage::GroupCommit::new(),
             watchers: Mutex::new(HashMap::new()),
         }
     }
@@ -92,12 +93,17 @@ impl fmt::Debug for RedisStorage {
             .field("prefix", &self.inner.layout.prefix)
             .field("partitions", &self.inner.layout.partitions)
             .field("pool_size", &self.inner.pool.size())
-            .field("max_payload", &self.inner.max_payload)
             .finish_non_exhaustive()
     }
 }
 
 impl RedisStorage {
+    /// The largest payload Redis holds, in bytes: 512 MiB, the longest
+    /// string it stores. The limit users set is
+    /// `ExecutorBuilder::max_payload` (default 1 MiB); this one applies when
+    /// lower, and refuses larger payloads whoever sends them.
+    pub const MAX_PAYLOAD: usize = 512 << 20;
+
     /// Connects with default settings: a pool of 4 connections, 1 MiB
     /// payload limit, one partition, key prefix `re`. A `redis-cluster://`
     /// URL connects to a Redis Cluster.

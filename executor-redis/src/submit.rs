@@ -2,7 +2,7 @@
 //!
 //! Group commit: concurrent `submit` and `finish` calls of one process share
 //! one script call per namespace while the previous call is in flight
-//! ([`executor_core::GroupCommit`]). An idle process sends each call at
+//! ([`executor_core::storage::GroupCommit`]). An idle process sends each call at
 //! once; under load a batch holds every call that arrived during one round
 //! trip, so a no-op task costs a fraction of a script call to submit and to
 //! finish. Each item keeps its own answer (a duplicate id, a stale fence),
@@ -11,7 +11,8 @@
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
-    Debounce, Due, Error, Namespace, NewTask, Result, SubmitMode, SubmitOutcome, Submitted, TaskId,
+    Error, Namespace, Result, SubmitOutcome, Submitted, TaskId,
+    storage::{Debounce, Due, NewTask, SubmitMode},
 };
 use fred::types::Value;
 
@@ -49,8 +50,11 @@ impl RedisStorage {
     /// (invariant 6): every number that reaches the script is in range.
     fn submit_args(&self, task: NewTask) -> Result<Vec<Value>> {
         task.validate()?;
-        if task.payload.len() > self.inner.max_payload {
-            return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: self.inner.max_payload });
+        if task.payload.len() > RedisStorage::MAX_PAYLOAD {
+            return Err(Error::PayloadTooLarge {
+                size: task.payload.len(),
+                limit: RedisStorage::MAX_PAYLOAD,
+            });
         }
         let retry = match &task.retry {
             None => String::new(),
@@ -65,6 +69,12 @@ impl RedisStorage {
             Due::Now => ("n", "0".to_owned()),
             Due::After(d) => ("a", duration_ms("delay", d)?),
             Due::At(t) => ("t", instant_ms("run_at", t)?),
+            other => {
+                return Err(Error::unsupported(
+                    "submit",
+                    format!("due time {other:?} is newer than this store"),
+                ));
+            }
         };
         let optional = |what, d: Option<Duration>| d.map(|d| duration_ms(what, d)).transpose();
         let max_duration = optional("max_duration", task.max_duration)?.unwrap_or_default();
@@ -72,12 +82,18 @@ impl RedisStorage {
         let (mode, key, window, max_wait) = match task.mode {
             SubmitMode::Plain => ("p", String::new(), String::new(), String::new()),
             SubmitMode::Idempotent => ("i", String::new(), String::new(), String::new()),
-            SubmitMode::Debounce(Debounce { key, window, max_wait }) => (
+            SubmitMode::Debounce(Debounce { key, window, max_wait, .. }) => (
                 "d",
                 key,
                 duration_ms("debounce window", window)?,
                 optional("debounce max_wait", max_wait)?.unwrap_or_default(),
             ),
+            other => {
+                return Err(Error::unsupported(
+                    "submit",
+                    format!("submit mode {other:?} is newer than this store"),
+                ));
+            }
         };
         // Every mode carries a nonce: a resent call answers as the first did.
         let nonce = self.nonce();
@@ -171,5 +187,5 @@ fn parse_outcome(v: Value) -> Result<Submitted> {
         "invalid" => return Err(Error::invalid("task", reason())),
         other => return Err(shape(&format!("submit outcome `{other}`"))),
     };
-    Ok(Submitted { id, outcome })
+    Ok(Submitted::new(id, outcome))
 }

@@ -1,4 +1,4 @@
-//! The tier methods of [`executor_core::Storage`] (`now`, `due_before`,
+//! The tier methods of [`executor_core::storage::Storage`] (`now`, `due_before`,
 //! `import`, `remove`), so Redis can serve as the hot tier of
 //! `TieredStorage`: `tier_now.lua`, `due_before.lua`, `import.lua`,
 //! `remove.lua`.
@@ -18,7 +18,7 @@ use crate::{
 const STALE_SLACK: usize = 64;
 
 /// Largest fence or count Lua's doubles hold exactly (2^53 - 1).
-const SAFE: u64 = executor_core::MAX_FENCE;
+const SAFE: u64 = executor_core::storage::MAX_FENCE;
 
 fn time(t: Timestamp) -> String {
     t.as_millis().to_string()
@@ -70,8 +70,11 @@ impl RedisStorage {
     /// Stores `record` as given unless its id exists; indexes it by state and
     /// wakes sleepers when it is due.
     pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        if record.payload.len() > self.inner.max_payload {
-            return Err(Error::PayloadTooLarge { size: record.payload.len(), limit: self.inner.max_payload });
+        if record.payload.len() > RedisStorage::MAX_PAYLOAD {
+            return Err(Error::PayloadTooLarge {
+                size: record.payload.len(),
+                limit: RedisStorage::MAX_PAYLOAD,
+            });
         }
         check_record(&record)?;
         let score = match record.state {

@@ -5,7 +5,11 @@ mod common;
 
 use std::time::Duration;
 
-use executor_core::{Error, Finish, ListQuery, Storage, TaskId, TaskState, WorkerId, testing};
+use executor_core::{
+    Client, Error, ListQuery, Submit, TaskId, TaskState, WorkerId,
+    storage::{Finish, Storage},
+    testing,
+};
 use executor_redis::RedisStorage;
 use fred::interfaces::HashesInterface;
 
@@ -15,16 +19,19 @@ const LEASE: Duration = Duration::from_secs(60);
 
 #[tokio::test]
 async fn oversized_payloads_are_refused_at_submit() -> TestResult {
-    let url = common::url();
-    let storage = common::connect_with(RedisStorage::builder(&url).max_payload(100), &url).await;
-    let ns = testing::unique_namespace("redis-big");
+    let (storage, ns) = common::fresh().await;
+    // The store's hard cap is a Redis string's; the user's limit is the
+    // client's one setting, and the lower one applies.
+    assert_eq!(storage.max_payload().await?, RedisStorage::MAX_PAYLOAD);
+    let client = Client::without_name_check(storage.clone(), ns.clone()).max_payload(100);
+    assert_eq!(client.clone().max_payload(usize::MAX).payload_limit().await?, RedisStorage::MAX_PAYLOAD);
     let mut big = testing::new_task("big");
     big.payload = vec![b'1'; 101];
-    match storage.submit(&ns, big.clone()).await {
+    match client.submit_new(big.clone()).await {
         Err(Error::PayloadTooLarge { size: 101, limit: 100 }) => {}
         other => panic!("expected PayloadTooLarge, got {other:?}"),
     }
-    let out = storage.submit_many(&ns, vec![testing::new_task("small"), big]).await?;
+    let out = client.submit_many(vec![testing::new_task("small"), big]).await;
     assert!(out[0].is_ok() && matches!(out[1], Err(Error::PayloadTooLarge { .. })), "{out:?}");
     assert!(storage.get(&ns, &TaskId::new("big")?).await?.is_none());
     common::cleanup(&storage, &ns).await;

@@ -26,8 +26,6 @@ async fn settings_out_of_range_are_refused_by_name() {
     let b = || RedisStorage::builder(NOWHERE);
     refused(b().pool_size(0), "pool_size", "1 to 256").await;
     refused(b().pool_size(usize::MAX), "pool_size", "1 to 256").await;
-    refused(b().max_payload(0), "max_payload", "512 MiB").await;
-    refused(b().max_payload(usize::MAX), "max_payload", "512 MiB").await;
     refused(b().partitions(0), "partitions", "1 to 1024").await;
     refused(b().partitions(u16::MAX), "partitions", "1 to 1024").await;
     refused(b().command_timeout(Duration::ZERO), "command_timeout", "1 ms to 1 hour").await;
@@ -42,10 +40,9 @@ async fn settings_out_of_range_are_refused_by_name() {
 fn the_extremes_inside_the_ranges_pass() -> Result<(), Error> {
     RedisStorage::builder(NOWHERE)
         .pool_size(RedisStorageBuilder::MAX_POOL_SIZE)
-        .max_payload(RedisStorageBuilder::MAX_PAYLOAD)
         .partitions(RedisStorageBuilder::MAX_PARTITIONS)
         .command_timeout(RedisStorageBuilder::MAX_COMMAND_TIMEOUT)
         .key_prefix("a".repeat(64))
         .validate()?;
-    RedisStorage::builder(NOWHERE).command_timeout(Duration::from_millis(1)).max_payload(1).validate()
+    RedisStorage::builder(NOWHERE).command_timeout(Duration::from_millis(1)).validate()
 }

@@ -12,7 +12,9 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, Error, Finish, ListQuery, Retention, Storage, TaskId, TaskState, WorkerId, testing,
+    CancelOutcome, Error, ListQuery, Retention, TaskId, TaskState, WorkerId,
+    storage::{Finish, Storage},
+    testing,
 };
 use fred::interfaces::{HashesInterface, KeysInterface};
 
@@ -112,7 +114,7 @@ async fn trim_deletes_a_corrupt_record_with_its_neighbours() -> TestResult {
         submit(&d, &["a", "b", "c"]).await?;
         run_all(&d, Finish::Completed).await?;
         d.apply("b", c).await?;
-        let retention = Retention { completed: Duration::ZERO, dead_letter: Some(Duration::ZERO) };
+        let retention = Retention::default().completed(Duration::ZERO).dead_letter(Some(Duration::ZERO));
         let (storage, ns, retention) = (&d.storage, &d.ns, &retention);
         let removed = &AtomicU64::new(0);
         // Finished in the current millisecond is not yet past a zero retention.
@@ -146,7 +148,7 @@ async fn trim_of_ten_thousand_finished_tasks_in_one_call() -> TestResult {
                 end \
                 redis.call('HSET', KEYS[7], 'COMPLETED', 10000)";
     d.script(make, &[]).await?;
-    let retention = Retention { completed: Duration::ZERO, dead_letter: None };
+    let retention = Retention::default().completed(Duration::ZERO).dead_letter(None);
     assert_eq!(d.storage.trim(&d.ns, &retention, 10_000).await?, 10_000);
     let left: i64 = d.redis.exists(vec![d.key("done"), d.key("counts"), d.task_key("f9999")]).await?;
     assert_eq!(left, 0, "index, counts and hashes all gone");

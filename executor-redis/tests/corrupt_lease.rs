@@ -8,7 +8,11 @@ mod common;
 
 use std::time::Duration;
 
-use executor_core::{Error, Executor, Finish, Handler, Storage, TaskContext, TaskState, WorkerId, testing};
+use executor_core::{
+    Error, Executor, Handler, TaskContext, TaskState, WorkerId,
+    storage::{Finish, Storage},
+    testing,
+};
 use fred::interfaces::SortedSetsInterface;
 
 use common::corrupt::{ALL, Corruption, Damage, TestResult};

@@ -8,8 +8,9 @@ mod common;
 use std::time::Duration;
 
 use executor_core::{
-    Debounce, Error, NewTask, Storage, SubmitMode, SubmitOutcome, TaskId, TaskRecord, TaskState, TierStorage,
-    Timestamp, WorkerId, testing,
+    Error, SubmitOutcome, TaskId, TaskState, Timestamp, WorkerId,
+    storage::{Debounce, NewTask, Storage, SubmitMode, TierStorage},
+    testing,
 };
 use fred::interfaces::HashesInterface;
 
@@ -22,10 +23,9 @@ fn tid(id: &str) -> TaskId {
 }
 
 fn debounced(id: &str, key: &str) -> NewTask {
-    NewTask {
-        mode: SubmitMode::Debounce(Debounce { key: key.to_owned(), window: Duration::ZERO, max_wait: None }),
-        ..testing::new_task(id)
-    }
+    let mut task = testing::new_task(id);
+    task.mode = SubmitMode::Debounce(Debounce::new(key, Duration::ZERO));
+    task
 }
 
 /// A plain submit onto an id whose key holds a string answers `Corrupt`
@@ -87,11 +87,11 @@ async fn debounce_onto_a_corrupt_record_creates_a_new_task() -> TestResult {
 async fn submit_many_refuses_out_of_range_items_alone() -> TestResult {
     let d = Damage::new("submit-range").await;
     let mut far = testing::new_task("far");
-    far.due = executor_core::Due::After(Duration::MAX);
+    far.due = executor_core::storage::Due::After(Duration::MAX);
     let mut late = testing::new_task("late");
-    late.due = executor_core::Due::At(Timestamp::from_millis(i64::MAX as u64));
+    late.due = executor_core::storage::Due::At(Timestamp::from_millis(i64::MAX as u64));
     let mut window = debounced("window", "w");
-    window.mode = SubmitMode::Debounce(Debounce { key: "w".into(), window: Duration::MAX, max_wait: None });
+    window.mode = SubmitMode::Debounce(Debounce::new("w", Duration::MAX));
     let batch = vec![testing::new_task("a"), far, late, window, testing::new_task("b")];
     let out = d.storage.submit_many(&d.ns, batch).await?;
     assert!(out[0].is_ok() && out[4].is_ok(), "{out:?}");
@@ -131,19 +131,32 @@ async fn import_and_remove_beside_a_corrupt_record() -> TestResult {
     d.apply("held", Corruption::WrongType).await?;
     // The debounce key is bound to a key that holds a string: the imported
     // waiting task takes the binding over.
-    let moved = TaskRecord { id: tid("moved"), ..template.clone() };
+    let moved = {
+        let mut t = template.clone();
+        t.id = tid("moved");
+        t
+    };
     assert!(d.storage.import(&d.ns, moved).await?);
     let bound: Option<String> = d.redis.hget(d.key("debounce"), "k").await?;
     assert_eq!(bound.as_deref(), Some("moved"));
     // Importing onto the string key is refused and writes nothing.
-    let onto = TaskRecord { id: tid("held"), ..template.clone() };
+    let onto = {
+        let mut t = template.clone();
+        t.id = tid("held");
+        t
+    };
     assert!(matches!(d.storage.import(&d.ns, onto).await, Err(Error::Corrupt { .. })));
     assert_eq!(d.key_type(&d.task_key("held")).await?, "string");
     // Remove refuses the string key, removes the good task.
     assert!(!d.storage.remove(&d.ns, &tid("held"), 0).await?);
     assert!(d.storage.remove(&d.ns, &tid("moved"), 0).await?);
     // A record out of range is refused before the script.
-    let bad = TaskRecord { id: tid("late"), due_at: Timestamp::from_millis(u64::MAX), ..template };
+    let bad = {
+        let mut t = template;
+        t.id = tid("late");
+        t.due_at = Timestamp::from_millis(u64::MAX);
+        t
+    };
     assert!(matches!(d.storage.import(&d.ns, bad).await, Err(Error::Invalid { .. })));
     d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
     d.assert_counts_exact().await?;

@@ -7,7 +7,11 @@ mod common;
 
 use std::{collections::BTreeSet, time::Duration};
 
-use executor_core::{Debounce, Namespace, Storage, SubmitMode, SubmitOutcome, WorkerId, testing};
+use executor_core::{
+    Namespace, SubmitOutcome, WorkerId,
+    storage::{Debounce, Storage, SubmitMode},
+    testing,
+};
 use executor_redis::RedisStorage;
 
 async fn fresh() -> (RedisStorage, Namespace) {
@@ -75,17 +79,11 @@ async fn claims_rotate_over_partitions_and_nothing_starves() -> TestResult {
 async fn debounce_with_a_stable_id_coalesces() -> TestResult {
     let (storage, ns) = fresh().await;
     let mut task = testing::new_task("per-user-7");
-    task.mode = SubmitMode::Debounce(Debounce {
-        key: "user-7".into(),
-        window: Duration::from_secs(30),
-        max_wait: None,
-    });
+    task.mode = SubmitMode::Debounce(Debounce::new("user-7", Duration::from_secs(30)));
     assert_eq!(storage.submit(&ns, task.clone()).await?.outcome, SubmitOutcome::Created);
-    task.mode = SubmitMode::Debounce(Debounce {
-        key: "user-7".into(),
-        window: Duration::from_secs(30),
-        max_wait: Some(Duration::from_secs(5)),
-    });
+    task.mode = SubmitMode::Debounce(
+        Debounce::new("user-7", Duration::from_secs(30)).max_wait(Duration::from_secs(5)),
+    );
     task.payload = br#"{"n":2}"#.to_vec();
     assert_eq!(storage.submit(&ns, task.clone()).await?.outcome, SubmitOutcome::Debounced);
     let rec = storage.get(&ns, &task.id).await?.ok_or("task vanished")?;

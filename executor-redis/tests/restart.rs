@@ -13,7 +13,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use executor_core::{Storage, WorkerId, testing};
+use executor_core::{WorkerId, storage::Storage, testing};
 use executor_redis::RedisStorage;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;

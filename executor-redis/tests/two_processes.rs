@@ -7,7 +7,10 @@ mod common;
 
 use std::{collections::HashMap, process::Stdio, time::Duration};
 
-use executor_core::{Executor, Handler, NewTask, Storage, TaskContext, TaskId, TaskState};
+use executor_core::{
+    Executor, Handler, TaskContext, TaskId, TaskState,
+    storage::{NewTask, Storage},
+};
 use fred::interfaces::{HashesInterface, KeysInterface};
 use tokio::time::Instant;
 
@@ -64,10 +67,11 @@ async fn child_executor() -> TestResult {
 async fn two_processes_run_each_task_once() -> TestResult {
     let (storage, ns) = common::fresh().await;
     let tasks: Vec<NewTask> = (0..TASKS)
-        .map(|_| NewTask {
-            name: "mark".to_owned(),
-            payload: b"null".to_vec(),
-            ..executor_core::testing::new_task(TaskId::generate().as_str())
+        .map(|_| {
+            let mut t = executor_core::testing::new_task(TaskId::generate().as_str());
+            t.name = "mark".to_owned();
+            t.payload = b"null".to_vec();
+            t
         })
         .collect();
     // Both processes start before the tasks land, so both compete for them.

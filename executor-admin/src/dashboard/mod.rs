@@ -14,7 +14,7 @@ use axum::{
     http::Uri,
     response::{Html, IntoResponse, Redirect, Response},
 };
-use executor_core::{ListQuery, Storage, TaskRecord, TaskState, Timestamp};
+use executor_core::{ListQuery, TaskRecord, TaskState, Timestamp, storage::Storage};
 use serde::Deserialize;
 
 use crate::{Admin, ApiError, api, views::UnreadableView};

@@ -12,8 +12,9 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, StateCounts, Storage, TaskId,
-    TaskRecord, TaskState, Unreadable,
+    CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, StateCounts, TaskId, TaskRecord,
+    TaskState, Unreadable,
+    storage::Storage,
     testing::{Intercept, Intercepted},
 };
 
@@ -79,7 +80,7 @@ impl Intercept<MemoryStorage> for Corruption {
                 bad.corrupt
                     .iter()
                     .filter(|(_, (s, _))| *s == state)
-                    .map(|(id, (_, reason))| Unreadable { id: id.clone(), reason: reason.clone() }),
+                    .map(|(id, (_, reason))| Unreadable::new(id.clone(), reason.clone())),
             );
         }
         Ok(page)
@@ -91,11 +92,8 @@ impl Intercept<MemoryStorage> for Corruption {
     }
 
     async fn counts(&self, inner: &MemoryStorage, ns: &Namespace) -> Result<StateCounts> {
-        let mut counts = inner.counts(ns).await?;
-        for (state, _) in self.bad().corrupt.values() {
-            *counts.0.entry(*state).or_default() += 1;
-        }
-        Ok(counts)
+        let corrupt: Vec<_> = self.bad().corrupt.values().map(|(state, _)| (*state, 1)).collect();
+        Ok(inner.counts(ns).await?.iter().chain(corrupt).collect())
     }
 
     async fn requeue(&self, inner: &MemoryStorage, ns: &Namespace, id: &TaskId) -> Result<()> {

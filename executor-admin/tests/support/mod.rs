@@ -19,7 +19,9 @@ use axum::{
     body::{Body, to_bytes},
     http::{Request, StatusCode, header},
 };
-use executor_core::{Executor, Handler, MemoryStorage, RetryPolicy, Storage, TaskError, TaskOptions};
+use executor_core::{
+    Executor, Handler, MemoryStorage, RetryPolicy, TaskError, TaskOptions, storage::Storage,
+};
 use tower::ServiceExt as _;
 
 pub(crate) type BoxResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

@@ -9,8 +9,9 @@ use tracing::Instrument;
 
 use super::run::{InFlight, Shared, StopReason};
 use crate::{
-    Action, Error, Finish, Lease, MAX_DURATION, Storage, TaskContext, TaskError, TaskId, TaskRecord,
-    TaskState, Timestamp, metrics as m,
+    Action, Error, MAX_DURATION, TaskContext, TaskError, TaskId, TaskRecord, TaskState, Timestamp,
+    metrics as m,
+    storage::{Finish, Lease, Storage},
 };
 
 /// Longest error text written to the store; longer reasons are cut at a

@@ -4,8 +4,8 @@ use std::{fmt, sync::Arc, time::Duration};
 
 use super::{Executor, config::Config};
 use crate::{
-    Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, Registry, Result, Retention, Storage,
-    WorkerId, data::DataMap, listener::Listeners,
+    Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, Registry, Result, Retention, WorkerId,
+    data::DataMap, listener::Listeners, storage::Storage,
 };
 
 /// Builds an [`Executor`]. Start with [`Executor::builder`].

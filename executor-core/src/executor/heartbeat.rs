@@ -7,7 +7,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::run::{Shared, StopReason};
-use crate::{Lease, Storage, TaskId};
+use crate::{
+    TaskId,
+    storage::{Lease, Storage},
+};
 
 pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
     let config = shared.config().clone();

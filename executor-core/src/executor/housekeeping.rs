@@ -8,7 +8,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::run::Shared;
-use crate::{Leadership, Reaped, Storage, TaskState, metrics as m};
+use crate::{
+    TaskState, metrics as m,
+    storage::{Leadership, Reaped, Storage},
+};
 
 /// Tells listeners what the reaper did, with each record after its change:
 /// a task dead-lettered by the reaper reaches `on_dead_lettered` like one

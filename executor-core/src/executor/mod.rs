@@ -15,8 +15,9 @@ pub use run::{RunningExecutor, ShutdownReport};
 
 use crate::data::DataMap;
 use crate::{
-    CancelOutcome, Client, ListQuery, Namespace, NewTask, Page, Registry, Result, StateCounts, Storage,
-    Submit, Submitted, TaskId, TaskRecord, WorkerId,
+    CancelOutcome, Client, ListQuery, Namespace, Page, Registry, Result, StateCounts, Submit, Submitted,
+    TaskId, TaskRecord, WorkerId,
+    storage::{NewTask, Storage},
 };
 use config::Config;
 
@@ -34,7 +35,7 @@ use config::Config;
 ///     .build()
 ///     .await?;
 /// let running = executor.start();
-/// let id = TaskBuilder::new("greet", "world", TaskOptions::new()).submit(&executor).await?;
+/// let id = TaskBuilder::new("greet", "world", TaskOptions::new()).submit(&executor).await?.id;
 /// let record = executor.wait_for(&id, std::time::Duration::from_secs(5)).await?;
 /// assert_eq!(record.state, TaskState::Completed);
 /// running.shutdown().await?;

@@ -14,7 +14,10 @@ use tokio::{
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{Executor, attempt, heartbeat, housekeeping};
-use crate::{Error, Lease, Result, Storage, TaskId};
+use crate::{
+    Error, Result, TaskId,
+    storage::{Lease, Storage},
+};
 
 /// Why the runtime stopped an attempt early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 use std::{ops::Bound, time::Duration};
 
 use crate::{
-    Error, Leadership, ListQuery, Page, Reaped, Result, Retention, StateCounts, TaskId, TaskState, Timestamp,
-    WorkerId,
+    Error, ListQuery, Page, Result, Retention, StateCounts, TaskId, TaskState, Timestamp, WorkerId,
+    storage::{Leadership, Reaped},
 };
 
 use super::{index::slot, space::Space};
@@ -105,7 +105,7 @@ impl Space {
             }
             _ => {
                 self.last_token += 1;
-                let term = Leadership { worker: worker.clone(), token: self.last_token, until };
+                let term = Leadership::new(worker.clone(), self.last_token, until);
                 self.leader = Some(term.clone());
                 Some(term)
             }
@@ -150,13 +150,11 @@ impl Space {
 
     /// Tasks per state.
     pub(super) fn counts(&self) -> StateCounts {
-        StateCounts(
-            TaskState::ALL
-                .into_iter()
-                .map(|s| (s, self.idx.by_state[slot(s)].len() as u64))
-                .filter(|(_, n)| *n > 0)
-                .collect(),
-        )
+        TaskState::ALL
+            .into_iter()
+            .map(|s| (s, self.idx.by_state[slot(s)].len() as u64))
+            .filter(|(_, n)| *n > 0)
+            .collect()
     }
 }
 

@@ -17,9 +17,9 @@ use std::{
 use tokio::sync::Notify;
 
 use crate::{
-    CancelOutcome, DEFAULT_MAX_PAYLOAD, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask,
-    Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
-    TierStorage, Timestamp, WorkerId,
+    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
 use self::{clock::Clock, space::Space};
@@ -42,7 +42,7 @@ use self::{clock::Clock, space::Space};
 /// O(log n) per task they touch, however many tasks wait.
 ///
 /// ```
-/// use executor_core::{MemoryStorage, Namespace, Storage, TaskBuilder, TaskOptions, TaskState};
+/// use executor_core::{MemoryStorage, Namespace, TaskBuilder, TaskOptions, TaskState, storage::Storage};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> executor_core::Result<()> {
 /// let store = MemoryStorage::new();
@@ -56,7 +56,6 @@ use self::{clock::Clock, space::Space};
 #[derive(Clone, Debug)]
 pub struct MemoryStorage {
     shared: Arc<Shared>,
-    max_payload: usize,
 }
 
 #[derive(Debug, Default)]
@@ -91,15 +90,13 @@ impl MemoryStorage {
     /// An empty store whose clock starts now, with a payload limit of
     /// [`DEFAULT_MAX_PAYLOAD`].
     pub fn new() -> Self {
-        Self { shared: Arc::default(), max_payload: DEFAULT_MAX_PAYLOAD }
+        Self { shared: Arc::default() }
     }
 
-    /// Refuses payloads larger than `bytes` at submit with
-    /// [`crate::Error::PayloadTooLarge`].
-    pub fn with_max_payload(mut self, bytes: usize) -> Self {
-        self.max_payload = bytes;
-        self
-    }
+    /// The largest payload this store holds, in bytes: 512 MiB, as a Redis
+    /// string, so a payload refused by Redis is refused here too. The limit
+    /// users set is [`crate::ExecutorBuilder::max_payload`].
+    pub const MAX_PAYLOAD: usize = 512 << 20;
 
     /// The store's clock: the time stamped on every record.
     pub fn now(&self) -> Timestamp {
@@ -131,8 +128,7 @@ impl MemoryStorage {
 
 impl Storage for MemoryStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        let max = self.max_payload;
-        let out = self.with(ns, |space, now| space.submit(now, task, max));
+        let out = self.with(ns, |space, now| space.submit(now, task, Self::MAX_PAYLOAD));
         if out.is_ok() {
             self.wake(ns);
         }
@@ -140,9 +136,9 @@ impl Storage for MemoryStorage {
     }
 
     async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
-        let max = self.max_payload;
-        let out: Vec<_> =
-            self.with(ns, |space, now| tasks.into_iter().map(|t| space.submit(now, t, max)).collect());
+        let out: Vec<_> = self.with(ns, |space, now| {
+            tasks.into_iter().map(|t| space.submit(now, t, Self::MAX_PAYLOAD)).collect()
+        });
         if out.iter().any(Result::is_ok) {
             self.wake(ns);
         }
@@ -244,6 +240,10 @@ impl Storage for MemoryStorage {
     /// The process clock (the memory store has no other).
     async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
         Ok(MemoryStorage::now(self))
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        Ok(Self::MAX_PAYLOAD)
     }
 
     /// Returns at once if a task is due; else sleeps until the earliest due

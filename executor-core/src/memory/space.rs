@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 
 use crate::{
-    CancelOutcome, Due, Error, Finish, Heartbeat, Leadership, Lease, NewTask, Result, SubmitMode,
-    SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, Error, Result, SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
+    storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, SubmitMode},
 };
 
 use super::index::Indexes;
@@ -85,7 +86,7 @@ impl Space {
         let due_at = match &task.mode {
             SubmitMode::Plain if exists => return Err(Error::DuplicateId(task.id)),
             SubmitMode::Idempotent if exists => {
-                return Ok(Submitted { id: task.id, outcome: SubmitOutcome::Existing });
+                return Ok(Submitted::new(task.id, SubmitOutcome::Existing));
             }
             SubmitMode::Debounce(d) => {
                 if let Some((id, created_at)) = self.waiting_under(&d.key) {
@@ -98,7 +99,7 @@ impl Space {
                         r.due_at = due;
                         r.payload = payload;
                     });
-                    return Ok(Submitted { id, outcome: SubmitOutcome::Debounced });
+                    return Ok(Submitted::new(id, SubmitOutcome::Debounced));
                 }
                 if exists {
                     return Err(Error::DuplicateId(task.id));
@@ -140,7 +141,7 @@ impl Space {
             cancel_requested: false,
             debounce_key,
         });
-        Ok(Submitted { id, outcome: SubmitOutcome::Created })
+        Ok(Submitted::new(id, SubmitOutcome::Created))
     }
 
     /// Claims up to `limit` due tasks, earliest due first (invariants 2 and 4).

@@ -6,7 +6,10 @@ use std::{collections::HashSet, time::Duration};
 use tokio::time::Instant;
 
 use super::*;
-use crate::{Due, Error, SubmitMode, TaskBuilder, TaskOptions};
+use crate::{
+    Error, TaskBuilder, TaskOptions,
+    storage::{Due, SubmitMode},
+};
 
 fn ns(name: &str) -> Namespace {
     Namespace::new(name).unwrap_or_default()
@@ -139,25 +142,32 @@ async fn wait_for_work_wakes_on_retry_requeue_and_release() -> Result<()> {
 }
 
 #[tokio::test]
-async fn payload_limit_is_configurable() -> Result<()> {
+async fn payload_limit_is_one_setting_and_the_store_cap_applies_when_lower() -> Result<()> {
     let ns = ns("payload");
     let store = MemoryStorage::new();
-    let mut t = task("max");
-    t.payload = vec![b'1'; DEFAULT_MAX_PAYLOAD];
-    store.submit(&ns, t).await?;
-    let mut t = task("over");
-    t.payload = vec![b'1'; DEFAULT_MAX_PAYLOAD + 1];
-    let err = store.submit(&ns, t).await.err();
+    // The store's own cap is its hard limit, not the user's setting: a
+    // payload past the default setting still fits in the store.
+    assert_eq!(store.max_payload().await?, MemoryStorage::MAX_PAYLOAD);
+    let mut t = task("past-default");
+    t.payload = vec![b'1'; crate::DEFAULT_MAX_PAYLOAD + 1];
+    store.submit(&ns, t.clone()).await?;
+    // The client applies the setting (default 1 MiB)...
+    let client = crate::Client::without_name_check(store.clone(), ns.clone());
+    assert_eq!(client.payload_limit().await?, crate::DEFAULT_MAX_PAYLOAD);
+    t.id = TaskId::new("over-default")?;
+    let err = crate::Submit::submit_new(&client, t.clone()).await.err();
     assert!(
-        matches!(err, Some(Error::PayloadTooLarge { size, limit }) if size == DEFAULT_MAX_PAYLOAD + 1 && limit == DEFAULT_MAX_PAYLOAD),
+        matches!(err, Some(Error::PayloadTooLarge { size, limit })
+            if size == crate::DEFAULT_MAX_PAYLOAD + 1 && limit == crate::DEFAULT_MAX_PAYLOAD),
         "{err:?}"
     );
-    let small = MemoryStorage::new().with_max_payload(10);
-    let mut t = task("eleven");
+    // ...set lower, or set above the store's cap, where the store's applies.
+    let small = client.clone().max_payload(10);
     t.payload = b"\"123456789\"".to_vec();
-    let err = small.submit(&ns, t).await.err();
+    let err = crate::Submit::submit_new(&small, t.clone()).await.err();
     assert!(matches!(err, Some(Error::PayloadTooLarge { size: 11, limit: 10 })), "{err:?}");
-    assert!(small.get(&ns, &TaskId::new("eleven")?).await?.is_none(), "a refused task is not stored");
+    let huge = client.max_payload(usize::MAX);
+    assert_eq!(huge.payload_limit().await?, MemoryStorage::MAX_PAYLOAD);
     Ok(())
 }
 
@@ -247,7 +257,7 @@ async fn a_debounce_key_stays_unbound_after_its_task_is_retried() -> Result<()> 
     let ns = ns("debounce-retry");
     let debounced = |id: &str| {
         let mut t = task(id);
-        t.mode = SubmitMode::Debounce(crate::Debounce {
+        t.mode = SubmitMode::Debounce(crate::storage::Debounce {
             key: "k".to_owned(),
             window: Duration::ZERO,
             max_wait: None,

@@ -13,8 +13,8 @@ use proptest::{
 };
 
 use crate::{
-    Debounce, Due, Error, Finish, MAX_DURATION, MAX_RETRY_LIMIT, Namespace, NewTask, RetryPolicy, Storage,
-    SubmitMode, TaskState, Timestamp,
+    Error, MAX_DURATION, MAX_RETRY_LIMIT, Namespace, RetryPolicy, TaskState, Timestamp,
+    storage::{Debounce, Due, Finish, NewTask, Storage, SubmitMode},
 };
 
 use super::{
@@ -267,13 +267,13 @@ pub async fn random_options_never_corrupt<S: Storage>(s: &S, ns: &Namespace) {
 #[derive(Clone, Debug)]
 enum Op {
     Claim,
-    Finish(Finish, crate::Transition),
+    Finish(Finish, crate::storage::Transition),
     Cancel,
     Requeue,
 }
 
 fn ops() -> Vec<Op> {
-    use crate::Transition as T;
+    use crate::storage::Transition as T;
     let e = || "transition check".to_owned();
     vec![
         Op::Claim,
@@ -296,7 +296,7 @@ async fn in_state<S: Storage>(
     ns: &Namespace,
     id: &str,
     state: TaskState,
-) -> (crate::TaskId, Option<crate::Lease>) {
+) -> (crate::TaskId, Option<crate::storage::Lease>) {
     let id = submit(s, ns, new_task(id)).await;
     let finish = match state {
         TaskState::Created => return (id, None),
@@ -335,14 +335,14 @@ pub async fn transitions_follow_the_table<S: Storage>(s: &S, ns: &Namespace) {
                 Op::Claim => {
                     let got = ok(&what, s.claim(ns, &worker(), 1, LONG_LEASE).await);
                     assert_eq!(got.len(), usize::from(state.is_waiting()), "{what}: claimed {got:?}");
-                    state.can(crate::Transition::Claim).unwrap_or(state)
+                    state.can(crate::storage::Transition::Claim).unwrap_or(state)
                 }
                 Op::Finish(finish, t) => {
-                    let lease = held.clone().unwrap_or(crate::Lease {
-                        id: id.clone(),
-                        fence: before.fence,
-                        worker: worker(),
-                    });
+                    let lease = held.clone().unwrap_or(crate::storage::Lease::new(
+                        id.clone(),
+                        before.fence,
+                        worker(),
+                    ));
                     let answer = s.finish(ns, &lease, finish.clone()).await;
                     // A finish ends an attempt: only a RUNNING task has one.
                     let allowed = if state == TaskState::Running { state.can(*t) } else { None };
@@ -365,7 +365,7 @@ pub async fn transitions_follow_the_table<S: Storage>(s: &S, ns: &Namespace) {
                             assert_eq!(ok(&what, answer), crate::CancelOutcome::Requested, "{what}");
                             state
                         }
-                        _ => match state.can(crate::Transition::Cancel) {
+                        _ => match state.can(crate::storage::Transition::Cancel) {
                             Some(to) => {
                                 assert_eq!(ok(&what, answer), crate::CancelOutcome::Cancelled, "{what}");
                                 to
@@ -380,7 +380,7 @@ pub async fn transitions_follow_the_table<S: Storage>(s: &S, ns: &Namespace) {
                 }
                 Op::Requeue => {
                     let answer = s.requeue(ns, &id).await;
-                    match state.can(crate::Transition::Requeue) {
+                    match state.can(crate::storage::Transition::Requeue) {
                         Some(to) => {
                             ok(&what, answer);
                             to

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use crate::{CancelOutcome, Due, Error, Finish, Namespace, Storage, TaskId, TaskState};
+use crate::{
+    CancelOutcome, Error, Namespace, TaskId, TaskState,
+    storage::{Due, Finish, Storage},
+};
 
 use super::{
     new_task,

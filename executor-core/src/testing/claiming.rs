@@ -2,7 +2,10 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use crate::{Due, Error, Finish, Namespace, Storage, TaskId, TaskState, Timestamp};
+use crate::{
+    Error, Namespace, TaskId, TaskState, Timestamp,
+    storage::{Due, Finish, Storage},
+};
 
 use super::{
     new_task,

@@ -5,7 +5,10 @@ use std::{collections::HashMap, time::Duration};
 
 use tokio::time::Instant;
 
-use crate::{Due, Finish, Namespace, Storage, TaskId, TaskRecord, TaskState, WorkerId};
+use crate::{
+    Namespace, TaskId, TaskRecord, TaskState, WorkerId,
+    storage::{Due, Finish, Storage},
+};
 
 use super::{
     new_task,

@@ -3,7 +3,10 @@
 
 use std::{sync::Mutex, time::Duration};
 
-use crate::{Leadership, Namespace, Retention, Storage, TaskState, Timestamp};
+use crate::{
+    Namespace, Retention, TaskState, Timestamp,
+    storage::{Leadership, Storage},
+};
 
 use super::{
     new_task,
@@ -27,7 +30,7 @@ pub async fn reap_after_lease_expiry<S: Storage>(s: &S, ns: &Namespace) {
     let live = submit(s, ns, new_task("reap-live")).await;
     claim_only(s, ns, &live, LONG_LEASE).await;
 
-    let found = Mutex::new(crate::Reaped::default());
+    let found = Mutex::new(crate::storage::Reaped::default());
     let found = &found;
     wait_until(Duration::from_secs(5), || async move {
         let r = ok("reap", s.reap(ns, 1).await);

@@ -7,9 +7,9 @@
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page, Reaped, Result,
-    Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState, TierStorage, Timestamp,
-    WorkerId,
+    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
 /// Hooks around the calls a worker or an operator makes on its store. Every method gets
@@ -37,7 +37,8 @@ use crate::{
 /// };
 ///
 /// use executor_core::{
-///     MemoryStorage, Namespace, Result, Storage, TaskRecord, WorkerId,
+///     MemoryStorage, Namespace, Result, TaskRecord, WorkerId,
+///     storage::Storage,
 ///     testing::{self, Intercept, Intercepted},
 /// };
 ///
@@ -325,6 +326,10 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         self.inner.now(ns).await
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        self.inner.max_payload().await
     }
 
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {

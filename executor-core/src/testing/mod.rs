@@ -1,5 +1,5 @@
 //! The storage conformance suite (feature `testing`): one check per state
-//! transition and per invariant of the design, run by every [`Storage`](crate::Storage)
+//! transition and per invariant of the design, run by every [`Storage`](crate::storage::Storage)
 //! (memory, Redis, MySQL) against fresh, isolated stores.
 //!
 //! A storage crate runs the whole suite with one macro call in a test file;
@@ -43,7 +43,10 @@ mod tiering;
 
 use std::{future::Future, time::Duration};
 
-use crate::{Due, Namespace, NewTask, SubmitMode, TaskId};
+use crate::{
+    Namespace, TaskId,
+    storage::{Due, NewTask, SubmitMode},
+};
 
 pub use bad_input::*;
 pub use cancel::*;

@@ -2,7 +2,10 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use crate::{Due, Error, ListQuery, Namespace, Storage, TaskState};
+use crate::{
+    Error, ListQuery, Namespace, TaskState,
+    storage::{Due, Storage},
+};
 
 use super::{
     new_task,

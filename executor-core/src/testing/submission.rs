@@ -5,8 +5,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::{
-    Debounce, Due, Error, Namespace, RetryPolicy, Storage, SubmitMode, SubmitOutcome, TaskRecord, TaskState,
-    Timestamp,
+    Error, Namespace, RetryPolicy, SubmitOutcome, TaskRecord, TaskState, Timestamp,
+    storage::{Debounce, Due, Storage, SubmitMode},
 };
 
 use super::{
@@ -20,7 +20,13 @@ fn payload(rec: &TaskRecord) -> Value {
         .unwrap_or_else(|e| panic!("task {} payload is not the JSON submitted: {e}", rec.id))
 }
 
-fn debounced(id: &str, key: &str, window: Duration, max_wait: Option<Duration>, n: u32) -> crate::NewTask {
+fn debounced(
+    id: &str,
+    key: &str,
+    window: Duration,
+    max_wait: Option<Duration>,
+    n: u32,
+) -> crate::storage::NewTask {
     let mut t = new_task(id);
     t.payload = json!({ "n": n }).to_string().into_bytes();
     t.mode = SubmitMode::Debounce(Debounce { key: key.to_owned(), window, max_wait });
@@ -81,7 +87,7 @@ pub async fn duplicate_id_refused<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!(record(s, ns, &id).await, before, "a refused duplicate must not change the task");
 
     let rec = super::support::claim_only(s, ns, &id, LONG_LEASE).await;
-    ok("complete", s.finish(ns, &super::support::lease(&rec), crate::Finish::Completed).await);
+    ok("complete", s.finish(ns, &super::support::lease(&rec), crate::storage::Finish::Completed).await);
     let e = err("duplicate of a finished task", s.submit(ns, again).await);
     assert!(matches!(e, Error::DuplicateId(_)), "a finished task's id stays taken: {e:?}");
 }
@@ -100,7 +106,7 @@ pub async fn idempotent_submit_returns_existing<S: Storage>(s: &S, ns: &Namespac
     assert_eq!(record(s, ns, &id).await, before, "an idempotent repeat must not change the task");
 
     let rec = super::support::claim_only(s, ns, &id, LONG_LEASE).await;
-    ok("complete", s.finish(ns, &super::support::lease(&rec), crate::Finish::Completed).await);
+    ok("complete", s.finish(ns, &super::support::lease(&rec), crate::storage::Finish::Completed).await);
     let out = ok("idempotent repeat of a finished task", s.submit(ns, again).await);
     assert_eq!(out.outcome, SubmitOutcome::Existing, "finished tasks are returned too");
     assert_eq!(record(s, ns, &id).await.state, TaskState::Completed);

@@ -4,7 +4,8 @@
 use std::{fmt::Debug, time::Duration};
 
 use crate::{
-    Error, Finish, Lease, Namespace, NewTask, Result, Storage, TaskId, TaskRecord, TaskState, WorkerId,
+    Error, Namespace, Result, TaskId, TaskRecord, TaskState, WorkerId,
+    storage::{Finish, Lease, NewTask, Storage},
 };
 
 use super::new_task;

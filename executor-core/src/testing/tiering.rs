@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::{Due, Finish, Namespace, TaskState, TierStorage};
+use crate::{
+    Namespace, TaskState,
+    storage::{Due, Finish, TierStorage},
+};
 
 use super::{
     new_task,

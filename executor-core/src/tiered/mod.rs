@@ -7,9 +7,9 @@ mod promote;
 use std::{fmt, time::Duration};
 
 use crate::{
-    CancelOutcome, Due, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, Namespace, NewTask, Page,
-    Reaped, Result, Retention, StateCounts, Storage, SubmitMode, SubmitOutcome, Submitted, TaskId,
-    TaskRecord, TaskState, TierStorage, Timestamp, WorkerId,
+    CancelOutcome, Error, ListQuery, Namespace, Page, Result, Retention, StateCounts, SubmitOutcome,
+    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, SubmitMode, TierStorage},
 };
 
 pub use promote::PromoteStep;
@@ -198,7 +198,7 @@ impl<H: TierStorage, C: TierStorage> TieredStorage<H, C> {
             return Ok(Ok(task));
         }
         match task.mode {
-            SubmitMode::Idempotent => Ok(Err(Submitted { id: task.id, outcome: SubmitOutcome::Existing })),
+            SubmitMode::Idempotent => Ok(Err(Submitted::new(task.id, SubmitOutcome::Existing))),
             _ => Err(Error::DuplicateId(task.id)),
         }
     }
@@ -369,11 +369,8 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        let mut hot = self.hot.counts(ns).await?;
-        for (state, n) in self.cold.counts(ns).await?.0 {
-            *hot.0.entry(state).or_default() += n;
-        }
-        Ok(hot)
+        let (hot, cold) = (self.hot.counts(ns).await?, self.cold.counts(ns).await?);
+        Ok(hot.iter().chain(cold.iter()).collect())
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
@@ -410,6 +407,11 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         self.hot.now(ns).await
+    }
+
+    /// The lower of the two tiers' limits: a task may live in either.
+    async fn max_payload(&self) -> Result<usize> {
+        Ok(self.hot.max_payload().await?.min(self.cold.max_payload().await?))
     }
 
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {

@@ -4,8 +4,9 @@ use metrics::{counter, histogram};
 
 use super::TieredStorage;
 use crate::{
-    Error, Namespace, Result, TierStorage,
+    Error, Namespace, Result,
     metrics::{PROMOTED, PROMOTION_LAG_SECONDS, PROMOTION_REFUSED},
+    storage::TierStorage,
 };
 
 /// A point in one task's move where a test can simulate a crash.

@@ -87,9 +87,9 @@ async fn unknown_name_and_bad_payload_end_error_and_others_still_run() -> Result
     // A producer that skips the name check can enqueue names no worker knows.
     let producer = Client::without_name_check(storage, Namespace::new("runtime-test")?);
     let running = ex.start();
-    let unknown = TaskBuilder::new("nobody_handles_this", (), TaskOptions::new()).submit(&producer).await?;
-    let bad = TaskBuilder::new("typed", "not a number", TaskOptions::new()).submit(&producer).await?;
-    let good = TaskBuilder::new("typed", 7u64, TaskOptions::new()).submit(&ex).await?;
+    let unknown = TaskBuilder::new("nobody_handles_this", (), TaskOptions::new()).submit(&producer).await?.id;
+    let bad = TaskBuilder::new("typed", "not a number", TaskOptions::new()).submit(&producer).await?.id;
+    let good = TaskBuilder::new("typed", 7u64, TaskOptions::new()).submit(&ex).await?.id;
 
     let r = finished(&ex, &unknown).await?;
     assert_eq!(r.state, TaskState::Error);
@@ -165,10 +165,10 @@ async fn submit_refuses_bad_input_with_clear_errors() -> Result<()> {
     let custom = RetryPolicy::custom("c", |_| Duration::ZERO);
     let not_storable = TaskBuilder::new("any", 1, TaskOptions::new()).retry(custom).submit(&ex).await;
     assert!(matches!(not_storable, Err(Error::Invalid { what: "retry policy", .. })), "{not_storable:?}");
-    let ok = TaskBuilder::new("any", 1, TaskOptions::new()).id("dup").submit(&ex).await?;
+    let ok = TaskBuilder::new("any", 1, TaskOptions::new()).id("dup").submit(&ex).await?.id;
     let dup = TaskBuilder::new("any", 1, TaskOptions::new()).id("dup").submit(&ex).await;
     assert!(matches!(dup, Err(Error::DuplicateId(_))), "{dup:?}");
-    let again = TaskBuilder::new("any", 2, TaskOptions::new()).id("dup").idempotent().submit(&ex).await?;
+    let again = TaskBuilder::new("any", 2, TaskOptions::new()).id("dup").idempotent().submit(&ex).await?.id;
     assert_eq!(again, ok);
     let _ = ex.submit_new(TaskBuilder::new("any", 3, TaskOptions::new()).into_new_task()?).await?;
     Ok(())

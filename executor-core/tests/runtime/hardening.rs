@@ -12,9 +12,9 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, Error, Executor, Finish, Handler, Heartbeat, Lease, Listener, MemoryStorage, Namespace,
-    Result, RetryPolicy, Storage, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState,
-    WorkerId,
+    CancelOutcome, Error, Executor, Handler, Listener, MemoryStorage, Namespace, Result, RetryPolicy,
+    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
+    storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };
 use proptest::{
@@ -142,7 +142,7 @@ async fn every_builder_option_is_range_checked() {
         (
             "retention.completed",
             builder(MemoryStorage::new())
-                .retention(executor_core::Retention { completed: Duration::MAX, dead_letter: None }),
+                .retention(executor_core::Retention::default().completed(Duration::MAX).dead_letter(None)),
         ),
         (
             "retry interval",
@@ -202,7 +202,7 @@ async fn proptest_builder_options_never_panic() -> Result<()> {
             .shutdown_grace(grace)
             .cancel_grace(cgrace)
             .trim_interval(trim)
-            .retention(executor_core::Retention { completed, dead_letter: Some(completed) })
+            .retention(executor_core::Retention::default().completed(completed).dead_letter(Some(completed)))
             .handler(Handler::new("noop", |_: (), _ctx: TaskContext| async {}));
         let ex = match b.build().await {
             Ok(ex) => ex,
@@ -347,7 +347,7 @@ async fn a_late_lost_report_for_an_old_fence_does_not_stop_the_new_attempt() -> 
         .build()
         .await?;
     let running = ex.start();
-    let id = executor_core::TaskBuilder::new("twice", (), TaskOptions::new()).submit(&ex).await?;
+    let id = executor_core::TaskBuilder::new("twice", (), TaskOptions::new()).submit(&ex).await?.id;
     let r = ex.wait_for(&id, Duration::from_secs(60)).await?;
     running.shutdown().await?;
     assert!(!stopped.load(Ordering::SeqCst), "attempt 2 was stopped by a report about attempt 1");
@@ -382,7 +382,7 @@ async fn a_finish_the_store_refuses_as_invalid_is_recorded_as_error() -> Result<
         .build()
         .await?;
     let running = ex.start();
-    let id = executor_core::TaskBuilder::new("retries", (), TaskOptions::new()).submit(&ex).await?;
+    let id = executor_core::TaskBuilder::new("retries", (), TaskOptions::new()).submit(&ex).await?.id;
     let r = ex.wait_for(&id, Duration::from_secs(60)).await?;
     running.shutdown().await?;
     assert_eq!(r.state, TaskState::Error, "{r:?}");
@@ -423,15 +423,20 @@ async fn submit_many_checks_each_task_like_a_single_submit() -> Result<()> {
         tasks.push(match n % 250 {
             7 => task("misspelled", serde_json::json!(n))?,
             8 => task("known", serde_json::json!("x".repeat(200)))?,
-            9 => executor_core::NewTask {
-                due: executor_core::Due::After(Duration::MAX),
-                ..task("known", serde_json::json!(n))?
-            },
+            9 => {
+                let mut t = task("known", serde_json::json!(n))?;
+                t.due = executor_core::storage::Due::After(Duration::MAX);
+                t
+            }
             _ => task("known", serde_json::json!(n))?,
         });
     }
     let first_id = tasks[0].id.clone();
-    tasks.push(executor_core::NewTask { id: first_id, ..task("known", serde_json::json!(0))? });
+    tasks.push({
+        let mut t = task("known", serde_json::json!(0))?;
+        t.id = first_id;
+        t
+    });
     let n = tasks.len();
     let answers = ex.submit_many(tasks).await;
     assert_eq!(answers.len(), n, "one answer per task");

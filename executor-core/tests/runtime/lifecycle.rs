@@ -9,8 +9,8 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, Executor, Handler, MemoryStorage, Namespace, Result, Storage, TaskContext, TaskOptions,
-    TaskState, WorkerId,
+    CancelOutcome, Executor, Handler, MemoryStorage, Namespace, Result, TaskContext, TaskOptions, TaskState,
+    WorkerId, storage::Storage,
 };
 
 use crate::{
@@ -45,7 +45,7 @@ async fn never_more_in_flight_than_concurrency_nor_claimed_than_free_slots() -> 
         .await?;
     let mut ids = Vec::new();
     for _ in 0..40 {
-        ids.push(executor_core::TaskBuilder::new("work", (), TaskOptions::new()).submit(&ex).await?);
+        ids.push(executor_core::TaskBuilder::new("work", (), TaskOptions::new()).submit(&ex).await?.id);
     }
     let running = ex.start();
     for id in &ids {
@@ -100,7 +100,7 @@ async fn a_lost_lease_stops_the_attempt_and_writes_nothing() -> Result<()> {
         .build()
         .await?;
     let running = ex.start();
-    let id = executor_core::TaskBuilder::new("long", (), TaskOptions::new()).submit(&ex).await?;
+    let id = executor_core::TaskBuilder::new("long", (), TaskOptions::new()).submit(&ex).await?.id;
     crate::support::wait_state(&ex, &id, TaskState::Running).await?;
     spy.hooks().lose_leases.store(true, Ordering::SeqCst);
     tokio::time::timeout(Duration::from_secs(10), async {

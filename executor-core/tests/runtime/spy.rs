@@ -9,7 +9,8 @@ use std::{
 };
 
 use executor_core::{
-    Finish, Heartbeat, Lease, MemoryStorage, Namespace, Result, Storage, TaskRecord, TaskState, WorkerId,
+    MemoryStorage, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };
 
@@ -52,10 +53,9 @@ impl Intercept<MemoryStorage> for Watch {
         lease: Duration,
     ) -> Result<Heartbeat> {
         if self.lose_leases.load(Ordering::SeqCst) {
-            return Ok(Heartbeat {
-                lost: leases.iter().map(|l| l.id.clone()).collect(),
-                cancel_requested: vec![],
-            });
+            let mut lost = Heartbeat::default();
+            lost.lost = leases.iter().map(|l| l.id.clone()).collect();
+            return Ok(lost);
         }
         inner.heartbeat(ns, leases, lease).await
     }

@@ -28,7 +28,7 @@ pub(crate) async fn submit<P: serde::Serialize>(
     payload: P,
     options: TaskOptions,
 ) -> Result<TaskId> {
-    TaskBuilder::new(name, payload, options).submit(executor).await
+    Ok(TaskBuilder::new(name, payload, options).submit(executor).await?.id)
 }
 
 /// Waits for a terminal state, at most 60 s of (possibly paused) time.
@@ -67,7 +67,7 @@ pub(crate) fn unexpected(e: impl std::fmt::Display) -> Error {
 }
 
 /// Waits until the task is in `state` (60 s of possibly paused time).
-pub(crate) async fn wait_state<S: executor_core::Storage>(
+pub(crate) async fn wait_state<S: executor_core::storage::Storage>(
     executor: &Executor<S>,
     id: &TaskId,
     state: executor_core::TaskState,

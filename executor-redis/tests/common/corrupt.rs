@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeMap, str::FromStr};
 
-use executor_core::{Namespace, Storage, TaskState};
+use executor_core::{Namespace, TaskState, storage::Storage};
 use executor_redis::RedisStorage;
 use fred::{
     clients::Client,
@@ -190,7 +190,11 @@ impl Damage {
             }
         }
         let counts = self.storage.counts(&self.ns).await?;
-        assert_eq!(counts.0, recount, "counts kept by the scripts vs the records");
+        assert_eq!(
+            counts.iter().collect::<BTreeMap<_, _>>(),
+            recount,
+            "counts kept by the scripts vs the records"
+        );
         Ok(())
     }
 

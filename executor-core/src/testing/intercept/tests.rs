@@ -5,9 +5,10 @@ use std::{sync::Mutex, time::Duration};
 
 use super::{Intercept, Intercepted};
 use crate::{
-    CancelOutcome, Error, Finish, Heartbeat, Leadership, Lease, ListQuery, MemoryStorage, Namespace, NewTask,
-    Page, Reaped, Result, Retention, StateCounts, Storage, Submitted, TaskId, TaskRecord, TaskState,
-    TierStorage, Timestamp, WorkerId, testing,
+    CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts,
+    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
+    testing,
 };
 
 /// Overrides every method of [`Storage`], defaulted ones included, and
@@ -26,6 +27,9 @@ impl Probe {
 impl Storage for Probe {
     async fn submit(&self, _: &Namespace, _: NewTask) -> Result<Submitted> {
         self.hit("submit")
+    }
+    async fn max_payload(&self) -> Result<usize> {
+        self.hit("max_payload")
     }
     async fn submit_many(&self, _: &Namespace, _: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
         self.hit("submit_many")
@@ -119,7 +123,7 @@ async fn every_method_reaches_the_inner_store() -> Result<()> {
     let rec = running_record().await?;
     let lease = rec.lease().ok_or_else(|| Error::invalid("test", "claimed task has no lease"))?;
     let (ns, id, w, d) = (Namespace::new("probe")?, rec.id.clone(), WorkerId::new("w")?, Duration::ZERO);
-    let term = Leadership { worker: w.clone(), token: 1, until: Timestamp::now_system() };
+    let term = Leadership::new(w.clone(), 1, Timestamp::now_system());
     let s = Intercepted::new(Probe::default(), ());
     // Each call fails with the probe's error; what matters is which method ran.
     let _ = s.submit(&ns, testing::new_task("a")).await;

@@ -1,0 +1,197 @@
+//! What callers ask the store and what it answers: pages, counts, cancel
+//! outcomes, retention. User API, re-exported at the crate root.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{TaskRecord, TaskState};
+
+/// What a cancel did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CancelOutcome {
+    /// The task was waiting and is now `CANCELLED`.
+    Cancelled,
+    /// The task is running; its worker will be asked to stop.
+    Requested,
+}
+
+impl CancelOutcome {
+    /// The name used in JSON: `cancelled`, `requested`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::Requested => "requested",
+        }
+    }
+}
+
+/// A page request for `list`: [`ListQuery::new`], then
+/// [`ListQuery::after`] with the previous page's `next`.
+///
+/// ```
+/// use executor_core::{ListQuery, TaskState};
+///
+/// let first = ListQuery::new(TaskState::Failed, 50);
+/// let second = ListQuery::new(TaskState::Failed, 50).after("cursor-from-first-page");
+/// assert_eq!(second.cursor.as_deref(), Some("cursor-from-first-page"));
+/// # let _ = first;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListQuery {
+    /// The state to list.
+    pub state: TaskState,
+    /// The `next` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size, 1 to 1,000.
+    pub limit: usize,
+}
+
+impl ListQuery {
+    /// First page of `state`, `limit` tasks.
+    pub fn new(state: TaskState, limit: usize) -> Self {
+        Self { state, cursor: None, limit }
+    }
+
+    /// The page after the one whose `next` was `cursor`.
+    #[must_use]
+    pub fn after(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+}
+
+/// One page of tasks.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Page {
+    /// The tasks.
+    pub tasks: Vec<TaskRecord>,
+    /// Cursor of the next page; `None` on the last.
+    pub next: Option<String>,
+    /// Records in this page's range that did not parse (edited by hand,
+    /// written by a newer version): skipped so the rest of the page still
+    /// reads (invariant 7). Delete one with `delete`, or inspect
+    /// it in the store.
+    pub unreadable: Vec<Unreadable>,
+}
+
+impl Page {
+    /// A page of `tasks` with cursor `next`, nothing unreadable.
+    pub fn new(tasks: Vec<TaskRecord>, next: Option<String>) -> Self {
+        Self { tasks, next, unreadable: Vec::new() }
+    }
+}
+
+/// A stored record that a page skipped because it does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Unreadable {
+    /// The task's id as stored (it may itself be what is wrong).
+    pub id: String,
+    /// What did not parse.
+    pub reason: String,
+}
+
+impl Unreadable {
+    /// The record stored under `id`, unreadable for `reason`.
+    pub fn new(id: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { id: id.into(), reason: reason.into() }
+    }
+}
+
+/// Counts of tasks by state. Build one from `(state, count)` pairs.
+///
+/// ```
+/// use executor_core::{StateCounts, TaskState};
+///
+/// let counts: StateCounts = [(TaskState::Pending, 3), (TaskState::Failed, 1)].into_iter().collect();
+/// assert_eq!(counts.get(TaskState::Pending), 3);
+/// assert_eq!(counts.get(TaskState::Running), 0);
+/// assert_eq!(counts.total(), 4);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StateCounts(BTreeMap<TaskState, u64>);
+
+impl FromIterator<(TaskState, u64)> for StateCounts {
+    /// Counts of the same state add up.
+    fn from_iter<I: IntoIterator<Item = (TaskState, u64)>>(iter: I) -> Self {
+        let mut map = BTreeMap::new();
+        for (state, n) in iter {
+            *map.entry(state).or_insert(0) += n;
+        }
+        Self(map)
+    }
+}
+
+impl StateCounts {
+    /// Each state with a count, in state order (states never counted are
+    /// absent; [`StateCounts::get`] answers 0 for them).
+    pub fn iter(&self) -> impl Iterator<Item = (TaskState, u64)> + '_ {
+        self.0.iter().map(|(s, n)| (*s, *n))
+    }
+
+    /// Sets the count of `state`.
+    pub fn set(&mut self, state: TaskState, n: u64) {
+        self.0.insert(state, n);
+    }
+
+    /// Tasks in `state`.
+    pub fn get(&self, state: TaskState) -> u64 {
+        self.0.get(&state).copied().unwrap_or(0)
+    }
+
+    /// All tasks.
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+}
+
+/// How long finished tasks are kept: [`Retention::default`] (completed a
+/// day, dead letter a week), then the setters.
+///
+/// ```
+/// use std::time::Duration;
+/// use executor_core::Retention;
+///
+/// let keep = Retention::default()
+///     .completed(Duration::from_secs(3_600))
+///     .dead_letter(None); // dead-lettered tasks stay until requeued or deleted
+/// assert_eq!(keep.completed, Duration::from_secs(3_600));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Retention {
+    /// `COMPLETED` and `CANCELLED` tasks, counted from `finished_at`.
+    pub completed: Duration,
+    /// Dead-lettered tasks; `None` keeps them until requeued or deleted by hand.
+    pub dead_letter: Option<Duration>,
+}
+
+impl Default for Retention {
+    /// Completed for a day, dead letter for a week.
+    fn default() -> Self {
+        Self { completed: Duration::from_secs(86_400), dead_letter: Some(Duration::from_secs(7 * 86_400)) }
+    }
+}
+
+impl Retention {
+    /// Keeps `COMPLETED` and `CANCELLED` tasks for `keep` after they finish.
+    #[must_use]
+    pub fn completed(mut self, keep: Duration) -> Self {
+        self.completed = keep;
+        self
+    }
+
+    /// Keeps dead-lettered tasks for `keep` after they finish; `None` keeps
+    /// them until requeued or deleted.
+    #[must_use]
+    pub fn dead_letter(mut self, keep: Option<Duration>) -> Self {
+        self.dead_letter = keep;
+        self
+    }
+}
