@@ -6,9 +6,12 @@
 //! where each task lives as time passes.
 //!
 //! ```sh
-//! cargo run --example delay_tiered                    # Redis (REDIS_URL) hot, MySQL (MYSQL_URL) cold
-//! cargo run --example delay_tiered -- --storage memory  # two in-memory tiers, no server
+//! cargo run --example delay_tiered       # two in-memory tiers, no server
+//! cargo run --example delay_tiered -- --hot redis://127.0.0.1:6379 --cold mysql://root@127.0.0.1:3306/test
 //! ```
+//!
+//! Each tier is a store URL, connected as an `AnyStorage`: any memory,
+//! Redis or MySQL store can be either tier.
 
 use std::{
     sync::{
@@ -18,13 +21,9 @@ use std::{
     time::Instant,
 };
 
-use clap::{Parser, ValueEnum};
-use executor_core::{
-    Executor, MemoryStorage, Namespace, TaskId, TaskRecord, TaskState, Tier, TieredStorage, prelude::*,
-    storage::TierStorage,
-};
-use executor_mysql::MySqlStorage;
-use executor_redis::RedisStorage;
+use clap::Parser;
+use executor_any::AnyStorage;
+use executor_core::{Executor, Namespace, TaskId, TaskRecord, TaskState, Tier, TieredStorage, prelude::*};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Notice {
@@ -54,23 +53,16 @@ async fn notify(notice: Notice, sms: Data<SmsGateway>, ctx: TaskContext) -> Resu
     Ok(())
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum StorageKind {
-    /// Redis hot, MySQL cold.
-    Tiered,
-    /// Two in-memory tiers.
-    Memory,
-}
-
 #[derive(Debug, Parser)]
 #[command(about = "Hot/cold tiered delays with escalating retry levels")]
 struct Args {
-    #[arg(long, value_enum, default_value_t = StorageKind::Tiered)]
-    storage: StorageKind,
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    redis_url: String,
-    #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
-    mysql_url: String,
+    /// The hot tier's store URL (`memory:`, `redis://…`, `mysql://…`): tasks due within the horizon.
+    #[arg(long, default_value = "memory:")]
+    hot: String,
+    /// The cold tier's store URL: tasks due later, promoted before they fall due. A
+    /// different store from the hot one (two tiers in one store would share keys).
+    #[arg(long, default_value = "memory:")]
+    cold: String,
 }
 
 #[tokio::main]
@@ -79,25 +71,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ns = Namespace::new(format!("tiered-demo-{}", std::process::id()))?;
     // The seed's horizon was 5 minutes; 3 seconds here.
     let horizon = Duration::from_secs(3);
-    match args.storage {
-        StorageKind::Memory => {
-            let storage = TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()).horizon(horizon);
-            run(storage, &ns).await
-        }
-        StorageKind::Tiered => {
-            let hot = RedisStorage::connect(&args.redis_url).await?;
-            let cold = MySqlStorage::connect(&args.mysql_url).await?;
-            let storage = TieredStorage::new(hot.clone(), cold.clone()).horizon(horizon);
-            let out = run(storage, &ns).await;
-            hot.purge(&ns).await?;
-            cold.purge(&ns).await?;
-            out
-        }
-    }
+    let hot = AnyStorage::connect(&args.hot).await?;
+    let cold = AnyStorage::connect(&args.cold).await?;
+    println!("hot tier: {}, cold tier: {}", hot.kind(), cold.kind());
+    let storage = TieredStorage::new(hot.clone(), cold.clone()).horizon(horizon);
+    let out = run(storage, &ns).await;
+    // Leaves nothing behind in a shared Redis or MySQL.
+    hot.purge(&ns).await?;
+    cold.purge(&ns).await?;
+    out
 }
 
-async fn run<H: TierStorage + Clone, C: TierStorage + Clone>(
-    storage: TieredStorage<H, C>,
+async fn run(
+    storage: TieredStorage<AnyStorage, AnyStorage>,
     ns: &Namespace,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let sms = SmsGateway::default();

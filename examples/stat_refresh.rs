@@ -6,6 +6,7 @@
 //! ```sh
 //! cargo run --example stat_refresh
 //! cargo run --example stat_refresh -- --storage redis   # REDIS_URL
+//! cargo run --example stat_refresh -- --storage mysql   # MYSQL_URL
 //! ```
 
 use std::{
@@ -17,9 +18,9 @@ use std::{
     time::Instant,
 };
 
-use clap::{Parser, ValueEnum};
-use executor_core::{Coalescer, Executor, MemoryStorage, Namespace, TaskState, prelude::*, storage::Storage};
-use executor_redis::RedisStorage;
+use clap::Parser;
+use examples::StoreArgs;
+use executor_core::{Coalescer, Executor, Namespace, TaskState, prelude::*};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Refresh {
@@ -43,19 +44,11 @@ async fn refresh_user_stats(param: Refresh, stats: Data<StatsStore>) {
     stats.last_seen.lock().unwrap_or_else(PoisonError::into_inner).insert(param.user, param.seq);
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum StorageKind {
-    Memory,
-    Redis,
-}
-
 #[derive(Debug, Parser)]
 #[command(about = "Debounced statistics refreshes with an in-process coalescer")]
 struct Args {
-    #[arg(long, value_enum, default_value_t = StorageKind::Memory)]
-    storage: StorageKind,
-    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
-    redis_url: String,
+    #[command(flatten)]
+    store: StoreArgs,
     /// Users whose activity triggers refreshes.
     #[arg(long, default_value_t = 50)]
     users: u32,
@@ -68,15 +61,11 @@ struct Args {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let ns = format!("stat-refresh-{}", std::process::id());
-    match args.storage {
-        StorageKind::Memory => run(MemoryStorage::new(), ns, &args).await,
-        StorageKind::Redis => {
-            let storage = RedisStorage::connect(&args.redis_url).await?;
-            let out = run(storage.clone(), ns.clone(), &args).await;
-            storage.purge(&Namespace::new(ns)?).await?;
-            out
-        }
-    }
+    let storage = args.store.connect().await?;
+    let out = run(storage.clone(), ns.clone(), &args).await;
+    // Leaves nothing behind in a shared Redis or MySQL.
+    storage.purge(&Namespace::new(ns)?).await?;
+    out
 }
 
 async fn run<S: Storage>(storage: S, ns: String, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
