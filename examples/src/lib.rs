@@ -48,8 +48,33 @@ impl StoreArgs {
     }
 }
 
-/// The README's Rust code runs as doc tests of this crate
-/// (`cargo test -p examples --doc`), so its first program compiles and runs.
+/// The Rust code of the README and of `docs/*.md` runs as doc tests of this
+/// crate (`cargo test -p examples --doc`), which depends on every crate the
+/// pages use, so what they show compiles (and, unless marked `no_run`,
+/// runs). `docs/handlers.md` is the macro crate's own (`cargo test -p
+/// executor-macros --doc`).
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-mod readme {}
+mod docs {
+    #[doc = include_str!("../../README.md")]
+    mod readme {}
+    #[doc = include_str!("../../docs/architecture.md")]
+    mod architecture {}
+    #[doc = include_str!("../../docs/benchmarks.md")]
+    mod benchmarks {}
+    #[doc = include_str!("../../docs/mysql.md")]
+    mod mysql {}
+    #[doc = include_str!("../../docs/operations.md")]
+    mod operations {}
+    #[doc = include_str!("../../docs/redis.md")]
+    mod redis {}
+    #[doc = include_str!("../../docs/reliability.md")]
+    mod reliability {}
+    #[doc = include_str!("../../docs/reliability-log.md")]
+    mod reliability_log {}
+    #[doc = include_str!("../../docs/service.md")]
+    mod service {}
+    #[doc = include_str!("../../docs/tiered.md")]
+    mod tiered {}
+    #[doc = include_str!("../../docs/upgrading.md")]
+    mod upgrading {}
+}
