@@ -39,6 +39,14 @@ impl CancelOutcome {
 /// assert_eq!(second.cursor.as_deref(), Some("cursor-from-first-page"));
 /// # let _ = first;
 /// ```
+///
+/// A literal does not compile outside this crate, so fields can be added:
+///
+/// ```compile_fail
+/// use executor_core::{ListQuery, TaskState};
+///
+/// let q = ListQuery { state: TaskState::Failed, cursor: None, limit: 50 };
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ListQuery {

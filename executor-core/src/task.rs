@@ -215,6 +215,25 @@ impl Debounce {
 /// A task as the runtime hands it to a store's `submit`. Users build one
 /// with [`crate::TaskBuilder::into_new_task`] (or the typed `with(..)` of a
 /// `#[reliable_task]`); [`NewTask::new`] is for stores and tests.
+///
+/// New fields (queue, priority, ..) are additions, not breaking changes:
+/// outside this crate a literal does not compile, the constructor does.
+///
+/// ```compile_fail
+/// use executor_core::{TaskId, storage::{Due, NewTask, SubmitMode}};
+///
+/// let task = NewTask {
+///     id: TaskId::generate(),
+///     name: "resize".into(),
+///     payload: b"{}".to_vec(),
+///     due: Due::Now,
+///     max_attempts: 1,
+///     max_duration: None,
+///     timeout: None,
+///     retry: None,
+///     mode: SubmitMode::Plain,
+/// };
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct NewTask {

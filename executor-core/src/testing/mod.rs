@@ -96,6 +96,7 @@ macro_rules! storage_conformance_tests {
             debounce_max_wait_caps_postponement
             debounce_key_released_when_cancelled
             submit_many_answers_each_task
+            payload_cap_is_the_stores_own
             delayed_task_not_claimed_before_due
             run_at
             claim_orders_by_due_and_respects_limit

@@ -266,3 +266,24 @@ pub async fn debounce_key_released_when_cancelled<S: Storage>(s: &S, ns: &Namesp
     let cancelled = record(s, ns, &first).await;
     assert_eq!((cancelled.state, payload(&cancelled)), (TaskState::Cancelled, json!({"n": 1})));
 }
+
+/// The payload limit users set lives in core, not in the store: the store
+/// reports a hard cap of its own of at least [`crate::DEFAULT_MAX_PAYLOAD`],
+/// and takes a payload past the default setting (but under its cap)
+/// directly, reading it back byte for byte.
+pub async fn payload_cap_is_the_stores_own<S: Storage>(s: &S, ns: &Namespace) {
+    let cap = ok("max_payload", s.max_payload().await);
+    assert!(
+        cap >= crate::DEFAULT_MAX_PAYLOAD,
+        "the store's own payload cap {cap} is below the default setting {}",
+        crate::DEFAULT_MAX_PAYLOAD
+    );
+    let mut big = new_task("past-the-default");
+    let text = "x".repeat(crate::DEFAULT_MAX_PAYLOAD);
+    big.payload = serde_json::to_vec(&text).unwrap_or_else(|e| panic!("encoding a string: {e}"));
+    let expected = big.payload.clone();
+    ok("submit of a payload past the default setting", s.submit(ns, big).await);
+    let rec = record(s, ns, &tid("past-the-default")).await;
+    assert_eq!(rec.payload.len(), expected.len(), "payload length read back");
+    assert!(rec.payload == expected, "payload read back differs from what was submitted");
+}
