@@ -1,6 +1,10 @@
 //! Handlers defined in another crate are found when the binary references
 //! that crate. `use linked_handlers as _;` is all it takes: nothing else from
 //! the crate is used here.
+//!
+//! A test binary of its own, not a module of `tests/it`: it expects exactly
+//! `linked-handlers`' two handlers in the registry, and referencing that crate
+//! would link it into `it`, whose `cross_crate_unreferenced` checks it is dropped.
 
 use executor_core::{Executor, MemoryStorage, Registry};
 

@@ -1,8 +1,9 @@
 //! The failure the remedy exists for: `linked-handlers` is a dependency of
 //! this test binary (as a handler crate is of a user's binary), but nothing
 //! here references it, so the linker drops it and its `#[reliable_task]`
-//! registrations with it. `cross_crate_referenced.rs` is the same binary plus
-//! `use linked_handlers as _;`.
+//! registrations with it. `tests/cross_crate_referenced.rs` is a binary of
+//! its own with `use linked_handlers as _;`. Nothing in this test binary may
+//! reference `linked_handlers`.
 
 use executor_core::{Executor, MemoryStorage, Registry};
 
@@ -16,7 +17,8 @@ fn an_unreferenced_crate_registers_nothing() -> Result<(), executor_core::Error>
 
 #[tokio::test]
 async fn an_executor_told_what_to_expect_says_what_is_missing_and_how_to_fix_it() {
-    let built = Executor::builder(MemoryStorage::new())
+    // The data the handlers of data.rs take, which register here too.
+    let built = crate::data::with_their_data(Executor::builder(MemoryStorage::new()))
         .namespace("macros-unlinked")
         .expect_handlers(["linked.ping"])
         .build()

@@ -1,15 +1,18 @@
 //! Handlers that receive the application's state as `Data<T>`: the executor
 //! hands each its value, in any parameter order after the payload, and
 //! `build()` refuses to start when a value is missing, naming the handler
-//! and the type. (Its own test binary: every executor built here runs these
-//! handlers, so every one needs their data.)
+//! and the type. Every executor built in this test binary registers these
+//! handlers, so every one gives their data: [`with_their_data`].
 
 use std::{
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
 
-use executor_core::{Data, Error, Executor, MemoryStorage, TaskContext, TaskError, TaskState, reliable_task};
+use executor_core::{
+    Data, Error, Executor, ExecutorBuilder, MemoryStorage, TaskContext, TaskError, TaskState, reliable_task,
+    storage::Storage,
+};
 use serde::{Deserialize, Serialize};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -33,6 +36,13 @@ struct Config {
 struct Charge {
     order: u64,
     cents: u64,
+}
+
+/// The data `charge` and `audit` take, for the executors of the other test
+/// files in this binary: `#[reliable_task]` registers these handlers in every
+/// executor built here, and `build()` refuses one that misses their data.
+pub(crate) fn with_their_data<S: Storage>(builder: ExecutorBuilder<S>) -> ExecutorBuilder<S> {
+    builder.data(Ledger::default()).data(Config { currency: "EUR" })
 }
 
 #[reliable_task(name = "data_test.charge")]

@@ -14,6 +14,9 @@ use executor_core::{
 };
 use serde::{Deserialize, Serialize};
 
+// The handlers of data.rs register in these executors too.
+use crate::data::with_their_data;
+
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -96,7 +99,7 @@ fn a_duplicate_name_names_both_definitions() {
     let err = Registry::collect([clash]).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err.contains("`macros_test.send_notify` is registered twice"), "{err}");
     // The generated registration says where the handler is: module, fn, file and line.
-    let at = "handlers::send_notify at executor-macros/tests/handlers.rs:";
+    let at = "handlers::send_notify at executor-macros/tests/it/handlers.rs:";
     let line =
         err.split(at).nth(1).map(|rest| rest.chars().take_while(char::is_ascii_digit).collect::<String>());
     assert!(line.is_some_and(|l| !l.is_empty()), "{err}");
@@ -209,7 +212,8 @@ async fn finished(executor: &Executor<MemoryStorage>, id: &TaskId) -> Result<Tas
 
 #[tokio::test]
 async fn an_executor_runs_the_handlers_with_their_payload_and_context() -> TestResult {
-    let executor = Executor::builder(MemoryStorage::new()).namespace("macros-run").build().await?;
+    let executor =
+        with_their_data(Executor::builder(MemoryStorage::new())).namespace("macros-run").build().await?;
     let running = executor.start();
 
     let order = process_order::submit(&executor, OrderParam { order_id: 11 }).await?.id;
@@ -236,7 +240,8 @@ async fn an_executor_runs_the_handlers_with_their_payload_and_context() -> TestR
 
 #[tokio::test]
 async fn a_payload_that_does_not_decode_ends_in_error_with_the_reason() -> TestResult {
-    let executor = Executor::builder(MemoryStorage::new()).namespace("macros-decode").build().await?;
+    let executor =
+        with_their_data(Executor::builder(MemoryStorage::new())).namespace("macros-decode").build().await?;
     let running = executor.start();
     let client = executor.client();
 
@@ -270,7 +275,7 @@ async fn bytes_that_are_not_json_end_in_error_for_every_handler_shape() -> TestR
         task.payload = b"{not json".to_vec();
         ids.push(storage.submit(&namespace, task).await?.id);
     }
-    let executor = Executor::builder(storage).namespace(namespace.as_str()).build().await?;
+    let executor = with_their_data(Executor::builder(storage)).namespace(namespace.as_str()).build().await?;
     let running = executor.start();
     for id in &ids {
         let record = finished(&executor, id).await?;
