@@ -168,7 +168,8 @@ impl StateCounts {
 ///
 /// let keep = Retention::default()
 ///     .completed(Duration::from_secs(3_600))
-///     .dead_letter(None); // dead-lettered tasks stay until requeued or deleted
+///     .dead_letter(None) // dead-lettered tasks stay until requeued or deleted...
+///     .dead_letter_max(10_000); // ...but at most the 10,000 latest
 /// assert_eq!(keep.completed, Duration::from_secs(3_600));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -178,12 +179,23 @@ pub struct Retention {
     pub completed: Duration,
     /// Dead-lettered tasks; `None` keeps them until requeued or deleted by hand.
     pub dead_letter: Option<Duration>,
+    /// At most this many `COMPLETED` and `CANCELLED` tasks are kept, the
+    /// most recently finished; `None`: no cap beyond the age.
+    pub completed_max: Option<u64>,
+    /// At most this many dead-lettered tasks are kept (Sidekiq keeps 10,000
+    /// dead jobs), the most recently finished; `None`: no cap beyond the age.
+    pub dead_letter_max: Option<u64>,
 }
 
 impl Default for Retention {
     /// Completed for a day, dead letter for a week.
     fn default() -> Self {
-        Self { completed: Duration::from_secs(86_400), dead_letter: Some(Duration::from_secs(7 * 86_400)) }
+        Self {
+            completed: Duration::from_secs(86_400),
+            dead_letter: Some(Duration::from_secs(7 * 86_400)),
+            completed_max: None,
+            dead_letter_max: None,
+        }
     }
 }
 
@@ -200,6 +212,24 @@ impl Retention {
     #[must_use]
     pub fn dead_letter(mut self, keep: Option<Duration>) -> Self {
         self.dead_letter = keep;
+        self
+    }
+
+    /// Keeps at most `n` `COMPLETED` and `CANCELLED` tasks (the most
+    /// recently finished) besides the age limit: whichever removes more
+    /// applies. On a partitioned Redis namespace the cap is shared out
+    /// evenly, `ceil(n / partitions)` per partition.
+    #[must_use]
+    pub fn completed_max(mut self, n: u64) -> Self {
+        self.completed_max = Some(n);
+        self
+    }
+
+    /// Keeps at most `n` dead-lettered tasks (the most recently finished)
+    /// besides the age limit, as [`Retention::completed_max`] does.
+    #[must_use]
+    pub fn dead_letter_max(mut self, n: u64) -> Self {
+        self.dead_letter_max = Some(n);
         self
     }
 }

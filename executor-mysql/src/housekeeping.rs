@@ -61,17 +61,20 @@ impl MySqlStorage {
         let limit = limit.min(10_000);
         let mut deleted = 0;
         let classes = [
-            (Some(retention.completed), "('COMPLETED', 'CANCELLED')"),
-            (retention.dead_letter, "('FAILED', 'TIMEOUT', 'ERROR')"),
+            (Some(retention.completed), retention.completed_max, "('COMPLETED', 'CANCELLED')"),
+            (retention.dead_letter, retention.dead_letter_max, "('FAILED', 'TIMEOUT', 'ERROR')"),
         ];
-        for (keep, states) in classes {
-            let Some(keep) = keep else { continue };
+        for (keep, max, states) in classes {
+            if keep.is_none() && max.is_none() {
+                continue;
+            }
             let room = limit.saturating_sub(deleted);
             if room == 0 {
                 break;
             }
+            let rule = Keep { age_ms: keep.map(ms), max };
             deleted += error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || {
-                trim_class(self, ns, states, ms(keep), room)
+                trim_class(self, ns, states, rule, room)
             })
             .await?;
         }
@@ -177,32 +180,59 @@ async fn to_error(s: &MySqlStorage, ns: &Namespace, raw_id: &str) -> Result<()> 
     Ok(())
 }
 
-async fn trim_class(
-    s: &MySqlStorage,
-    ns: &Namespace,
-    states: &str,
-    keep_ms: i64,
-    limit: usize,
-) -> Result<usize> {
+/// What a class of finished tasks keeps: those finished within `age_ms`
+/// (`None`: any age) and among the newest `max` (`None`: any number).
+#[derive(Clone, Copy)]
+struct Keep {
+    age_ms: Option<i64>,
+    max: Option<u64>,
+}
+
+/// The `finished_at` of the newest task past the newest `max` of the class:
+/// that task and every older one are over the count. `ix_finished` serves
+/// it by walking `max` entries of the index.
+async fn count_cutoff(s: &MySqlStorage, ns: &Namespace, states: &str, max: u64) -> Result<Option<i64>> {
     let mut qb: QueryBuilder<MySql> =
-        QueryBuilder::new(concat!("SELECT id, ", now_ms!(), " AS now_ms FROM ", tasks!(), " WHERE ns = "));
+        QueryBuilder::new(concat!("SELECT finished_at FROM ", tasks!(), " WHERE ns = "));
     qb.push_bind(ns.as_str().to_owned())
         .push(" AND state IN ")
         .push(states)
-        .push(concat!(" AND finished_at <= ", now_ms!(), " - "))
-        .push_bind(keep_ms)
-        .push(" LIMIT ")
-        .push_bind(u32::try_from(limit).unwrap_or(u32::MAX))
-        .push(" FOR UPDATE SKIP LOCKED");
+        .push(" AND finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 1 OFFSET ")
+        .push_bind(max);
+    let row = qb.build().fetch_optional_on(&s.conns).await.map_err(error::storage)?;
+    row.map(|r| r.try_get::<i64, _>("finished_at")).transpose().map_err(error::storage)
+}
+
+/// Deletes up to `limit` tasks of a class past its age or its count (ties
+/// at the count's millisecond go together: at most `max` stay).
+async fn trim_class(s: &MySqlStorage, ns: &Namespace, states: &str, keep: Keep, limit: usize) -> Result<usize> {
+    let by_count = match keep.max {
+        Some(max) => count_cutoff(s, ns, states, max).await?,
+        None => None,
+    };
+    if keep.age_ms.is_none() && by_count.is_none() {
+        return Ok(0);
+    }
+    let mut qb: QueryBuilder<MySql> =
+        QueryBuilder::new(concat!("SELECT id, ", now_ms!(), " AS now_ms FROM ", tasks!(), " WHERE ns = "));
+    qb.push_bind(ns.as_str().to_owned()).push(" AND state IN ").push(states).push(" AND (FALSE");
+    if let Some(age) = keep.age_ms {
+        qb.push(concat!(" OR finished_at <= ", now_ms!(), " - ")).push_bind(age);
+    }
+    if let Some(cut) = by_count {
+        qb.push(" OR finished_at <= ").push_bind(cut);
+    }
+    qb.push(") LIMIT ").push_bind(u32::try_from(limit).unwrap_or(u32::MAX)).push(" FOR UPDATE SKIP LOCKED");
     let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let Some(first) = rows.first() else { return Ok(0) };
     let now: i64 = first.try_get("now_ms").map_err(error::storage)?;
+    let bound = keep.age_ms.map(|age| now.saturating_sub(age)).into_iter().chain(by_count).max().unwrap_or(i64::MIN);
     let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!("DELETE FROM ", tasks!(), " WHERE ns = "));
     qb.push_bind(ns.as_str().to_owned())
         .push(" AND state IN ")
         .push(states)
         .push(" AND finished_at <= ")
-        .push_bind(now.saturating_sub(keep_ms))
+        .push_bind(bound)
         .push(" AND id IN ");
     let ids: Vec<String> = rows.iter().map(row::raw_id).collect();
     push_in_list(&mut qb, ids.iter().map(String::as_str));

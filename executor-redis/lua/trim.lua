@@ -1,19 +1,32 @@
--- trim: deletes at most ARGV[5] finished tasks: COMPLETED and CANCELLED ones
--- finished more than ARGV[3] ms ago, dead-lettered ones more than ARGV[4] ms
--- ago ('' keeps them). Records set aside as corrupt live in the dead-letter
--- index and go with it. A task found in the wrong index that is also in its
--- own (a stale entry) keeps its key. Returns the number deleted.
+-- trim: deletes at most ARGV[5] finished tasks, oldest first: COMPLETED and
+-- CANCELLED ones finished more than ARGV[3] ms ago or beyond the newest
+-- ARGV[6] ('' no cap), dead-lettered ones more than ARGV[4] ms ago ('' keeps
+-- them) or beyond the newest ARGV[7] ('' no cap). Records set aside as corrupt
+-- live in the dead-letter index and go with it. A task found in the wrong
+-- index that is also in its own (a stale entry) keeps its key. Returns the
+-- number deleted.
 local limit, keep_done, keep_dead = nat(ARGV[5], 100000), nat(ARGV[3]), nat(ARGV[4])
-if not (limit and keep_done and (keep_dead or ARGV[4] == '')) then
-  return redis.error_reply('ERR trim: limit or retention is not a whole number')
+local max_done, max_dead = nat(ARGV[6]), nat(ARGV[7])
+if not (limit and keep_done and (keep_dead or ARGV[4] == '')
+    and (max_done or (ARGV[6] or '') == '') and (max_dead or (ARGV[7] or '') == '')) then
+  return redis.error_reply('ERR trim: limit, retention or cap is not a whole number')
 end
 check_keys()
 local now = now_ms()
 local removed = 0
-local function trim(index, keep_ms)
+local function trim(index, keep_ms, max)
   if removed >= limit then return end
   local set = KEYS[index]
-  local ids = redis.call('ZRANGEBYSCORE', set, '-inf', '(' .. int(now - keep_ms), 'LIMIT', 0, limit - removed)
+  -- Both rules doom a prefix of the index (oldest first): take the longer.
+  local n = 0
+  if keep_ms then n = redis.call('ZCOUNT', set, '-inf', '(' .. int(now - keep_ms)) end
+  if max then
+    local excess = redis.call('ZCARD', set) - max
+    if excess > n then n = excess end
+  end
+  if n > limit - removed then n = limit - removed end
+  if n <= 0 then return end
+  local ids = redis.call('ZRANGE', set, 0, n - 1)
   if #ids == 0 then return end
   for _, id in ipairs(ids) do
     local tkey = task_key(id)
@@ -33,7 +46,7 @@ local function trim(index, keep_ms)
   end
   zrem_all(set, ids)
 end
-trim(4, keep_done)
-if keep_dead then trim(3, keep_dead) end
+trim(4, keep_done, max_done)
+trim(3, keep_dead, max_dead)
 flush_counts()
 return removed

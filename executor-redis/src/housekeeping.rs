@@ -13,7 +13,7 @@ use crate::{
 impl RedisStorage {
     pub(crate) async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         let mut out = Reaped::default();
-        for p in 0..self.partitions() {
+        for p in self.rotated_partitions() {
             let left = limit.saturating_sub(out.len());
             if left == 0 {
                 break;
@@ -34,7 +34,10 @@ impl RedisStorage {
 
     pub(crate) async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
         let mut removed = 0u64;
-        for p in 0..self.partitions() {
+        // A cap by count is shared out evenly over the partitions.
+        let parts = u64::from(self.partitions());
+        let cap = |max: Option<u64>| max.map(|m| m.div_ceil(parts).to_string()).unwrap_or_default();
+        for p in self.rotated_partitions() {
             let left = u64::try_from(limit).unwrap_or(u64::MAX).saturating_sub(removed);
             if left == 0 {
                 break;
@@ -44,6 +47,8 @@ impl RedisStorage {
                 Value::from(clamped_ms(retention.completed)),
                 Value::from(retention.dead_letter.map(clamped_ms).unwrap_or_default()),
                 Value::from(left.min(10_000).to_string()),
+                Value::from(cap(retention.completed_max)),
+                Value::from(cap(retention.dead_letter_max)),
             ];
             let reply = self.run_in(&self.inner.scripts.trim, &self.keys(ns, p), args).await?;
             removed += reply.as_u64().unwrap_or(0);

@@ -167,6 +167,14 @@ impl RedisStorage {
         u16::try_from(self.inner.rotation.fetch_add(1, Ordering::Relaxed) % n).unwrap_or(0)
     }
 
+    /// Every partition once, starting at the next in rotation: a reap or
+    /// trim limited to fewer tasks than are due starts elsewhere next time,
+    /// so no partition starves.
+    pub(crate) fn rotated_partitions(&self) -> impl Iterator<Item = u16> + use<> {
+        let (n, start) = (self.partitions(), self.next_partition());
+        (0..n).map(move |i| ((u32::from(start) + u32::from(i)) % u32::from(n)) as u16)
+    }
+
     /// A value unique to one call, so a resent script recognises itself.
     pub(crate) fn nonce(&self) -> String {
         let c = self.inner.nonce_counter.fetch_add(1, Ordering::Relaxed);

@@ -134,9 +134,37 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
-    /// How often the leader trims by retention (default 60 s).
+    /// How often the leader trims by retention when it has caught up
+    /// (default 60 s). While a trim comes back full (a backlog), the leader
+    /// trims again at every housekeeping tick instead.
     pub fn trim_interval(mut self, every: Duration) -> Self {
         self.config.trim_every = every;
+        self
+    }
+
+    /// Most finished tasks one trim call deletes (default 1,000; 1 to
+    /// 100,000). The leader repeats full calls within
+    /// [`ExecutorBuilder::housekeeping_budget`].
+    pub fn trim_batch(mut self, n: usize) -> Self {
+        self.config.trim_batch = n;
+        self
+    }
+
+    /// Most expired leases one reap call recovers (default 256; 1 to
+    /// 100,000). The leader repeats full calls within
+    /// [`ExecutorBuilder::housekeeping_budget`].
+    pub fn reap_batch(mut self, n: usize) -> Self {
+        self.config.reap_batch = n;
+        self
+    }
+
+    /// How long the leader may spend per housekeeping tick repeating reap
+    /// and trim calls that come back full (default 500 ms; 1 ms to 1 hour):
+    /// retention and recovery keep up with any rate the store processes,
+    /// and a huge backlog is worked off over several ticks instead of in
+    /// one long pause.
+    pub fn housekeeping_budget(mut self, budget: Duration) -> Self {
+        self.config.housekeeping_budget = budget;
         self
     }
 

@@ -19,6 +19,7 @@ pub(crate) struct Config {
     pub(crate) counts_every: Duration,
     pub(crate) reap_batch: usize,
     pub(crate) trim_batch: usize,
+    pub(crate) housekeeping_budget: Duration,
     pub(crate) retention: Retention,
 }
 
@@ -37,6 +38,7 @@ impl Default for Config {
             counts_every: Duration::from_secs(10),
             reap_batch: 256,
             trim_batch: 1_000,
+            housekeeping_budget: Duration::from_millis(500),
             retention: Retention::default(),
         }
     }
@@ -74,6 +76,12 @@ impl Config {
         span("max_idle_wait", self.max_idle_wait, Duration::from_millis(1), MAX_INTERVAL)?;
         span("housekeeping_interval", self.housekeeping, Duration::from_millis(1), MAX_INTERVAL)?;
         span("trim_interval", self.trim_every, Duration::from_millis(1), MAX_INTERVAL)?;
+        span(
+            "housekeeping_budget",
+            self.housekeeping_budget,
+            Duration::from_millis(1),
+            Duration::from_secs(3_600),
+        )?;
         span("counts interval", self.counts_every, Duration::from_millis(1), MAX_INTERVAL)?;
         span("shutdown_grace", self.shutdown_grace, Duration::ZERO, MAX_INTERVAL)?;
         span("cancel_grace", self.cancel_grace, Duration::ZERO, MAX_INTERVAL)?;

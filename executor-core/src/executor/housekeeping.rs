@@ -7,9 +7,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::run::Shared;
+use super::{config::Config, run::Shared};
 use crate::{
-    TaskState, metrics as m,
+    Namespace, TaskState, metrics as m,
     storage::{Leadership, Reaped, Storage},
 };
 
@@ -49,6 +49,28 @@ async fn tell_listeners<S: Storage>(shared: &Shared<S>, reaped: &Reaped) {
     }
 }
 
+/// Trims by retention, repeating full batches until one comes back short
+/// or the tick's budget is spent; answers whether a backlog is left (the
+/// last batch was full), so the next tick trims again without waiting for
+/// `trim_every`.
+async fn trim<S: Storage>(storage: &S, ns: &Namespace, config: &Config, budget_end: Instant) -> bool {
+    loop {
+        match storage.trim(ns, &config.retention, config.trim_batch).await {
+            Ok(n) => {
+                m::trimmed(n);
+                let full = usize::try_from(n).unwrap_or(usize::MAX) >= config.trim_batch;
+                if !full || Instant::now() >= budget_end {
+                    return full;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "retention trim failed");
+                return false;
+            }
+        }
+    }
+}
+
 pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
     let config = shared.config().clone();
     let storage = Arc::clone(shared.executor.client().storage_arc());
@@ -58,6 +80,9 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut term: Option<Leadership> = None;
     let mut last_trim: Option<Instant> = None;
+    // The last trim came back full: finished tasks are piling up faster
+    // than one call a `trim_every` removes them.
+    let mut trim_backlog = false;
     let mut last_counts: Option<Instant> = None;
     loop {
         tokio::select! {
@@ -75,32 +100,40 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         if term.is_none() {
             continue;
         }
-        match storage.reap(&ns, config.reap_batch).await {
-            Ok(reaped) if !reaped.is_empty() => {
-                tracing::warn!(
-                    retried = reaped.retried.len(),
-                    failed = reaped.failed.len(),
-                    timed_out = reaped.timed_out.len(),
-                    "recovered tasks whose worker stopped renewing its lease"
-                );
-                m::recovered("retried", reaped.retried.len());
-                m::recovered("failed", reaped.failed.len());
-                m::recovered("timed_out", reaped.timed_out.len());
-                tell_listeners(&shared, &reaped).await;
+        let budget_end = Instant::now() + config.housekeeping_budget;
+        // Full batches repeat within the budget, so recovery keeps up with
+        // any number of dead workers' leases.
+        loop {
+            match storage.reap(&ns, config.reap_batch).await {
+                Ok(reaped) if !reaped.is_empty() => {
+                    tracing::warn!(
+                        retried = reaped.retried.len(),
+                        failed = reaped.failed.len(),
+                        timed_out = reaped.timed_out.len(),
+                        "recovered tasks whose worker stopped renewing its lease"
+                    );
+                    m::recovered("retried", reaped.retried.len());
+                    m::recovered("failed", reaped.failed.len());
+                    m::recovered("timed_out", reaped.timed_out.len());
+                    tell_listeners(&shared, &reaped).await;
+                    if reaped.len() < config.reap_batch || Instant::now() >= budget_end {
+                        break;
+                    }
+                }
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reap failed");
+                    break;
+                }
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "reap failed"),
         }
         if let Err(e) = storage.housekeeping(&ns).await {
             tracing::warn!(error = %e, "storage housekeeping failed");
         }
         let now = Instant::now();
-        if last_trim.is_none_or(|t| now.duration_since(t) >= config.trim_every) {
+        if trim_backlog || last_trim.is_none_or(|t| now.duration_since(t) >= config.trim_every) {
             last_trim = Some(now);
-            match storage.trim(&ns, &config.retention, config.trim_batch).await {
-                Ok(n) => m::trimmed(n),
-                Err(e) => tracing::warn!(error = %e, "retention trim failed"),
-            }
+            trim_backlog = trim(&*storage, &ns, &config, budget_end).await;
         }
         if last_counts.is_none_or(|t| now.duration_since(t) >= config.counts_every) {
             last_counts = Some(now);

@@ -62,25 +62,22 @@ impl Space {
     /// Deletes up to `limit` finished tasks older than `retention` allows.
     pub(super) fn trim(&mut self, now: Timestamp, retention: &Retention, limit: usize) -> u64 {
         let mut doomed = Vec::new();
-        let done_cutoff = now.saturating_sub(retention.completed);
-        doomed.extend(
-            self.idx
-                .done
-                .iter()
-                .take_while(|(at, _)| *at < done_cutoff)
-                .take(limit)
-                .map(|(_, id)| id.clone()),
-        );
-        if let Some(dead_letter) = retention.dead_letter {
-            let dead_cutoff = now.saturating_sub(dead_letter);
+        // Oldest first: past the age, or past the count (the `excess` oldest).
+        let classes = [
+            (&self.idx.done, Some(retention.completed), retention.completed_max),
+            (&self.idx.dead, retention.dead_letter, retention.dead_letter_max),
+        ];
+        for (index, keep, max) in classes {
+            let cutoff = keep.map(|k| now.saturating_sub(k));
+            let excess = max.map_or(0, |m| (index.len() as u64).saturating_sub(m));
             let room = limit - doomed.len();
             doomed.extend(
-                self.idx
-                    .dead
+                index
                     .iter()
-                    .take_while(|(at, _)| *at < dead_cutoff)
+                    .enumerate()
+                    .take_while(|(i, (at, _))| (*i as u64) < excess || cutoff.is_some_and(|c| *at < c))
                     .take(room)
-                    .map(|(_, id)| id.clone()),
+                    .map(|(_, (_, id))| id.clone()),
             );
         }
         doomed.iter().filter(|id| self.delete(id).is_some()).count() as u64

@@ -4,7 +4,7 @@
 use std::{sync::Mutex, time::Duration};
 
 use crate::{
-    Namespace, Retention, TaskState, Timestamp,
+    Namespace, Retention, TaskId, TaskState, Timestamp,
     storage::{Leadership, Storage},
 };
 
@@ -78,7 +78,7 @@ pub async fn retention_trim<S: Storage>(s: &S, ns: &Namespace) {
     let running = task_in_state(s, ns, "trim-running", TaskState::Running).await;
     let created = task_in_state(s, ns, "trim-created", TaskState::Created).await;
 
-    let keep_all = Retention { completed: Duration::from_secs(3_600), dead_letter: None };
+    let keep_all = Retention::default().completed(Duration::from_secs(3_600)).dead_letter(None);
     assert_eq!(ok("trim", s.trim(ns, &keep_all, 100).await), 0, "nothing is an hour old");
     // Retention counts strictly older than now - retention: wait until the
     // store's clock has passed the last finished_at.
@@ -91,7 +91,7 @@ pub async fn retention_trim<S: Storage>(s: &S, ns: &Namespace) {
         (ok("now", s.now(ns).await) > last).then_some(())
     })
     .await;
-    let completed_only = Retention { completed: Duration::ZERO, dead_letter: None };
+    let completed_only = Retention::default().completed(Duration::ZERO).dead_letter(None);
     assert_eq!(ok("trim limit 2", s.trim(ns, &completed_only, 2).await), 2, "limit bounds one call");
     assert_eq!(ok("trim", s.trim(ns, &completed_only, 100).await), 2, "the rest");
     assert_eq!(ok("trim", s.trim(ns, &completed_only, 100).await), 0, "nothing left");
@@ -100,13 +100,85 @@ pub async fn retention_trim<S: Storage>(s: &S, ns: &Namespace) {
     }
     assert_eq!(record(s, ns, &dead).await.state, TaskState::Failed, "dead letter kept with None");
 
-    let everything = Retention { completed: Duration::ZERO, dead_letter: Some(Duration::ZERO) };
+    let everything = Retention::default().completed(Duration::ZERO).dead_letter(Some(Duration::ZERO));
     assert_eq!(ok("trim", s.trim(ns, &everything, 100).await), 1, "the dead letter goes with Some(0)");
     assert!(ok("get", s.get(ns, &dead).await).is_none());
     assert_eq!(record(s, ns, &running).await.state, TaskState::Running, "running tasks are never trimmed");
     assert_eq!(record(s, ns, &created).await.state, TaskState::Created, "waiting tasks are never trimmed");
     let counts = ok("counts", s.counts(ns).await);
     assert_eq!(counts.total(), 2, "counts after trim: {counts:?}");
+}
+
+/// Finishes `ids` in `state` one store millisecond apart, so each has its
+/// own `finished_at`, oldest first.
+async fn finished_in_order<S: Storage>(
+    s: &S,
+    ns: &Namespace,
+    prefix: &str,
+    n: usize,
+    state: TaskState,
+) -> Vec<TaskId> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let id = task_in_state(s, ns, &format!("{prefix}-{i}"), state).await;
+        let at = record(s, ns, &id).await.finished_at.unwrap_or_else(|| panic!("{id} has no finished_at"));
+        wait_for(Duration::from_secs(5), "the store clock to pass a finish", || async {
+            (ok("now", s.now(ns).await) > at).then_some(())
+        })
+        .await;
+        ids.push(id);
+    }
+    ids
+}
+
+/// Retention by count: with `completed_max(2)` and `dead_letter_max(1)`
+/// (and no age past), a trim keeps the 2 most recently finished completed
+/// or cancelled tasks and the latest dead-lettered one, deletes the older
+/// ones, bounded by `limit` per call, and never touches waiting or running
+/// tasks. A cap above the count deletes nothing.
+pub async fn retention_by_count<S: Storage>(s: &S, ns: &Namespace) {
+    let done = finished_in_order(s, ns, "cap-done", 4, TaskState::Completed).await;
+    let cancelled = task_in_state(s, ns, "cap-cancelled", TaskState::Cancelled).await;
+    let dead = finished_in_order(s, ns, "cap-failed", 3, TaskState::Failed).await;
+    let created = task_in_state(s, ns, "cap-created", TaskState::Created).await;
+    let hour = Duration::from_secs(3_600);
+    let generous =
+        Retention::default().completed(hour).dead_letter(None).completed_max(100).dead_letter_max(100);
+    assert_eq!(
+        ok("trim under the caps", s.trim(ns, &generous, 100).await),
+        0,
+        "caps above the counts keep all"
+    );
+
+    let capped = Retention::default().completed(hour).dead_letter(None).completed_max(2).dead_letter_max(1);
+    // 5 completed or cancelled (3 over the cap) and 3 dead (2 over): 5 go,
+    // at most 2 per call.
+    assert_eq!(ok("trim limit 2", s.trim(ns, &capped, 2).await), 2, "limit bounds one call");
+    let mut removed = 2;
+    for _ in 0..10 {
+        let n = ok("trim", s.trim(ns, &capped, 2).await);
+        if n == 0 {
+            break;
+        }
+        removed += n;
+    }
+    assert_eq!(removed, 5, "3 completed and 2 dead-lettered tasks were over their caps");
+    let kept = |id: &TaskId| {
+        let id = id.clone();
+        async move { ok("get", s.get(ns, &id).await).is_some() }
+    };
+    // The newest finished: the cancelled task, then the last completed one.
+    assert!(kept(&cancelled).await, "the most recently finished (cancelled) task is kept");
+    assert!(kept(&done[3]).await, "the second most recent completed task is kept");
+    for id in &done[..3] {
+        assert!(!kept(id).await, "{id}, older than the newest 2, should be trimmed");
+    }
+    assert!(kept(&dead[2]).await, "the latest dead-lettered task is kept");
+    for id in &dead[..2] {
+        assert!(!kept(id).await, "{id}, older than the latest dead letter, should be trimmed");
+    }
+    assert_eq!(record(s, ns, &created).await.state, TaskState::Created, "waiting tasks are never trimmed");
+    assert_eq!(ok("trim again", s.trim(ns, &capped, 100).await), 0, "nothing left over the caps");
 }
 
 fn term_of(what: &str, t: Option<Leadership>) -> Leadership {

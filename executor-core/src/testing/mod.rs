@@ -117,6 +117,7 @@ macro_rules! storage_conformance_tests {
             requeue_illegal_states
             reap_after_lease_expiry
             retention_trim
+            retention_by_count
             leadership_exclusive_renew_release_takeover
             counts_by_state
             list_pagination_visits_each_once

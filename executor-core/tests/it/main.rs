@@ -11,6 +11,7 @@ mod conformance_memory;
 mod failures;
 mod hardening;
 mod lifecycle;
+mod retention;
 mod retries;
 mod send_sync;
 mod spy;
