@@ -3,8 +3,6 @@
 //! starts this test binary twice more, each child running `child_executor`
 //! as a full executor against `REDIS_URL`.
 
-mod common;
-
 use std::{collections::HashMap, process::Stdio, time::Duration};
 
 use executor_core::{
@@ -14,10 +12,14 @@ use executor_core::{
 use fred::interfaces::{HashesInterface, KeysInterface};
 use tokio::time::Instant;
 
+use crate::common;
+
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const TASKS: usize = 20_000;
 const NS_VAR: &str = "EXECUTOR_REDIS_TWO_PROCESS_NS";
+/// `child_executor` as the test harness names it (module path in `it`).
+const CHILD: &str = "two_processes::child_executor";
 
 /// Where the children record runs: task id -> `<pid>` per run, appended.
 fn runs_key(ns: &str) -> String {
@@ -65,6 +67,7 @@ async fn child_executor() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_run_each_task_once() -> TestResult {
+    let _serial = common::serial().await;
     let (storage, ns) = common::fresh().await;
     let tasks: Vec<NewTask> = (0..TASKS)
         .map(|_| {
@@ -81,7 +84,8 @@ async fn two_processes_run_each_task_once() -> TestResult {
     for _ in 0..2 {
         children.push(
             tokio::process::Command::new(&exe)
-                .args(["--exact", "child_executor", "--ignored", "--nocapture", "--test-threads=1"])
+                // The full name in the test binary `it`: `--exact` matches it whole.
+                .args(["--exact", CHILD, "--ignored", "--nocapture", "--test-threads=1"])
                 .env(NS_VAR, ns.as_str())
                 .stdout(Stdio::null())
                 .kill_on_drop(true)

@@ -5,10 +5,10 @@
 //! (the wake marker then lives in another slot and is set by a separate
 //! command).
 
-mod common;
-
 use executor_core::Namespace;
 use executor_redis::RedisStorage;
+
+use crate::common;
 
 async fn connect(partitions: u16) -> RedisStorage {
     let Ok(url) = std::env::var("REDIS_CLUSTER_URL") else {
@@ -30,14 +30,16 @@ async fn fresh_partitioned() -> (RedisStorage, Namespace) {
 }
 
 mod one_partition {
-    use super::{common::cleanup, fresh};
+    use super::fresh;
+    use crate::common::cleanup;
 
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::tier_conformance_tests!(fresh, cleanup);
 }
 
 mod four_partitions {
-    use super::{common::cleanup, fresh_partitioned};
+    use super::fresh_partitioned;
+    use crate::common::cleanup;
 
     // The three checks left out hold per partition only; see tests/partitioned.rs.
     executor_core::storage_conformance_tests!(

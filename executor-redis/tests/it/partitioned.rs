@@ -3,8 +3,6 @@
 //! is per partition by design (see docs/redis.md, Partitions), plus checks
 //! of rotation and of debounce within a partition.
 
-mod common;
-
 use std::{collections::BTreeSet, time::Duration};
 
 use executor_core::{
@@ -13,6 +11,8 @@ use executor_core::{
     testing,
 };
 use executor_redis::RedisStorage;
+
+use crate::common;
 
 async fn fresh() -> (RedisStorage, Namespace) {
     let url = common::url();

@@ -4,8 +4,6 @@
 //! loopback port in a temp dir (AOF with `appendfsync always`, so a killed
 //! server loses nothing that was acknowledged).
 
-mod common;
-
 use std::{
     net::TcpListener,
     path::PathBuf,
@@ -79,6 +77,7 @@ fn free_port() -> u16 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_errors_while_down_and_claims_resume_after_restart() -> TestResult {
+    let _serial = crate::common::serial().await;
     let port = free_port();
     let dir = std::env::temp_dir().join(format!("executor-redis-restart-{}-{port}", std::process::id()));
     let mut server = Server::start(port, dir);

@@ -4,8 +4,6 @@
 //! without the bad one, the bad one must be set aside (ERROR, dead-letter
 //! index, the reason as last error), and the counts must match the records.
 
-mod common;
-
 use std::time::Duration;
 
 use executor_core::{
@@ -15,7 +13,7 @@ use executor_core::{
 };
 use fred::interfaces::SortedSetsInterface;
 
-use common::corrupt::{ALL, Corruption, Damage, TestResult};
+use crate::common::corrupt::{ALL, Corruption, Damage, TestResult};
 
 const LEASE: Duration = Duration::from_secs(60);
 

@@ -2,8 +2,6 @@
 //! the conformance suite cannot reach through the `Storage` API: missing
 //! tasks, stale fences, hand-made garbage, and a resent call (same nonce).
 
-mod common;
-
 use executor_core::{Namespace, TaskState};
 use fred::{
     interfaces::{HashesInterface, KeysInterface, LuaInterface, SortedSetsInterface},
@@ -11,7 +9,9 @@ use fred::{
     types::Value,
 };
 
-const COMMON: &str = include_str!("../lua/common.lua");
+use crate::common;
+
+const COMMON: &str = include_str!("../../lua/common.lua");
 
 struct Scripts {
     pool: Pool,
@@ -57,12 +57,12 @@ impl Scripts {
     }
 
     async fn submit(&self, id: &str, nonce: &str) -> Result<Value, fred::error::Error> {
-        let src = include_str!("../lua/submit.lua");
+        let src = include_str!("../../lua/submit.lua");
         self.call(src, &["1", id, "noop", "{}", "n", "0", "3", "", "", "", "p", "", "", "", nonce]).await
     }
 
     async fn claim(&self, worker: &str, limit: &str, nonce: &str) -> Result<Value, fred::error::Error> {
-        self.call(include_str!("../lua/claim.lua"), &[worker, limit, "60000", nonce]).await
+        self.call(include_str!("../../lua/claim.lua"), &[worker, limit, "60000", nonce]).await
     }
 
     async fn finish(
@@ -72,7 +72,8 @@ impl Scripts {
         code: &str,
         nonce: &str,
     ) -> Result<String, fred::error::Error> {
-        let v = self.call(include_str!("../lua/finish.lua"), &["1", id, fence, code, "0", "", nonce]).await?;
+        let v =
+            self.call(include_str!("../../lua/finish.lua"), &["1", id, fence, code, "0", "", nonce]).await?;
         Ok(texts(&nth(&v, 1)).pop().unwrap_or_default())
     }
 
@@ -102,8 +103,8 @@ async fn submit_resent_with_the_same_nonce_is_not_a_duplicate() -> TestResult {
 #[tokio::test]
 async fn submit_resent_after_finish_cancel_or_requeue_still_answers_created() -> TestResult {
     let (lua, storage, ns) = Scripts::new().await;
-    let cancel = include_str!("../lua/cancel.lua");
-    let requeue = include_str!("../lua/requeue.lua");
+    let cancel = include_str!("../../lua/cancel.lua");
+    let requeue = include_str!("../../lua/requeue.lua");
     let outcome = |v: &Value| texts(&nth(&nth(v, 1), 0)).first().cloned().unwrap_or_default();
 
     lua.submit("done", "s1").await?;
@@ -178,7 +179,8 @@ async fn heartbeat_reports_missing_and_stale_as_lost() -> TestResult {
     let (lua, storage, ns) = Scripts::new().await;
     lua.submit("a", "").await?;
     lua.claim("w1", "1", "c1").await?;
-    let v = lua.call(include_str!("../lua/heartbeat.lua"), &["1000", "a", "1", "b", "1", "a", "2"]).await?;
+    let v =
+        lua.call(include_str!("../../lua/heartbeat.lua"), &["1000", "a", "1", "b", "1", "a", "2"]).await?;
     assert_eq!(texts(&nth(&v, 0)), vec!["b".to_owned(), "a".to_owned()], "missing b and stale a are lost");
     assert!(texts(&nth(&v, 1)).is_empty());
     common::cleanup(&storage, &ns).await;
@@ -188,8 +190,8 @@ async fn heartbeat_reports_missing_and_stale_as_lost() -> TestResult {
 #[tokio::test]
 async fn cancel_and_requeue_missing_illegal_and_resent() -> TestResult {
     let (lua, storage, ns) = Scripts::new().await;
-    let cancel = include_str!("../lua/cancel.lua");
-    let requeue = include_str!("../lua/requeue.lua");
+    let cancel = include_str!("../../lua/cancel.lua");
+    let requeue = include_str!("../../lua/requeue.lua");
     assert_eq!(texts(&lua.call(cancel, &["nobody", "n"]).await?), ["missing"]);
     assert_eq!(texts(&lua.call(requeue, &["nobody", "n"]).await?), ["missing"]);
     lua.submit("a", "").await?;
@@ -213,11 +215,11 @@ async fn reap_and_trim_skip_missing_tasks() -> TestResult {
     let c = lua.pool.next();
     let _: () = c.zadd(lua.key("lease"), None, None, false, false, (1.0, "gone")).await?;
     let _: () = c.zadd(lua.key("done"), None, None, false, false, (1.0, "gone-too")).await?;
-    let v = lua.call(include_str!("../lua/reap.lua"), &["10"]).await?;
+    let v = lua.call(include_str!("../../lua/reap.lua"), &["10"]).await?;
     assert!((0..3).all(|i| texts(&nth(&v, i)).is_empty()), "nothing reported for a missing task: {v:?}");
     let left: i64 = c.zcard(lua.key("lease")).await?;
     assert_eq!(left, 0, "the stale lease entry is removed");
-    let v = lua.call(include_str!("../lua/trim.lua"), &["0", "", "10"]).await?;
+    let v = lua.call(include_str!("../../lua/trim.lua"), &["0", "", "10"]).await?;
     assert_eq!(v.as_u64(), Some(1));
     let exists: i64 = c.exists(lua.key("done")).await?;
     assert_eq!(exists, 0);
@@ -232,12 +234,13 @@ async fn leader_release_with_a_stale_token_keeps_the_term() -> TestResult {
     let src = |f: &str| format!("{COMMON}\n{f}");
     let c = lua.pool.next();
     let term: Value =
-        c.eval(src(include_str!("../lua/leader_acquire.lua")), keys.clone(), vec!["w1", "60000"]).await?;
+        c.eval(src(include_str!("../../lua/leader_acquire.lua")), keys.clone(), vec!["w1", "60000"]).await?;
     assert_eq!(texts(&term)[1], "1");
-    let freed: i64 = c.eval(src(include_str!("../lua/leader_release.lua")), keys.clone(), vec!["0"]).await?;
+    let freed: i64 =
+        c.eval(src(include_str!("../../lua/leader_release.lua")), keys.clone(), vec!["0"]).await?;
     assert_eq!(freed, 0, "a stale token frees nothing");
     let other: Value =
-        c.eval(src(include_str!("../lua/leader_acquire.lua")), keys.clone(), vec!["w2", "60000"]).await?;
+        c.eval(src(include_str!("../../lua/leader_acquire.lua")), keys.clone(), vec!["w2", "60000"]).await?;
     assert_eq!(other, Value::Null, "w1 still leads");
     common::cleanup(&storage, &ns).await;
     Ok(())

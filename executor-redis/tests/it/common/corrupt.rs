@@ -206,7 +206,7 @@ impl Damage {
             .collect();
         let mut all = vec![self.base.clone(), "1".to_owned()];
         all.extend(args.iter().map(|a| (*a).to_owned()));
-        let common = include_str!("../../lua/common.lua");
+        let common = include_str!("../../../lua/common.lua");
         self.redis.eval(format!("{common}\n{source}"), keys, all).await
     }
 

@@ -3,8 +3,6 @@
 //! `common::corrupt::ALL`): the good items behave exactly as without the
 //! bad one, and the counts match the records.
 
-mod common;
-
 use std::time::Duration;
 
 use executor_core::{
@@ -14,7 +12,7 @@ use executor_core::{
 };
 use fred::interfaces::HashesInterface;
 
-use common::corrupt::{ALL, Corruption, Damage, TestResult};
+use crate::common::corrupt::{ALL, Corruption, Damage, TestResult};
 
 const LEASE: Duration = Duration::from_secs(60);
 

@@ -1,5 +1,6 @@
 //! Shared by the Redis test files: connecting with a message that says how
-//! to start Redis when it does not answer.
+//! to start Redis when it does not answer, and the lock that keeps the heavy
+//! tests apart.
 
 #![allow(dead_code, unreachable_pub, reason = "each test file uses a part of this module")]
 
@@ -35,6 +36,14 @@ pub async fn connect() -> RedisStorage {
 /// A storage and a namespace no other test uses.
 pub async fn fresh() -> (RedisStorage, Namespace) {
     (connect().await, executor_core::testing::unique_namespace("redis"))
+}
+
+/// Held for its whole run by each test that loads the machine or times a
+/// recovery (`restart`, `two_processes`), so no two of them run at once in
+/// this binary, as when each file was a test binary of its own.
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
 }
 
 /// Deletes the namespace's keys.

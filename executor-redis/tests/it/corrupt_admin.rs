@@ -4,8 +4,6 @@
 //! leadership. The good tasks behave exactly as without the bad one, and
 //! the counts match the records.
 
-mod common;
-
 use std::{
     sync::atomic::{AtomicU64, Ordering},
     time::Duration,
@@ -18,7 +16,7 @@ use executor_core::{
 };
 use fred::interfaces::{HashesInterface, KeysInterface};
 
-use common::corrupt::{ALL, Corruption, Damage, TestResult};
+use crate::common::corrupt::{ALL, Corruption, Damage, TestResult};
 
 const LEASE: Duration = Duration::from_secs(60);
 

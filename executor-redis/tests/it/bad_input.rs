@@ -1,8 +1,6 @@
 //! Bad input never panics and never harms other tasks: oversized payloads,
 //! ids full of key syntax, and task hashes edited by hand into nonsense.
 
-mod common;
-
 use std::time::Duration;
 
 use executor_core::{
@@ -12,6 +10,8 @@ use executor_core::{
 };
 use executor_redis::RedisStorage;
 use fred::interfaces::HashesInterface;
+
+use crate::common;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

@@ -2,15 +2,13 @@
 //! (`REDIS_URL`, default `redis://127.0.0.1:6379`), each check in its own
 //! namespace.
 
-mod common;
-
-use common::{cleanup, fresh};
+use crate::common::{cleanup, fresh};
 
 executor_core::storage_conformance_tests!(fresh, cleanup);
 
 /// The tier methods, for use as the hot tier of `TieredStorage`.
 mod tier {
-    use super::common::{cleanup, fresh};
+    use crate::common::{cleanup, fresh};
 
     executor_core::tier_conformance_tests!(fresh, cleanup);
 }
