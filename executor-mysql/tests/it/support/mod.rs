@@ -1,11 +1,22 @@
 //! Shared by the MySQL test files: connecting to `MYSQL_URL` (or failing
-//! with how to start MariaDB), fresh namespaces, cleanup.
+//! with how to start MariaDB), fresh namespaces, cleanup, and the lock that
+//! keeps the heavy tests apart.
 
 #![allow(dead_code, reason = "each test file uses a different part of this module")]
 
 use executor_core::{Namespace, testing};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
+
+/// Held for its whole run by each test that loads the machine (child
+/// processes, many claimers) or checks a latency: `first_start`,
+/// `two_processes`, `paused_claimer`, `migrations_and_wake`,
+/// `connection_loss` and `races`' claimers. No two of them run at once in
+/// this binary, as when each file was a test binary of its own.
+pub(crate) async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
+}
 
 /// `MYSQL_URL`, or the local MariaDB the scripts start.
 pub(crate) fn url() -> String {

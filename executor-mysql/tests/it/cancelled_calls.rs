@@ -4,8 +4,6 @@
 //! protocol error. Pins the fix for the desynchronised connection of
 //! docs/reliability.md ("PrepareOk expected 12 bytes but got 7 bytes").
 
-mod support;
-
 use std::{
     future::Future,
     pin::pin,
@@ -19,8 +17,9 @@ use executor_core::{
     testing,
 };
 use executor_mysql::MySqlStorage;
-use support::{cleanup, fresh};
 use tokio::time::{Instant, sleep, timeout};
+
+use crate::support::{cleanup, fresh};
 
 /// How long the random phase runs.
 const RANDOM_PHASE: Duration = Duration::from_secs(15);

@@ -4,15 +4,14 @@
 //! inside sqlx, a `wait_for_work` of `Duration::MAX` (an executor's
 //! `max_idle_wait`) panicked the claim loop).
 
-mod support;
-
 use std::time::Duration;
 
 use executor_core::{Error, storage::Storage, testing};
 use executor_mysql::MySqlOptions;
 use proptest::prelude::*;
-use support::{cleanup, pool};
 use tokio::time::Instant;
+
+use crate::support::{cleanup, pool};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

@@ -2,15 +2,13 @@
 //! MariaDB (`MYSQL_URL`, default `mysql://root@127.0.0.1:3306/test`), one
 //! namespace per test, deleted afterwards.
 
-mod support;
-
-use support::{cleanup, fresh};
+use crate::support::{cleanup, fresh};
 
 executor_core::storage_conformance_tests!(fresh, cleanup);
 
 /// The tier methods, for use as a tier of `TieredStorage`.
 mod tier {
-    use super::support::{cleanup, fresh};
+    use crate::support::{cleanup, fresh};
 
     executor_core::tier_conformance_tests!(fresh, cleanup);
 }

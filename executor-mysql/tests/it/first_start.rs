@@ -1,20 +1,21 @@
 //! Several processes starting at once against an empty database: each
 //! connects, the schema is complete when it does, each migration ran once.
-//! In a file of its own: its 100 child processes load the machine, which
-//! would skew the latency checks of other tests running beside it.
-
-mod support;
+//! Its 100 child processes load the machine, which would skew the latency
+//! checks of other tests running beside it: it holds `support::serial()`.
 
 use std::{process::Stdio, time::Duration};
 
 use executor_core::{WorkerId, storage::Storage, testing};
 use executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
-use support::EmptyDatabase;
 use tokio::time::Instant;
+
+use crate::support::EmptyDatabase;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const DB_URL_VAR: &str = "REX_MIGRATE_URL";
+/// `migrate_child` as the harness of the test binary `it` names it.
+const CHILD: &str = "first_start::migrate_child";
 const PROCESSES: usize = 5;
 const ROUNDS: usize = 20;
 
@@ -44,6 +45,7 @@ async fn migrate_child() -> TestResult {
 /// recorded once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_first_starts_migrate_once() -> TestResult {
+    let _serial = crate::support::serial().await;
     let exe = std::env::current_exe()?;
     let migrations = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))?.count();
     let started = Instant::now();
@@ -53,7 +55,7 @@ async fn concurrent_first_starts_migrate_once() -> TestResult {
         for _ in 0..PROCESSES {
             children.push(
                 tokio::process::Command::new(&exe)
-                    .args(["--exact", "migrate_child", "--ignored", "--test-threads=1"])
+                    .args(["--exact", CHILD, "--ignored", "--test-threads=1"])
                     .env(DB_URL_VAR, &db.url)
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())

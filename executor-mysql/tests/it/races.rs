@@ -2,8 +2,6 @@
 //! reaching the caller, and the debounce upsert racing a claim of the same
 //! task.
 
-mod support;
-
 use std::{
     collections::{HashMap, HashSet},
     sync::{
@@ -18,8 +16,9 @@ use executor_core::{
     storage::{Debounce, Finish, NewTask, Storage, SubmitMode},
     testing,
 };
-use support::{cleanup, fresh, storage};
 use tokio::time::Instant;
+
+use crate::support::{cleanup, fresh, storage};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -31,6 +30,7 @@ const CLAIMERS: usize = 8;
 /// error (deadlocks and lock-wait timeouts are retried inside the store).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_claimers_see_no_lock_errors() -> TestResult {
+    let _serial = crate::support::serial().await;
     let (admin, ns) = fresh().await;
     let tasks: Vec<NewTask> = (0..TASKS).map(|i| testing::new_task(&format!("t{i}"))).collect();
     for r in admin.submit_many(&ns, tasks).await? {

@@ -2,8 +2,6 @@
 //! task is lost, none is handed to two live leases, and the storage
 //! reconnects by itself.
 
-mod support;
-
 use std::{
     collections::{HashMap, HashSet},
     sync::{
@@ -20,8 +18,9 @@ use executor_core::{
 };
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{Executor, Row, mysql::MySqlPoolOptions};
-use support::{cleanup, pool, url};
 use tokio::time::Instant;
+
+use crate::support::{cleanup, pool, url};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -71,6 +70,7 @@ async fn complete(s: &MySqlStorage, ns: &executor_core::Namespace, t: &executor_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killed_connections_lose_nothing_and_double_claim_nothing() -> TestResult {
+    let _serial = crate::support::serial().await;
     let ids = Arc::new(Mutex::new(HashSet::new()));
     let s = Arc::new(watched_storage(Arc::clone(&ids)).await?);
     let ns = testing::unique_namespace("my-kill");

@@ -2,8 +2,6 @@
 //! exactly once. The parent test starts this test binary twice more, each
 //! child running `two_process_child` as a full executor.
 
-mod support;
-
 use std::{process::Stdio, time::Duration};
 
 use executor_core::{
@@ -12,13 +10,16 @@ use executor_core::{
     testing,
 };
 use executor_mysql::MySqlStorage;
-use support::{cleanup, storage, url};
 use tokio::time::Instant;
+
+use crate::support::{cleanup, storage, url};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const TASKS: usize = 5_000;
 const NS_VAR: &str = "REX_TWO_PROCESS_NS";
+/// `two_process_child` as the harness of the test binary `it` names it.
+const CHILD: &str = "two_processes::two_process_child";
 
 async fn runs_table(pool: &sqlx::MySqlPool) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -69,6 +70,7 @@ async fn two_process_child() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_processes_run_each_task_once() -> TestResult {
+    let _serial = crate::support::serial().await;
     let s = storage().await;
     let ns = testing::unique_namespace("my-2p");
     runs_table(s.pool()).await?;
@@ -87,7 +89,7 @@ async fn two_processes_run_each_task_once() -> TestResult {
     for _ in 0..2 {
         children.push(
             tokio::process::Command::new(&exe)
-                .args(["--exact", "two_process_child", "--ignored", "--nocapture", "--test-threads=1"])
+                .args(["--exact", CHILD, "--ignored", "--nocapture", "--test-threads=1"])
                 .env(NS_VAR, ns.as_str())
                 .stdout(Stdio::null())
                 .kill_on_drop(true)

@@ -20,8 +20,6 @@
 //! task, none of its completions refused (a refused completion means its
 //! task was reaped under it and would run again).
 
-mod support;
-
 use std::{
     collections::HashSet,
     process::Stdio,
@@ -36,13 +34,16 @@ use executor_core::{
 };
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{Executor, MySqlPool, Row, mysql::MySqlPoolOptions};
-use support::EmptyDatabase;
 use tokio::time::Instant;
+
+use crate::support::{self, EmptyDatabase};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const URL_VAR: &str = "REX_PAUSE_URL";
 const NS_VAR: &str = "REX_PAUSE_NS";
+/// `paused_claimer_child` as the harness of the test binary `it` names it.
+const CHILD: &str = "paused_claimer::paused_claimer_child";
 const TASKS: usize = 20_000;
 const CYCLES: usize = 6;
 /// The stopped child's lease: everything it holds must be free again
@@ -171,6 +172,7 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopped_claimer_holds_nothing() -> TestResult {
+    let _serial = support::serial().await;
     let db = EmptyDatabase::create("pause").await?;
     let admin = support::pool(1).await;
     let ids = Arc::new(Mutex::new(HashSet::new()));
@@ -181,7 +183,7 @@ async fn a_stopped_claimer_holds_nothing() -> TestResult {
         r?;
     }
     let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .args(["--exact", "paused_claimer_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["--exact", CHILD, "--ignored", "--nocapture", "--test-threads=1"])
         .env(URL_VAR, &db.url)
         .env(NS_VAR, ns.as_str())
         .stdout(Stdio::null())

@@ -3,8 +3,6 @@
 //! it; hand-edited rows never block a claim, never fail a page, and never
 //! make a lookup reach another task.
 
-mod support;
-
 use std::time::Duration;
 
 use executor_core::{
@@ -13,7 +11,8 @@ use executor_core::{
     testing,
 };
 use executor_mysql::{MySqlOptions, MySqlStorage};
-use support::{EmptyDatabase, cleanup, fresh, pool};
+
+use crate::support::{EmptyDatabase, cleanup, fresh, pool};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

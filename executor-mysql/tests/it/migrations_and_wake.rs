@@ -1,13 +1,12 @@
 //! The wake-up latency between processes that share no in-process signal.
 
-mod support;
-
 use std::time::Duration;
 
 use executor_core::{WorkerId, storage::Storage, testing};
 use executor_mysql::{MySqlOptions, MySqlStorage};
-use support::{cleanup, pool};
 use tokio::time::Instant;
+
+use crate::support::{cleanup, pool};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -16,6 +15,7 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 /// wakes the waiter at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn wake_latency_within_and_across_processes() -> TestResult {
+    let _serial = crate::support::serial().await;
     let poll_max = Duration::from_millis(250);
     let opts = || MySqlOptions::new().max_connections(2).poll_interval(Duration::from_millis(5), poll_max);
     let waiter: MySqlStorage = opts().open(pool(2).await).await?;

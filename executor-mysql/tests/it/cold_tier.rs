@@ -2,8 +2,6 @@
 //! delays wait in MySQL and move to the hot store shortly before they are
 //! due), with an in-memory hot tier.
 
-mod support;
-
 use std::time::Duration;
 
 use executor_core::{
@@ -11,7 +9,8 @@ use executor_core::{
     storage::{Due, Storage},
     testing,
 };
-use support::{cleanup, fresh};
+
+use crate::support::{cleanup, fresh};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

@@ -9,8 +9,6 @@
 //! refuses one row, standing for any error an item can meet) is redone
 //! item by item.
 
-mod support;
-
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
@@ -19,7 +17,8 @@ use executor_core::{
     testing,
 };
 use executor_mysql::{MySqlOptions, MySqlStorage};
-use support::{EmptyDatabase, cleanup, fresh};
+
+use crate::support::{EmptyDatabase, cleanup, fresh};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

@@ -1,0 +1,24 @@
+//! The integration tests of executor-mysql in one binary (one link instead
+//! of one per file), against `MYSQL_URL` (default
+//! `mysql://root@127.0.0.1:3306/test`). `support` holds the shared helpers.
+//!
+//! No `#[reliable_task]` lives here: each executor gets its handlers by hand.
+//! `first_start`, `paused_claimer` and `two_processes` start this binary
+//! again as child processes, naming their helper test by its full path
+//! (`module::test`) for `--exact`. The tests that load the machine or check
+//! a latency hold `support::serial()`, so they never run beside each other.
+
+mod support;
+
+mod bad_input;
+mod cancelled_calls;
+mod cold_tier;
+mod conformance;
+mod connection_loss;
+mod first_start;
+mod migrations_and_wake;
+mod neighbours;
+mod options;
+mod paused_claimer;
+mod races;
+mod two_processes;
