@@ -83,7 +83,7 @@ EOF
 
 # 3. The run. `GET /` (the dashboard overview) is left out: axum's `nest`
 # serves it at `/admin`, and schemathesis always asks for `/admin/`;
-# executor-admin/tests/documented_statuses.rs probes it instead.
+# executor-admin/tests/it/documented_statuses.rs probes it instead.
 cd "$work"
 timeout "$time_limit" "$venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run \
     "$base/admin/openapi.json" --url "$base/admin" \

@@ -1,5 +1,5 @@
 # Sourced by scripts/test.sh: the dashboard's browser test (executor-admin,
-# tests/dashboard_browser.rs) drives Debian's headless Chromium through
+# tests/it/dashboard_browser.rs) drives Debian's headless Chromium through
 # chromedriver. Installs both when missing and tells the test where they are.
 if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
     echo "installing chromium and chromium-driver"

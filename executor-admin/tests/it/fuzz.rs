@@ -3,14 +3,13 @@
 //! numbers). Every answer is a documented status with a JSON error body;
 //! never a 500, never a panic. `PROPTEST_CASES=100000` runs more.
 
-mod support;
-
 use std::sync::{Arc, atomic::AtomicBool};
 
 use axum::{Router, http::StatusCode};
 use executor_admin::admin_router;
 use proptest::{prelude::*, test_runner::Config};
-use support::call;
+
+use crate::support::{self, call};
 
 fn segment() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -3,8 +3,6 @@
 //! status the document lists for that operation, with the documented
 //! content type, and the documented parameter rules are the server's.
 
-mod support;
-
 use std::{
     collections::BTreeSet,
     sync::{Arc, atomic::AtomicBool},
@@ -15,8 +13,9 @@ use axum::{Router, http::StatusCode};
 use executor_admin::{ApiDoc, admin_router};
 use executor_core::{MAX_ID_LEN, RunningExecutor, TaskId, TaskState};
 use serde_json::Value;
-use support::{BoxResult, call, corrupt::CorruptStore, executor_on, json};
 use utoipa::OpenApi as _;
+
+use crate::support::{BoxResult, call, corrupt::CorruptStore, executor_on, json};
 
 /// A dead-lettered record that does not parse.
 const CORRUPT: &str = "bad-1";

@@ -1,15 +1,14 @@
 //! The OpenAPI document and the router agree: every route is documented,
 //! every documented operation is routed (probed on the live router).
 
-mod support;
-
 use std::collections::BTreeSet;
 
 use axum::http::StatusCode;
 use executor_admin::{ApiDoc, admin_router, admin_routes};
 use executor_core::{Client, MemoryStorage, Namespace};
-use support::{BoxResult, call};
 use utoipa::OpenApi as _;
+
+use crate::support::{BoxResult, call};
 
 #[tokio::test]
 async fn every_route_is_documented_and_every_documented_route_exists() -> BoxResult {

@@ -3,8 +3,6 @@
 //! around it and name it; `DELETE /api/tasks/{id}` removes it; reading it
 //! answers a clear `corrupt_record` error.
 
-mod support;
-
 use std::{
     sync::{Arc, atomic::AtomicBool},
     time::Duration,
@@ -18,9 +16,10 @@ use axum::{
 use executor_admin::{ApiDoc, admin_router};
 use executor_core::{TaskId, TaskState};
 use serde_json::{Value, json};
-use support::{BoxResult, call, corrupt::CorruptStore, executor_on, json};
 use tower::ServiceExt as _;
 use utoipa::OpenApi as _;
+
+use crate::support::{BoxResult, call, corrupt::CorruptStore, executor_on, json};
 
 const REASON: &str = "field `state`: unknown variant `PAUSED`";
 

@@ -1,8 +1,6 @@
 //! The JSON admin API on MemoryStorage: every route, and every error code
 //! the docs promise (404, 409, 413, 415, 422, 400), never a 500.
 
-mod support;
-
 use std::{
     sync::{Arc, atomic::AtomicBool},
     time::Duration,
@@ -12,7 +10,8 @@ use axum::{Router, http::StatusCode};
 use executor_admin::admin_router;
 use executor_core::{Client, MemoryStorage, Namespace, TaskState};
 use serde_json::{Value, json};
-use support::{BoxResult, call, eventually, executor, json};
+
+use crate::support::{BoxResult, call, eventually, executor, json};
 
 fn code(body: &Value) -> &str {
     body["code"].as_str().unwrap_or("<no code>")

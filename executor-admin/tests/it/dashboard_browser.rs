@@ -3,8 +3,6 @@
 //! and sees it leave the dead letter. `scripts/test.d/chromium.sh` installs
 //! both; set `UPDATE_SCREENSHOT=1` to refresh `docs/dashboard.png`.
 
-mod support;
-
 use std::{
     net::{SocketAddr, TcpListener as StdListener},
     path::PathBuf,
@@ -18,7 +16,8 @@ use std::{
 
 use executor_core::{TaskBuilder, TaskId, TaskOptions, TaskState};
 use fantoccini::{ClientBuilder, Locator};
-use support::{BoxResult, eventually};
+
+use crate::support::{self, BoxResult, eventually};
 
 /// Kills chromedriver (and so its browser) and removes the profile, even
 /// when the test fails.
