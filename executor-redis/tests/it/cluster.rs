@@ -41,7 +41,7 @@ mod four_partitions {
     use super::fresh_partitioned;
     use crate::common::cleanup;
 
-    // The three checks left out hold per partition only; see tests/partitioned.rs.
+    // The checks left out hold per partition only; see tests/it/partitioned.rs.
     executor_core::storage_conformance_tests!(
         fresh_partitioned,
         cleanup,
@@ -49,6 +49,7 @@ mod four_partitions {
             claim_orders_by_due_and_respects_limit,
             debounce_moves_due_and_replaces_payload,
             debounce_max_wait_caps_postponement,
+            retention_by_count,
         )
     );
     executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);

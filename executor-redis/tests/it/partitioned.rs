@@ -6,7 +6,7 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use executor_core::{
-    Namespace, SubmitOutcome, WorkerId,
+    Namespace, Retention, SubmitOutcome, TaskId, WorkerId,
     storage::{Debounce, Storage, SubmitMode},
     testing,
 };
@@ -21,10 +21,10 @@ async fn fresh() -> (RedisStorage, Namespace) {
 }
 
 // Not run here: `claim_orders_by_due_and_respects_limit` (earliest due first
-// holds within a partition, not across), and
-// `debounce_moves_due_and_replaces_payload` and
-// `debounce_max_wait_caps_postponement` (they debounce two different ids
-// under one key, which coalesce only when the ids share a partition).
+// holds within a partition, not across), `debounce_moves_due_and_replaces_payload`
+// and `debounce_max_wait_caps_postponement` (they debounce two different ids
+// under one key, which coalesce only when the ids share a partition), and
+// `retention_by_count` (a cap is shared out per partition: checked below).
 executor_core::storage_conformance_tests!(
     fresh,
     common::cleanup,
@@ -32,8 +32,91 @@ executor_core::storage_conformance_tests!(
         claim_orders_by_due_and_respects_limit,
         debounce_moves_due_and_replaces_payload,
         debounce_max_wait_caps_postponement,
+        retention_by_count,
     )
 );
+
+/// Finishes `n` tasks `prefix-i` as COMPLETED, each in its own store
+/// millisecond; answers their ids by partition, oldest first.
+async fn completed(
+    storage: &RedisStorage,
+    ns: &Namespace,
+    prefix: &str,
+    n: usize,
+) -> Result<[Vec<String>; 3], Box<dyn std::error::Error>> {
+    let worker = WorkerId::generate();
+    let mut by_partition: [Vec<String>; 3] = Default::default();
+    for i in 0..n {
+        let id = format!("{prefix}-{i}");
+        storage.submit(ns, testing::new_task(&id)).await?;
+        let claimed = storage.claim(ns, &worker, 1, Duration::from_secs(60)).await?;
+        let lease = claimed.first().and_then(executor_core::TaskRecord::lease).ok_or("nothing claimed")?;
+        storage.finish(ns, &lease, executor_core::storage::Finish::Completed).await?;
+        let start = storage.now(ns).await?;
+        while storage.now(ns).await? <= start {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        by_partition[partition_of(&id) as usize].push(id);
+    }
+    Ok(by_partition)
+}
+
+/// A cap by count is shared out: `completed_max(6)` over 3 partitions keeps
+/// each partition's newest 2, so at most 6 in all, and never a waiting task.
+#[tokio::test]
+async fn a_count_cap_keeps_each_partitions_newest_share() -> TestResult {
+    let (storage, ns) = fresh().await;
+    let by_partition = completed(&storage, &ns, "cap", 24).await?;
+    assert!(by_partition.iter().all(|p| p.len() >= 2), "24 ids fill every partition: {by_partition:?}");
+    storage.submit(&ns, testing::new_task("waiting")).await?;
+    let retention = Retention::default().completed(Duration::from_secs(3_600)).completed_max(6);
+    assert_eq!(storage.trim(&ns, &retention, 1_000).await?, 18);
+    for ids in &by_partition {
+        let (old, newest) = ids.split_at(ids.len() - 2);
+        for id in newest {
+            assert!(
+                storage.get(&ns, &TaskId::new(id.as_str())?).await?.is_some(),
+                "{id} is among its partition's newest 2"
+            );
+        }
+        for id in old {
+            assert!(storage.get(&ns, &TaskId::new(id.as_str())?).await?.is_none(), "{id} is over the cap");
+        }
+    }
+    assert!(storage.get(&ns, &TaskId::new("waiting")?).await?.is_some(), "waiting tasks are never trimmed");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+/// A trim limited below what is due starts at a different partition each
+/// call: three calls of 4 take from all three partitions (before, every
+/// call started at partition 0 and the others starved).
+#[tokio::test]
+async fn trims_rotate_over_partitions() -> TestResult {
+    let (storage, ns) = fresh().await;
+    let by_partition = completed(&storage, &ns, "rot", 30).await?;
+    let all_past = Retention::default().completed(Duration::ZERO);
+    let start = storage.now(&ns).await?;
+    while storage.now(&ns).await? <= start {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    for _ in 0..3 {
+        // Fewer than any partition holds, so one call stays in one partition.
+        let limit = by_partition.iter().map(Vec::len).min().unwrap_or(1).min(4);
+        assert_eq!(storage.trim(&ns, &all_past, limit).await?, limit as u64);
+    }
+    for (p, ids) in by_partition.iter().enumerate() {
+        let mut gone = 0;
+        for id in ids {
+            if storage.get(&ns, &TaskId::new(id.as_str())?).await?.is_none() {
+                gone += 1;
+            }
+        }
+        assert!(gone > 0, "partition {p} starved: none of {ids:?} trimmed");
+    }
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
 
 /// The storage's partition function (FNV-1a of the id), repeated here.
 fn partition_of(id: &str) -> u32 {
