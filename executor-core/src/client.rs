@@ -425,7 +425,9 @@ pub struct TaskBuilder<P> {
     id: Option<String>,
     due: Due,
     mode: SubmitMode,
+    max_wait: Option<Duration>,
     retry_overridden: bool,
+    limit_overridden: bool,
 }
 
 impl<P: Serialize> TaskBuilder<P> {
@@ -438,7 +440,9 @@ impl<P: Serialize> TaskBuilder<P> {
             id: None,
             due: Due::Now,
             mode: SubmitMode::Plain,
+            max_wait: None,
             retry_overridden: false,
+            limit_overridden: false,
         }
     }
 
@@ -463,11 +467,19 @@ impl<P: Serialize> TaskBuilder<P> {
     /// Overrides the retry limit.
     pub fn retry_limit(mut self, n: u32) -> Self {
         self.options.retry_limit = n;
+        self.limit_overridden = true;
         self
     }
 
     /// Overrides the retry policy (not a custom function: that is code).
+    /// Levels set the retry limit to their count unless this submit sets
+    /// [`TaskBuilder::retry_limit`]; a limit below their count is refused.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        if let RetryPolicy::Levels { levels } = &policy
+            && !self.limit_overridden
+        {
+            self.options.retry_limit = u32::try_from(levels.len()).unwrap_or(u32::MAX);
+        }
         self.options.retry = policy;
         self.retry_overridden = true;
         self
@@ -498,11 +510,11 @@ impl<P: Serialize> TaskBuilder<P> {
         self
     }
 
-    /// Caps how long debouncing may postpone the task (from the first submit).
+    /// Caps how long debouncing may postpone the task (from the first
+    /// submit). Before or after [`TaskBuilder::debounce`], the same; without
+    /// it, [`TaskBuilder::into_new_task`] refuses the submit.
     pub fn max_wait(mut self, max_wait: Duration) -> Self {
-        if let SubmitMode::Debounce(d) = &mut self.mode {
-            d.max_wait = Some(max_wait);
-        }
+        self.max_wait = Some(max_wait);
         self
     }
 
@@ -511,8 +523,18 @@ impl<P: Serialize> TaskBuilder<P> {
     /// # Errors
     /// [`Error::Invalid`] for a bad id or option; [`Error::Encode`] when the
     /// payload does not serialize.
-    pub fn into_new_task(self) -> Result<NewTask> {
+    pub fn into_new_task(mut self) -> Result<NewTask> {
         self.options.validate()?;
+        match (&mut self.mode, self.max_wait) {
+            (SubmitMode::Debounce(d), Some(w)) => d.max_wait = Some(w),
+            (_, Some(_)) => {
+                return Err(Error::invalid(
+                    "max_wait",
+                    "applies to a debounced submit: add .debounce(key, window)",
+                ));
+            }
+            _ => {}
+        }
         let payload = serde_json::to_vec(&self.payload).map_err(Error::Encode)?;
         let id = match self.id {
             Some(id) => TaskId::new(id)?,

@@ -21,6 +21,8 @@ pub struct TaskContext {
     pub(crate) deadline: Option<Timestamp>,
     pub(crate) cancel: CancellationToken,
     pub(crate) data: Arc<DataMap>,
+    /// The running executor's stop, `None` for a context made by `for_test`.
+    pub(crate) executor_stop: Option<CancellationToken>,
 }
 
 impl TaskContext {
@@ -35,7 +37,18 @@ impl TaskContext {
             deadline: None,
             cancel: CancellationToken::new(),
             data: Arc::default(),
+            executor_stop: None,
         }
+    }
+
+    /// Starts the graceful shutdown of the executor running this attempt
+    /// (apalis' `WorkerContext::stop`): it stops claiming, lets running
+    /// attempts (this one included) finish within its grace, and the
+    /// owner's `shutdown().await` or `run_until` returns. Answers whether
+    /// there was an executor to stop (`false` for a context made with
+    /// [`TaskContext::for_test`]).
+    pub fn stop_executor(&self) -> bool {
+        self.executor_stop.as_ref().inspect(|stop| stop.cancel()).is_some()
     }
 
     /// Adds a value of the application's state, as

@@ -122,7 +122,7 @@ pub use coalesce::{CoalesceStats, Coalescer};
 pub use context::{Action, IntoTaskResult, TaskContext, TaskError};
 pub use data::Data;
 pub use error::{BoxError, Error, Result};
-pub use executor::{Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, shutdown_signal};
+pub use executor::{Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, StopHandle, shutdown_signal};
 pub use id::{MAX_ID_LEN, MAX_NAMESPACE_LEN, Namespace, TaskId, WorkerId};
 pub use listener::Listener;
 pub use memory::MemoryStorage;

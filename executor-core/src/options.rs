@@ -22,7 +22,23 @@ pub const MAX_RETRY_LIMIT: u32 = 10_000;
 ///     .max_duration(Duration::from_secs(60));
 /// assert_eq!(opts.max_attempts(), 6);
 /// ```
+///
+/// With [`RetryPolicy::Levels`] and no explicit retry limit, the limit
+/// follows the number of levels (each level is used once, then the dead
+/// letter); an explicit limit below it is refused by
+/// [`TaskOptions::validate`], since the last levels would never be reached.
+///
+/// ```
+/// use std::time::Duration;
+/// use executor_core::{RetryPolicy, TaskOptions};
+///
+/// let levels = RetryPolicy::levels([10, 60, 600, 3_600].map(Duration::from_secs))?;
+/// assert_eq!(TaskOptions::new().retry(levels.clone()).retry_limit, 4);
+/// assert!(TaskOptions::new().retry_limit(3).retry(levels).validate().is_err());
+/// # Ok::<(), executor_core::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct TaskOptions {
     /// Retries after the first attempt.
     pub retry_limit: u32,
@@ -32,6 +48,8 @@ pub struct TaskOptions {
     pub max_duration: Option<Duration>,
     /// Limit of one attempt; an attempt past it is retried.
     pub timeout: Option<Duration>,
+    /// `retry_limit` was set explicitly, so levels do not replace it.
+    limit_set: bool,
 }
 
 impl Default for TaskOptions {
@@ -48,17 +66,25 @@ impl TaskOptions {
             retry: RetryPolicy::default(),
             max_duration: None,
             timeout: None,
+            limit_set: false,
         }
     }
 
     /// Sets the retry limit.
     pub fn retry_limit(mut self, n: u32) -> Self {
         self.retry_limit = n;
+        self.limit_set = true;
         self
     }
 
-    /// Sets the retry policy.
+    /// Sets the retry policy. Levels set the retry limit to their count
+    /// unless a limit was set explicitly.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        if let RetryPolicy::Levels { levels } = &policy
+            && !self.limit_set
+        {
+            self.retry_limit = u32::try_from(levels.len()).unwrap_or(u32::MAX);
+        }
         self.retry = policy;
         self
     }
@@ -89,6 +115,21 @@ impl TaskOptions {
             return Err(Error::invalid(
                 "retry_limit",
                 format!("{} is above the limit of {MAX_RETRY_LIMIT}", self.retry_limit),
+            ));
+        }
+        if let RetryPolicy::Levels { levels } = &self.retry
+            && (self.retry_limit as usize) < levels.len()
+        {
+            return Err(Error::invalid(
+                "retry_limit",
+                format!(
+                    "{} never reaches the last {} of the {} retry levels: set it to at least {} (the last \
+                     level repeats), or leave it unset and it follows the levels",
+                    self.retry_limit,
+                    levels.len() - self.retry_limit as usize,
+                    levels.len(),
+                    levels.len()
+                ),
             ));
         }
         if self.max_duration == Some(Duration::ZERO) {

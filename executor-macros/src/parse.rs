@@ -43,6 +43,8 @@ pub(crate) struct TaskAttr {
     pub(crate) krate: Option<Path>,
     /// The key that set `retry`, for the conflict error.
     retry_key: Option<&'static str>,
+    /// The `retry_limit` value's tokens, for the levels-versus-limit error.
+    retry_limit_at: Option<Expr>,
     /// Keys seen so far, for the duplicate-key error.
     seen: Vec<String>,
 }
@@ -82,7 +84,29 @@ impl TaskAttr {
             )),
             None => {}
         }
+        attr.levels_and_limit(errors);
         attr
+    }
+
+    /// With `levels` alone, the retry limit follows their count (the seed's
+    /// 10 s, 1 min, 10 min: three retries, then the dead letter). A limit
+    /// below the count would never reach the last levels: an error on it.
+    fn levels_and_limit(&mut self, errors: &mut Errors) {
+        let Some(Retry::Levels(levels)) = &self.retry else { return };
+        let count = u32::try_from(levels.len()).unwrap_or(u32::MAX);
+        match (self.retry_limit, &self.retry_limit_at) {
+            (None, _) => self.retry_limit = Some(count),
+            (Some(limit), Some(at)) if limit < count => errors.at(
+                at,
+                format!(
+                    "retry_limit = {limit} never reaches the last {} of the {count} levels: set \
+                     retry_limit = {count} (or more: the last level repeats), or leave retry_limit out \
+                     and it follows the levels",
+                    count - limit
+                ),
+            ),
+            _ => {}
+        }
     }
 
     fn key(&mut self, meta: &ParseNestedMeta<'_>, errors: &mut Errors) -> syn::Result<()> {
@@ -112,7 +136,10 @@ impl TaskAttr {
         let value: Expr = meta.value()?.parse()?;
         match key {
             "name" => self.name = name(&value, errors),
-            "retry_limit" => self.retry_limit = retry_limit(&value, errors),
+            "retry_limit" => {
+                self.retry_limit = retry_limit(&value, errors);
+                self.retry_limit_at = Some(value.clone());
+            }
             "retry_interval" => {
                 self.retry = duration(&value, key, errors).map(Retry::Fixed);
             }

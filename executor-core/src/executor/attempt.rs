@@ -213,6 +213,7 @@ async fn execute<S: Storage>(
         deadline: task.deadline,
         cancel,
         data: Arc::clone(executor.data()),
+        executor_stop: Some(shared.stop.clone()),
     };
     // Decoding and starting run user code (a `Deserialize` impl, the
     // handler's body up to its first await): a panic there is caught like

@@ -11,7 +11,7 @@ mod run;
 use std::{fmt, future::Future, sync::Arc};
 
 pub use builder::ExecutorBuilder;
-pub use run::{RunningExecutor, ShutdownReport};
+pub use run::{RunningExecutor, ShutdownReport, StopHandle};
 
 use crate::data::DataMap;
 use crate::{
@@ -122,7 +122,8 @@ impl<S: Storage> Executor<S> {
         run::start(self.clone())
     }
 
-    /// Runs until `signal` resolves, then shuts down gracefully: stops
+    /// Runs until `signal` resolves (or a handler calls
+    /// [`crate::TaskContext::stop_executor`]), then shuts down gracefully: stops
     /// claiming, waits for running attempts up to the grace period, cancels
     /// the rest and gives their leases back. Nothing is lost, nothing is left
     /// `RUNNING`.
@@ -131,7 +132,12 @@ impl<S: Storage> Executor<S> {
     /// Only if the runtime's background task itself failed.
     pub async fn run_until(&self, signal: impl Future<Output = ()>) -> Result<ShutdownReport> {
         let running = self.start();
-        signal.await;
+        let stop = running.stop_handle();
+        // A handler may stop the executor too (`TaskContext::stop_executor`).
+        tokio::select! {
+            () = signal => {}
+            () = stop.stopped() => {}
+        }
         running.shutdown().await
     }
 

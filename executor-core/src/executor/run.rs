@@ -51,6 +51,8 @@ pub(crate) struct InFlight {
 /// State shared by the claim loop, the attempts, the heartbeat and housekeeping.
 pub(crate) struct Shared<S> {
     pub(crate) executor: Executor<S>,
+    /// Stops the whole executor (`StopHandle::stop`, `TaskContext::stop_executor`).
+    pub(crate) stop: CancellationToken,
     pub(crate) slots: Arc<Semaphore>,
     pub(crate) in_flight: Mutex<HashMap<TaskId, InFlight>>,
     pub(crate) attempts: TaskTracker,
@@ -145,9 +147,49 @@ impl RunningExecutor {
         self.concurrency.saturating_sub(self.slots.available_permits())
     }
 
-    /// A token that starts the shutdown when cancelled (e.g. from a signal handler).
-    pub fn stop_token(&self) -> CancellationToken {
-        self.stop.clone()
+    /// A handle that starts the graceful shutdown from anywhere (a signal
+    /// handler, an admin endpoint, another task); the owner of this
+    /// `RunningExecutor` still awaits [`RunningExecutor::shutdown`] for the
+    /// report.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle(self.stop.clone())
+    }
+}
+
+/// Starts the graceful shutdown of one executor: claims stop, running
+/// attempts drain. Cheap to clone; from [`RunningExecutor::stop_handle`],
+/// or inside a handler through [`crate::TaskContext::stop_executor`].
+///
+/// ```
+/// use executor_core::{Executor, MemoryStorage};
+///
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// let executor = Executor::builder(MemoryStorage::new()).build().await?;
+/// let running = executor.start();
+/// let stop = running.stop_handle();
+/// tokio::spawn(async move { stop.stop() }); // e.g. from an admin endpoint
+/// running.stop_handle().stopped().await;
+/// running.shutdown().await?;
+/// # Ok::<(), executor_core::Error>(()) })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct StopHandle(pub(crate) CancellationToken);
+
+impl StopHandle {
+    /// Starts the shutdown (again: no effect).
+    pub fn stop(&self) {
+        self.0.cancel();
+    }
+
+    /// Whether the shutdown has started.
+    pub fn is_stopped(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Resolves once the shutdown has started.
+    pub async fn stopped(&self) {
+        self.0.cancelled().await;
     }
 }
 
@@ -156,6 +198,7 @@ pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
     let concurrency = executor.inner.config.concurrency;
     let shared = Arc::new(Shared {
         executor,
+        stop: stop.clone(),
         slots: Arc::new(Semaphore::new(concurrency)),
         in_flight: Mutex::new(HashMap::new()),
         attempts: TaskTracker::new(),

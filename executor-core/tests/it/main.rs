@@ -8,6 +8,7 @@
 
 mod coalesce;
 mod conformance_memory;
+mod defaults;
 mod failures;
 mod hardening;
 mod lifecycle;

@@ -46,6 +46,19 @@ fn backoffs() {
     let (attr, errors) = parse(quote!(name = "a", levels = ["10s", "1m", "10m", "1h"]));
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(attr.retry, Some(Retry::Levels(vec![10_000, 60_000, 600_000, 3_600_000])));
+    // With levels alone, the limit follows their count: every level is reached.
+    assert_eq!(attr.retry_limit, Some(4));
+}
+
+#[test]
+fn a_retry_limit_below_the_levels_is_an_error_and_above_is_kept() {
+    let errors = errors_of(quote!(name = "a", retry_limit = 3, levels = ["10s", "1m", "10m", "1h"]));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("never reaches the last 1 of the 4 levels"), "{errors:?}");
+    // A larger limit repeats the last level, as documented.
+    let (attr, errors) = parse(quote!(levels = ["10s", "1m"], name = "a", retry_limit = 5));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(attr.retry_limit, Some(5));
 }
 
 #[test]
