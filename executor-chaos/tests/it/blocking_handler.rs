@@ -3,11 +3,8 @@
 //! blocked too, as on a starved machine): the task is re-run by another
 //! worker after the lease, and the blocked attempt's late result is refused.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{TestResult, events, spawn_worker, wait_for};
 use executor_chaos::{ledger::Event, process::TempDir, store::ChaosStore, worker::TASK_NAME};
 use executor_core::{
     Namespace, TaskId, TaskState,
@@ -15,8 +12,11 @@ use executor_core::{
 };
 use executor_redis::RedisStorage;
 
+use crate::common::{self, TestResult, events, spawn_worker, wait_for};
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocked_handler_is_rerun_elsewhere_and_its_late_result_refused() -> TestResult {
+    let _one = crate::common::one_at_a_time_async().await;
     let url = common::redis_url();
     let storage = RedisStorage::connect_once(&url).await.map_err(|e| {
         format!("Redis at {url} does not answer ({e}); start it with `redis-server --daemonize yes` or scripts/test.sh")

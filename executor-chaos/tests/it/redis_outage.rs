@@ -4,15 +4,12 @@
 //! second or so of Redis returning. The outage lasts `CHAOS_OUTAGE_SECS`
 //! (default 5; the 30 s: `CHAOS_OUTAGE_SECS=30`).
 
-mod common;
-
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
-use common::TestResult;
 use executor_chaos::{
     process::Signal,
     server::{Backend, PrivateServer},
@@ -21,8 +18,11 @@ use executor_chaos::{
 use executor_core::{Error, Executor, Handler, TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState};
 use executor_redis::RedisStorage;
 
+use crate::common::{self, TestResult};
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_outage_mid_run() -> TestResult {
+    let _one = crate::common::one_at_a_time_async().await;
     let outage = Duration::from_secs(
         std::env::var("CHAOS_OUTAGE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(5),
     );

@@ -8,12 +8,11 @@
 //! a "healthy task re-run" (a violation); re-runs of the stopped worker's
 //! own tasks are allowed.
 
-mod common;
-
-use common::{chaos_run, figure};
+use crate::common::{chaos_run, figure};
 
 #[test]
 fn a_worker_stopped_inside_its_claim_holds_nothing_healthy_workers_need() -> Result<(), String> {
+    let _one = crate::common::one_at_a_time();
     let summary = chaos_run(&[
         "--storage",
         "mysql",

@@ -1,9 +1,7 @@
 //! Bad input, fuzzed with proptest (stable Rust; `cargo fuzz` needs nightly):
 //! payload decoding, duration strings, and task hashes / rows edited into
 //! garbage in a real Redis and MariaDB. Case counts are small for CI; run
-//! more with `PROPTEST_CASES=100000 cargo test -p executor-chaos --test bad_input`.
-
-mod common;
+//! more with `PROPTEST_CASES=100000 cargo test -p executor-chaos --test it -- bad_input::`.
 
 use std::{
     collections::BTreeMap,
@@ -18,6 +16,8 @@ use executor_core::{
 };
 use proptest::prelude::*;
 use serde::Deserialize;
+
+use crate::common;
 
 fn cases(default: u32) -> u32 {
     std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
@@ -233,6 +233,7 @@ fn down(store: &'static str, url: &str) -> impl FnOnce(executor_core::Error) -> 
 /// `executor-redis/src/record.rs`).
 #[test]
 fn redis_hash_garbage() -> Result<(), String> {
+    let _one = crate::common::one_at_a_time();
     let strategy = proptest::collection::vec((0..REDIS_FIELDS.len(), garbage()), 1..6);
     store_cases("redis", strategy, |edits| {
         runtime()?.block_on(async {
@@ -312,6 +313,7 @@ fn int_garbage() -> impl Strategy<Value = Option<i64>> {
 /// lets the server take the value (strict mode refuses the rest; counted).
 #[test]
 fn mysql_row_garbage() -> Result<(), String> {
+    let _one = crate::common::one_at_a_time();
     let strategy = proptest::collection::vec(
         (0..MYSQL_TEXT.len() + MYSQL_INT.len(), proptest::option::of(garbage()), int_garbage()),
         1..6,

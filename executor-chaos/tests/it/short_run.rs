@@ -9,9 +9,7 @@
 //! Private servers on free loopback ports; the summary is printed (run with
 //! `--nocapture` to see it). One test, so the runs never share the 2 cores.
 
-mod common;
-
-use common::figure;
+use crate::common::{self, figure};
 
 /// `chaos run` on `storage` with the short run's shape, plus `extra`.
 fn chaos_run(storage: &str, tasks: &str, seconds: &str, extra: &[&str]) -> Result<String, String> {
@@ -29,6 +27,7 @@ fn tier_figure(summary: &str, key: &str, tier: &str) -> Option<u64> {
 
 #[test]
 fn short_chaos_run_redis_mysql_tiered() -> Result<(), String> {
+    let _one = crate::common::one_at_a_time();
     let runs: [(&str, &str, &str, &[&str]); 3] = [
         ("redis", "6000", "40", &[]),
         ("mysql", "4000", "40", &[]),

@@ -1,5 +1,5 @@
-//! Helpers shared by the fault tests.
-#![allow(dead_code, unreachable_pub, reason = "each test binary uses a subset")]
+//! Helpers shared by the fault tests, and the lock that runs them one at a time.
+#![allow(dead_code, unreachable_pub, reason = "each test file uses a subset")]
 
 use std::{
     path::Path,
@@ -13,6 +13,22 @@ use executor_chaos::{
 };
 
 pub type TestResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
+
+/// The fault tests start private servers and worker processes and check
+/// timings; on CI's 2 cores they must not share the machine. Each holds this
+/// lock for its whole run (only the pure proptests of `bad_input` do not),
+/// so they run one at a time, as when each file was a test binary of its own.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// [`ONE_AT_A_TIME`] for a `#[test]` function (not inside a runtime).
+pub fn one_at_a_time() -> tokio::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.blocking_lock()
+}
+
+/// [`ONE_AT_A_TIME`] for a `#[tokio::test]`.
+pub async fn one_at_a_time_async() -> tokio::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().await
+}
 
 pub fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())

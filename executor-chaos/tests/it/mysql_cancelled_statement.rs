@@ -5,17 +5,17 @@
 //! storage and on its pool. A connection whose reply was never read must
 //! not be handed out again.
 
-mod common;
-
 use std::time::Duration;
 
-use common::TestResult;
 use executor_chaos::store::ChaosStore;
 use executor_core::{Namespace, WorkerId, storage::Storage};
 use executor_mysql::MySqlStorage;
 
+use crate::common::{self, TestResult};
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_dropped_mid_statement_leave_no_desynchronised_connection() -> TestResult {
+    let _one = crate::common::one_at_a_time_async().await;
     let url = common::mysql_url();
     let storage = MySqlStorage::connect_once(&url)
         .await

@@ -91,6 +91,7 @@ fn handler(running: Arc<AtomicUsize>, most: Arc<AtomicUsize>) -> Handler {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_delivered_after_its_lease_expired_is_not_started() -> Result<(), Box<dyn std::error::Error>>
 {
+    let _one = crate::common::one_at_a_time_async().await;
     let store = MemoryStorage::new();
     let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let slow = Intercepted::new(

@@ -17,6 +17,7 @@ use executor_mysql::MySqlStorage;
 #[test]
 fn processes_starting_at_once_on_an_empty_database_all_connect()
 -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let _one = crate::common::one_at_a_time();
     let server = PrivateServer::start(Backend::Mysql)?;
     // The reference: the run's database, migrated by one process alone.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;

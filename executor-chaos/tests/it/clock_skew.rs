@@ -2,14 +2,11 @@
 //! the `faketime` package) behave like any other: due times, leases and the
 //! recovery of a killed worker's tasks follow the store's clock.
 
-mod common;
-
 use std::{
     collections::HashSet,
     time::{Duration, Instant},
 };
 
-use common::{TestResult, events, spawn_worker, wait_for};
 use executor_chaos::{
     ledger::{Event, now_ms},
     process::{Signal, TempDir, signal},
@@ -20,6 +17,8 @@ use executor_core::{
     Namespace, TaskId, TaskState,
     storage::{Due, NewTask},
 };
+
+use crate::common::{self, TestResult, events, spawn_worker, wait_for};
 
 const LEASE_MS: u64 = 2_000;
 
@@ -219,6 +218,7 @@ async fn skewed_workers<S: ChaosStore>(storage: S, backend: &str, url: &str) -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skewed_clocks_redis() -> TestResult {
+    let _one = crate::common::one_at_a_time_async().await;
     let url = common::redis_url();
     let storage = executor_redis::RedisStorage::connect_once(&url)
         .await
@@ -228,6 +228,7 @@ async fn skewed_clocks_redis() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skewed_clocks_mysql() -> TestResult {
+    let _one = crate::common::one_at_a_time_async().await;
     let url = common::mysql_url();
     let storage = executor_mysql::MySqlStorage::connect_once(&url)
         .await

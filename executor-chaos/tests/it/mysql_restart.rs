@@ -8,6 +8,7 @@ use std::process::Command;
 
 #[test]
 fn mysql_restarts_and_killed_connections_mid_claim() -> Result<(), String> {
+    let _one = crate::common::one_at_a_time();
     let out = Command::new(env!("CARGO_BIN_EXE_chaos"))
         .args(["run", "--storage", "mysql", "--workers", "3", "--tasks", "2500", "--seconds", "20"])
         .args(["--faults", "restart,drop", "--fault-every-ms", "1500", "--drain-seconds", "60"])

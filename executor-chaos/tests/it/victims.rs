@@ -17,17 +17,11 @@
 //!
 //! The checker also demands 0 tasks stuck `RUNNING` and 0 healthy re-runs.
 
-mod common;
-
-use std::sync::Mutex;
-
-use common::{chaos_run, figure, victim_outcomes};
-
-/// The runs share the machine's 2 cores: one at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use crate::common::{chaos_run, figure, one_at_a_time, victim_outcomes};
 
 fn victims_run(storage: &str, tasks: &str, per_kind: &str) -> Result<(), String> {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // The runs share the machine's 2 cores: one at a time.
+    let _one = one_at_a_time();
     let summary = chaos_run(&[
         "--storage",
         storage,

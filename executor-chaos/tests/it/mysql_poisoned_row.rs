@@ -7,16 +7,15 @@
 //! stuck worker. Invariant 6 wants that task sent to ERROR (or skipped) and
 //! the rest to carry on. Fixed in executor-mysql's claim; these tests keep it fixed.
 
-mod common;
-
 use std::time::Duration;
 
-use common::TestResult;
 use executor_chaos::store::ChaosStore;
 use executor_core::{
     Executor, Handler, Namespace, TaskContext, TaskError, TaskId, TaskState, storage::Storage,
 };
 use executor_mysql::MySqlStorage;
+
+use crate::common::{self, TestResult};
 
 async fn poisoned(update: &'static str) -> TestResult {
     let url = common::mysql_url();
@@ -61,10 +60,12 @@ async fn poisoned(update: &'static str) -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attempts_at_u32_max_does_not_block_other_tasks() -> TestResult {
+    let _one = crate::common::one_at_a_time_async().await;
     poisoned("UPDATE reliable_executor_tasks SET attempts = 4294967295 WHERE ns = ? AND id = ?").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fence_at_u64_max_does_not_block_other_tasks() -> TestResult {
+    let _one = crate::common::one_at_a_time_async().await;
     poisoned("UPDATE reliable_executor_tasks SET fence = 18446744073709551615 WHERE ns = ? AND id = ?").await
 }
