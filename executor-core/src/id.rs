@@ -140,9 +140,36 @@ impl Namespace {
     }
 }
 
+impl Namespace {
+    /// The name of the running binary as a namespace (characters a
+    /// namespace cannot hold become `-`, at most 64 bytes), or `default`
+    /// when it cannot be read: what an executor uses when its builder is
+    /// given no `.namespace(..)`, so two services sharing a store that both
+    /// forget it do not share one queue (seed 000 used the application's
+    /// name). Several binaries of one application that share a queue set
+    /// the namespace explicitly.
+    pub fn of_this_binary() -> Self {
+        let stem = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        Self::from_program_name(&stem)
+    }
+
+    fn from_program_name(name: &str) -> Self {
+        let clean: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':') { c } else { '-' })
+            .take(MAX_NAMESPACE_LEN)
+            .collect();
+        Self::new(clean).unwrap_or_else(|_| Self("default".to_owned()))
+    }
+}
+
 impl Default for Namespace {
+    /// [`Namespace::of_this_binary`].
     fn default() -> Self {
-        Self("default".to_owned())
+        Self::of_this_binary()
     }
 }
 
@@ -254,6 +281,18 @@ pub(crate) fn validate_key(what: &'static str, key: &str, max: usize) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_namespace_is_the_binary_name_made_valid() {
+        assert_eq!(Namespace::from_program_name("billing-worker").as_str(), "billing-worker");
+        assert_eq!(Namespace::from_program_name("my app (v2)").as_str(), "my-app--v2-");
+        assert_eq!(Namespace::from_program_name(&"x".repeat(100)).as_str().len(), MAX_NAMESPACE_LEN);
+        assert_eq!(Namespace::from_program_name("").as_str(), "default");
+        // This test binary's own name, whatever cargo called it.
+        let here = Namespace::of_this_binary();
+        assert_ne!(here.as_str(), "default", "a test binary has a name");
+        assert_eq!(Namespace::default(), here);
+    }
 
     #[test]
     fn deserialize_validates_like_new() {

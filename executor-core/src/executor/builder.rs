@@ -63,7 +63,11 @@ impl<S: Storage> ExecutorBuilder<S> {
         }
     }
 
-    /// The namespace shared by every process of one application (default `default`).
+    /// The namespace shared by every process of one application: its tasks,
+    /// leader and counts. Default: the binary's name
+    /// ([`Namespace::of_this_binary`](crate::Namespace::of_this_binary)),
+    /// so two services on one store never share a queue by accident; set
+    /// it when several binaries (a web front end and its workers) share one.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = namespace.into();
         self
