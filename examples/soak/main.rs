@@ -27,7 +27,8 @@ use std::{
 use clap::Parser;
 use executor_any::AnyStorage;
 use executor_core::{
-    Executor, Handler, Namespace, Retention, TaskBuilder, TaskContext, TaskOptions, TaskState, storage::Storage,
+    Executor, Handler, Namespace, Retention, TaskBuilder, TaskContext, TaskOptions, TaskState,
+    storage::Storage,
 };
 use executor_redis::RedisStorage;
 use fred::interfaces::ClientLike;
@@ -102,7 +103,11 @@ async fn connect(args: &Args) -> Res<AnyStorage> {
 async fn run(args: &Args, storage: AnyStorage, ns: &Namespace) -> Res<Vec<Sample>> {
     let done = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&done);
-    let keep = if args.retention_secs == 0 { executor_core::MAX_DURATION } else { Duration::from_secs(args.retention_secs) };
+    let keep = if args.retention_secs == 0 {
+        executor_core::MAX_DURATION
+    } else {
+        Duration::from_secs(args.retention_secs)
+    };
     let executor = Executor::builder(storage.clone())
         .namespace(ns.as_str())
         .concurrency(args.concurrency)
@@ -120,7 +125,13 @@ async fn run(args: &Args, storage: AnyStorage, ns: &Namespace) -> Res<Vec<Sample
     let running = executor.start();
     let stop = Arc::new(AtomicBool::new(false));
     let submitted = Arc::new(AtomicU64::new(0));
-    let producer = tokio::spawn(produce(executor.clone(), Arc::clone(&done), Arc::clone(&submitted), Arc::clone(&stop), args.backlog));
+    let producer = tokio::spawn(produce(
+        executor.clone(),
+        Arc::clone(&done),
+        Arc::clone(&submitted),
+        Arc::clone(&stop),
+        args.backlog,
+    ));
 
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(args.minutes * 60.0);
@@ -136,7 +147,8 @@ async fn run(args: &Args, storage: AnyStorage, ns: &Namespace) -> Res<Vec<Sample
         let memory = store_memory(&storage).await;
         let rate = (n - last_done) as f64 / (t - last_t);
         (last_t, last_done) = (t, n);
-        let sample = Sample { t, stored: counts.total(), completed: counts.get(TaskState::Completed), memory, rate };
+        let sample =
+            Sample { t, stored: counts.total(), completed: counts.get(TaskState::Completed), memory, rate };
         println!(
             "{:>7.0} {:>10} {:>10} {:>12} {:>10.0}",
             sample.t,
@@ -209,23 +221,50 @@ fn report(args: &Args, samples: &[Sample]) -> Res {
     let tail = &samples[samples.len() * 2 / 3..];
     let max_stored = samples.iter().map(|s| s.stored).max().unwrap_or(0);
     let tail_max = tail.iter().map(|s| s.stored).max().unwrap_or(0);
-    let label = if args.partitions > 1 { format!("{} ({} partitions)", redact(&args.url), args.partitions) } else { redact(&args.url) };
+    let label = if args.partitions > 1 {
+        format!("{} ({} partitions)", redact(&args.url), args.partitions)
+    } else {
+        redact(&args.url)
+    };
     println!();
     println!("store            : {label}");
-    println!("retention        : {}", if args.retention_secs == 0 { "none".to_owned() } else { format!("completed {} s", args.retention_secs) });
+    println!(
+        "retention        : {}",
+        if args.retention_secs == 0 {
+            "none".to_owned()
+        } else {
+            format!("completed {} s", args.retention_secs)
+        }
+    );
     println!("median rate      : {median:.0} tasks/s over {} samples", rates.len());
     println!("stored, max      : {max_stored} (last third of the run: max {tail_max})");
-    if let (Some(first), Some(last)) = (samples.first().and_then(|s| s.memory), samples.last().and_then(|s| s.memory)) {
+    if let (Some(first), Some(last)) =
+        (samples.first().and_then(|s| s.memory), samples.last().and_then(|s| s.memory))
+    {
         let tail_mem = tail.iter().filter_map(|s| s.memory).max().unwrap_or(0);
-        println!("memory           : {:.1} MiB at the first sample, {:.1} MiB at the last (last third max {:.1} MiB)", mib(first), mib(last), mib(tail_mem));
+        println!(
+            "memory           : {:.1} MiB at the first sample, {:.1} MiB at the last (last third max {:.1} MiB)",
+            mib(first),
+            mib(last),
+            mib(tail_mem)
+        );
     }
     if let Some(out) = &args.out {
         let mut csv = String::from("t_s,stored,completed,memory_bytes,rate_per_s\n");
         for s in samples {
-            let _ = writeln!(csv, "{:.1},{},{},{},{:.1}", s.t, s.stored, s.completed, s.memory.map(|m| m.to_string()).unwrap_or_default(), s.rate);
+            let _ = writeln!(
+                csv,
+                "{:.1},{},{},{},{:.1}",
+                s.t,
+                s.stored,
+                s.completed,
+                s.memory.map(|m| m.to_string()).unwrap_or_default(),
+                s.rate
+            );
         }
         std::fs::write(format!("{out}.csv"), csv)?;
-        let title = format!("{label}, completed retention {} s: median {median:.0} tasks/s", args.retention_secs);
+        let title =
+            format!("{label}, completed retention {} s: median {median:.0} tasks/s", args.retention_secs);
         plot::chart(&format!("{out}.png"), &title, samples)?;
         println!("wrote {out}.csv and {out}.png");
     }

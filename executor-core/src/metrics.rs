@@ -54,6 +54,10 @@ pub const PROMOTION_REFUSED: &str = "reliable_executor_promotion_refused_total";
 pub const PROMOTION_LAG_SECONDS: &str = "reliable_executor_promotion_lag_seconds";
 /// Gauge: 1 while this process leads housekeeping of `namespace`.
 pub const LEADER: &str = "reliable_executor_leader";
+/// Counter: tasks claimed by a worker without a handler for their name (an
+/// older binary in a rolling deploy), by task name and what happened
+/// (`postponed` back to the queue, or `dead_lettered` after the grace).
+pub const UNKNOWN_TASK: &str = "reliable_executor_unknown_task_total";
 
 /// Registers help text and units for every metric. The executor calls it
 /// at build time; call it yourself before scraping from a producer-only process.
@@ -73,6 +77,11 @@ pub fn describe() {
         "Expired leases recovered by the leader, by outcome (retried, failed, timed_out)."
     );
     describe_counter!(STALE_FENCE, "Finishes refused because the worker had lost its lease.");
+    describe_counter!(
+        UNKNOWN_TASK,
+        "Tasks claimed by a worker without their handler (rolling deploy), by task name and outcome \
+         (postponed, dead_lettered)."
+    );
     describe_counter!(TRIMMED, "Finished tasks deleted by the retention policy.");
     describe_histogram!(EXECUTION_SECONDS, Unit::Seconds, "Run time of one attempt, by task name.");
     describe_histogram!(QUEUE_WAIT_SECONDS, Unit::Seconds, "Time from due to start, by task name.");
@@ -114,14 +123,14 @@ pub(crate) fn started(task: &str, queue_wait: Duration) {
     histogram!(QUEUE_WAIT_SECONDS, "task" => task.to_owned()).record(queue_wait.as_secs_f64());
 }
 
-pub(crate) fn finished(task: &str, state: TaskState, failed_attempt: bool, run: Duration) {
+pub(crate) fn finished(task: &str, state: TaskState, failed_attempt: bool, retried: bool, run: Duration) {
     histogram!(EXECUTION_SECONDS, "task" => task.to_owned()).record(run.as_secs_f64());
     if failed_attempt {
         counter!(FAILED, "task" => task.to_owned()).increment(1);
     }
     match state {
         TaskState::Completed => counter!(COMPLETED, "task" => task.to_owned()).increment(1),
-        TaskState::Pending => counter!(RETRIED, "task" => task.to_owned()).increment(1),
+        TaskState::Pending if retried => counter!(RETRIED, "task" => task.to_owned()).increment(1),
         TaskState::Failed | TaskState::Timeout | TaskState::Error => {
             if state == TaskState::Timeout {
                 counter!(TIMED_OUT, "task" => task.to_owned()).increment(1);
@@ -130,6 +139,10 @@ pub(crate) fn finished(task: &str, state: TaskState, failed_attempt: bool, run: 
         }
         _ => {}
     }
+}
+
+pub(crate) fn unknown_task(task: &str, outcome: &'static str) {
+    counter!(UNKNOWN_TASK, "task" => task.to_owned(), "outcome" => outcome).increment(1);
 }
 
 pub(crate) fn stale_fence() {

@@ -459,6 +459,16 @@ pub enum Finish {
     Cancelled,
     /// `RUNNING → PENDING`, due now, attempt not counted: given back at shutdown.
     Released,
+    /// `RUNNING → PENDING`, due after `delay`, attempt not counted, `error`
+    /// recorded: given back by a worker that cannot run it yet (no handler
+    /// for its name: an older binary in a rolling deploy). The transition
+    /// is `Release`.
+    Postponed {
+        /// How long before it may be claimed again.
+        delay: Duration,
+        /// Why it was given back.
+        error: String,
+    },
 }
 
 impl Finish {
@@ -466,7 +476,7 @@ impl Finish {
     pub fn target(&self) -> TaskState {
         match self {
             Self::Completed => TaskState::Completed,
-            Self::Retry { .. } | Self::Released => TaskState::Pending,
+            Self::Retry { .. } | Self::Released | Self::Postponed { .. } => TaskState::Pending,
             Self::Failed { .. } => TaskState::Failed,
             Self::TimedOut { .. } => TaskState::Timeout,
             Self::Errored { .. } => TaskState::Error,
@@ -482,8 +492,10 @@ impl Finish {
     /// # Errors
     /// [`Error::Invalid`] naming the field and its range.
     pub fn validate(&self) -> Result<()> {
-        if let Self::Retry { delay, .. } = self {
-            check_duration("retry delay", *delay)?;
+        match self {
+            Self::Retry { delay, .. } => check_duration("retry delay", *delay)?,
+            Self::Postponed { delay, .. } => check_duration("postpone delay", *delay)?,
+            _ => {}
         }
         Ok(())
     }
@@ -492,6 +504,7 @@ impl Finish {
     pub fn error(&self) -> Option<&str> {
         match self {
             Self::Retry { error, .. }
+            | Self::Postponed { error, .. }
             | Self::Failed { error }
             | Self::TimedOut { error }
             | Self::Errored { error } => Some(error),

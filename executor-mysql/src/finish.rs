@@ -54,6 +54,7 @@ fn finish_query<'a>(
     let target = finish.target();
     let delay = match finish {
         Finish::Retry { delay, .. } => Some(ms(*delay)),
+        Finish::Postponed { delay, .. } => Some(ms(*delay)),
         Finish::Released => Some(0),
         _ => None,
     };
@@ -62,7 +63,7 @@ fn finish_query<'a>(
         .bind(delay)
         .bind(target.is_terminal())
         .bind(finish.error().map(|e| clip_error(e).into_owned()))
-        .bind(matches!(finish, Finish::Released))
+        .bind(matches!(finish, Finish::Released | Finish::Postponed { .. }))
         .bind(target.as_str());
     crate::sql::bind_task(q, ns, &lease.id).bind(lease.fence)
 }

@@ -1,6 +1,7 @@
 -- finish: ends many attempts in one call. ARGV[3] = n, then 6 values per item:
 -- id, fence, outcome (C completed, R retry, F failed, T timed out, E errored,
--- X cancelled, L released), retry delay ms, error text, nonce.
+-- X cancelled, L released, P postponed), retry or postpone delay ms, error
+-- text, nonce. Released and postponed attempts are not counted.
 -- Only a RUNNING task with the same fence changes (invariant 2); the answer
 -- per item is the new state, 'STALE', or 'INVALID' for an item whose delay
 -- is not a whole number (Rust checks it first; this keeps the script from
@@ -11,7 +12,7 @@
 -- they mean something only while the task is RUNNING, and a record shows
 -- them only then.
 local TARGET = {C = 'COMPLETED', R = 'PENDING', F = 'FAILED', T = 'TIMEOUT', E = 'ERROR',
-  X = 'CANCELLED', L = 'PENDING'}
+  X = 'CANCELLED', L = 'PENDING', P = 'PENDING'}
 local n = nat(ARGV[3], 100000)
 if not n or #ARGV < 3 + n * 6 then return redis.error_reply('ERR finish: wrong number of arguments') end
 check_keys(1, 2, 3, 4)
@@ -39,6 +40,9 @@ for i = 0, n - 1 do
       local due = now + (delay or 0)
       if outcome == 'L' then
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'a', int(math.max((nat(a) or 1) - 1, 0)), 'u', nonce)
+      elseif outcome == 'P' then
+        redis.call('HSET', tkey, 's', target, 'd', int(due), 'a', int(math.max((nat(a) or 1) - 1, 0)), 'e', err,
+          'u', nonce)
       else
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'e', err, 'u', nonce)
       end

@@ -35,6 +35,7 @@ fn finish_code(finish: &Finish) -> Result<(&'static str, String, String)> {
         Finish::Errored { error } => ("E", String::new(), error.clone()),
         Finish::Cancelled => ("X", String::new(), String::new()),
         Finish::Released => ("L", String::new(), String::new()),
+        Finish::Postponed { delay, error } => ("P", duration_ms("postpone delay", *delay)?, error.clone()),
         other => return Err(Error::unsupported("finish", format!("{other:?} is newer than this store"))),
     })
 }

@@ -124,7 +124,8 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
     };
 
     if let Some(state) = state {
-        m::finished(&task.name, state, outcome.failed_attempt, run_time);
+        let retried = matches!(outcome.finish, Finish::Retry { .. });
+        m::finished(&task.name, state, outcome.failed_attempt, retried, run_time);
         if listeners.is_empty() {
             return;
         }
@@ -159,6 +160,11 @@ fn after(mut rec: TaskRecord, finish: &Finish, state: TaskState) -> TaskRecord {
             rec.due_at = now;
             rec.attempts = rec.attempts.saturating_sub(1);
         }
+        Finish::Postponed { delay, error } => {
+            rec.due_at = now.saturating_add(*delay);
+            rec.attempts = rec.attempts.saturating_sub(1);
+            rec.last_error = Some(error.clone());
+        }
         other => {
             rec.finished_at = Some(now);
             if let Some(error) = other.error() {
@@ -167,6 +173,67 @@ fn after(mut rec: TaskRecord, finish: &Finish, state: TaskState) -> TaskRecord {
         }
     }
     rec
+}
+
+/// Marks, in a postponed task's error, when a worker first claimed it
+/// without a handler: `[unknown since <store ms>]`. The grace counts from
+/// there across workers and postponements, with no extra stored field.
+const UNKNOWN_SINCE: &str = "[unknown since ";
+
+fn unknown_since(last_error: Option<&str>) -> Option<Timestamp> {
+    let text = last_error?;
+    let rest = &text[text.rfind(UNKNOWN_SINCE)? + UNKNOWN_SINCE.len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().map(Timestamp::from_millis)
+}
+
+/// A task this worker has no handler for. In a rolling deploy an older
+/// binary claims tasks only the new one can run: the task goes back to the
+/// queue, attempt not counted, with a delay that grows with the time it has
+/// been unknown (a quarter of it, 1 s to 10 s), so the old worker does not
+/// spin on it and a new one picks it up. Only after
+/// `unknown_task_grace` without any worker running it does it end `ERROR`.
+fn unknown_task<S: Storage>(shared: &Arc<Shared<S>>, task: &TaskRecord) -> Outcome {
+    let executor = &shared.executor;
+    // The claim's store-clock instant.
+    let now = task.started_at.unwrap_or(task.due_at);
+    let since = unknown_since(task.last_error.as_deref()).filter(|s| *s <= now).unwrap_or(now);
+    let unknown_for = now.since(since);
+    let grace = shared.config().unknown_task_grace;
+    let here = format!(
+        "no handler registered for task name `{}` in worker {} (registered: {:?})",
+        task.name,
+        executor.worker_id(),
+        executor.registry().names()
+    );
+    if unknown_for >= grace {
+        m::unknown_task(&task.name, "dead_lettered");
+        tracing::error!(task.id = %task.id, task.name = %task.name, ?unknown_for, "no worker has run this task name within the unknown-task grace: dead-lettered");
+        return Outcome {
+            finish: Finish::Errored {
+                error: format!("{here}; no worker ran it for {unknown_for:?} (grace {grace:?})"),
+            },
+            failed_attempt: true,
+        };
+    }
+    // A quarter of the time it has been unknown: a few quick returns while
+    // the new binary rolls out, then every 10 s at most.
+    let delay = (unknown_for / 4).clamp(Duration::from_secs(1), Duration::from_secs(10));
+    m::unknown_task(&task.name, "postponed");
+    tracing::warn!(
+        task.id = %task.id,
+        task.name = %task.name,
+        ?delay,
+        ?unknown_for,
+        "no handler for this task name here (an older binary in a rolling deploy?): given back, attempt not counted"
+    );
+    Outcome {
+        finish: Finish::Postponed {
+            delay,
+            error: format!("{here}; given back {UNKNOWN_SINCE}{}]", since.as_millis()),
+        },
+        failed_attempt: false,
+    }
 }
 
 /// Runs the handler and decides how the attempt ends. Never panics: a
@@ -181,14 +248,7 @@ async fn execute<S: Storage>(
     let executor = &shared.executor;
     let dead = |finish: Finish| Outcome { finish, failed_attempt: true };
     let Some(handler) = executor.registry().get(&task.name) else {
-        return dead(Finish::Errored {
-            error: format!(
-                "no handler registered for task name `{}` in worker {} (registered: {:?})",
-                task.name,
-                executor.worker_id(),
-                executor.registry().names()
-            ),
-        });
+        return unknown_task(shared, task);
     };
     let started = task.started_at.unwrap_or(task.due_at);
     let time_left = task.deadline.map(|d| d.since(started));
@@ -385,10 +445,11 @@ async fn write<S: Storage>(shared: &Arc<Shared<S>>, lease: &Lease, finish: &mut 
 fn truncate_error(finish: &mut Finish) {
     let text = match finish {
         Finish::Retry { error, .. }
+        | Finish::Postponed { error, .. }
         | Finish::Failed { error }
         | Finish::TimedOut { error }
         | Finish::Errored { error } => error,
-        Finish::Completed | Finish::Cancelled | Finish::Released => return,
+        _ => return,
     };
     if text.len() > MAX_ERROR_LEN {
         let mut end = MAX_ERROR_LEN;

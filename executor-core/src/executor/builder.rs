@@ -162,6 +162,18 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
+    /// How long a task whose name no worker can run waits before it ends
+    /// `ERROR` (default 1 hour: longer than a rolling deploy). Until then a
+    /// worker without the handler gives it back to the queue with a growing
+    /// delay (a quarter of the time it has been unknown, 1 s to 10 s),
+    /// attempt not counted, and counts it in
+    /// `reliable_executor_unknown_task_total`; a worker that has the handler
+    /// runs it. `Duration::ZERO` dead-letters at once.
+    pub fn unknown_task_grace(mut self, grace: Duration) -> Self {
+        self.config.unknown_task_grace = grace;
+        self
+    }
+
     /// How long the leader may spend per housekeeping tick repeating reap
     /// and trim calls that come back full (default 500 ms; 1 ms to 1 hour):
     /// retention and recovery keep up with any rate the store processes,

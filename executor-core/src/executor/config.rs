@@ -20,6 +20,7 @@ pub(crate) struct Config {
     pub(crate) reap_batch: usize,
     pub(crate) trim_batch: usize,
     pub(crate) housekeeping_budget: Duration,
+    pub(crate) unknown_task_grace: Duration,
     pub(crate) retention: Retention,
 }
 
@@ -39,6 +40,7 @@ impl Default for Config {
             reap_batch: 256,
             trim_batch: 1_000,
             housekeeping_budget: Duration::from_millis(500),
+            unknown_task_grace: Duration::from_secs(3_600),
             retention: Retention::default(),
         }
     }
@@ -76,6 +78,7 @@ impl Config {
         span("max_idle_wait", self.max_idle_wait, Duration::from_millis(1), MAX_INTERVAL)?;
         span("housekeeping_interval", self.housekeeping, Duration::from_millis(1), MAX_INTERVAL)?;
         span("trim_interval", self.trim_every, Duration::from_millis(1), MAX_INTERVAL)?;
+        span("unknown_task_grace", self.unknown_task_grace, Duration::ZERO, crate::MAX_DURATION)?;
         span(
             "housekeeping_budget",
             self.housekeeping_budget,

@@ -229,6 +229,11 @@ impl Space {
                     r.due_at = now;
                     r.attempts = r.attempts.saturating_sub(1);
                 }
+                Finish::Postponed { delay, error } => {
+                    r.due_at = now.saturating_add(delay);
+                    r.attempts = r.attempts.saturating_sub(1);
+                    r.last_error = Some(error);
+                }
             }
         });
         Ok(target)

@@ -284,6 +284,7 @@ fn ops() -> Vec<Op> {
         Op::Finish(Finish::Errored { error: e() }, T::Error),
         Op::Finish(Finish::Cancelled, T::Cancel),
         Op::Finish(Finish::Released, T::Release),
+        Op::Finish(Finish::Postponed { delay: Duration::from_secs(3_600), error: e() }, T::Release),
         Op::Cancel,
         Op::Requeue,
     ]

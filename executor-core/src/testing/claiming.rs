@@ -206,6 +206,28 @@ pub async fn release_does_not_count_attempt<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!((again.attempts, again.fence), (1, rec.fence + 1), "reclaimed at once");
 }
 
+/// Postponed (no handler here, e.g. a rolling deploy): `PENDING`, due after
+/// the delay and not before, the attempt not counted, the reason recorded;
+/// a stale fence is refused like any finish.
+pub async fn postpone_does_not_count_attempt<S: Storage>(s: &S, ns: &Namespace) {
+    let id = submit(s, ns, new_task("postpone")).await;
+    let rec = claim_only(s, ns, &id, LONG_LEASE).await;
+    let postpone =
+        Finish::Postponed { delay: Duration::from_secs(3_600), error: "no handler here".to_owned() };
+    assert_eq!(ok("postpone", s.finish(ns, &lease(&rec), postpone.clone()).await), TaskState::Pending);
+    let p = record(s, ns, &id).await;
+    assert_eq!((p.state, p.attempts, p.worker.clone(), p.lease_until), (TaskState::Pending, 0, None, None));
+    assert_eq!(p.last_error.as_deref(), Some("no handler here"));
+    let started = rec.started_at.unwrap_or_else(|| panic!("{id}: a claimed task has started_at"));
+    assert!(p.due_at >= started.saturating_add(Duration::from_secs(3_599)), "due an hour later: {p:?}");
+    assert!(
+        ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+        "not claimable before its delay"
+    );
+    let e = err("postpone again", s.finish(ns, &lease(&rec), postpone).await);
+    assert!(matches!(e, Error::StaleFence { .. } | Error::IllegalTransition { .. }), "{e:?}");
+}
+
 /// Heartbeat extends current leases to now + lease and reports lost ones
 /// (wrong fence, finished, missing) without touching them.
 pub async fn heartbeat_extends_and_reports_lost<S: Storage>(s: &S, ns: &Namespace) {

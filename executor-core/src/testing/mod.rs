@@ -106,6 +106,7 @@ macro_rules! storage_conformance_tests {
             retry_moves_to_pending_with_delay
             fail_timeout_error_dead_letter
             release_does_not_count_attempt
+            postpone_does_not_count_attempt
             finish_many_answers_each_item
             finish_many_completed_with_a_stale_item
             heartbeat_extends_and_reports_lost

@@ -83,7 +83,9 @@ async fn unknown_name_and_bad_payload_end_error_and_others_still_run() -> Result
         if n == 0 { Err(TaskError::abort("zero")) } else { Ok(()) }
     });
     use executor_core::TaskError;
-    let ex = builder(storage.clone()).handler(typed).build().await?;
+    // No grace: an unknown name is dead-lettered at its first claim
+    // (rolling_deploy.rs covers the grace a rolling deploy gets by default).
+    let ex = builder(storage.clone()).handler(typed).unknown_task_grace(Duration::ZERO).build().await?;
     // A producer that skips the name check can enqueue names no worker knows.
     let producer = Client::without_name_check(storage, Namespace::new("runtime-test")?);
     let running = ex.start();

@@ -14,6 +14,7 @@ mod hardening;
 mod lifecycle;
 mod retention;
 mod retries;
+mod rolling_deploy;
 mod send_sync;
 mod spy;
 mod support;
