@@ -205,7 +205,13 @@ async fn count_cutoff(s: &MySqlStorage, ns: &Namespace, states: &str, max: u64) 
 
 /// Deletes up to `limit` tasks of a class past its age or its count (ties
 /// at the count's millisecond go together: at most `max` stay).
-async fn trim_class(s: &MySqlStorage, ns: &Namespace, states: &str, keep: Keep, limit: usize) -> Result<usize> {
+async fn trim_class(
+    s: &MySqlStorage,
+    ns: &Namespace,
+    states: &str,
+    keep: Keep,
+    limit: usize,
+) -> Result<usize> {
     let by_count = match keep.max {
         Some(max) => count_cutoff(s, ns, states, max).await?,
         None => None,
@@ -226,7 +232,8 @@ async fn trim_class(s: &MySqlStorage, ns: &Namespace, states: &str, keep: Keep, 
     let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let Some(first) = rows.first() else { return Ok(0) };
     let now: i64 = first.try_get("now_ms").map_err(error::storage)?;
-    let bound = keep.age_ms.map(|age| now.saturating_sub(age)).into_iter().chain(by_count).max().unwrap_or(i64::MIN);
+    let bound =
+        keep.age_ms.map(|age| now.saturating_sub(age)).into_iter().chain(by_count).max().unwrap_or(i64::MIN);
     let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!("DELETE FROM ", tasks!(), " WHERE ns = "));
     qb.push_bind(ns.as_str().to_owned())
         .push(" AND state IN ")
