@@ -1,8 +1,6 @@
 //! Shared by the integration tests: an executor on MemoryStorage with a
 //! handler that succeeds and one that fails until told otherwise.
 
-#![allow(dead_code, reason = "each test binary uses part of this module")]
-
 pub(crate) mod corrupt;
 
 use std::{

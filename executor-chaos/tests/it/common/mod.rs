@@ -1,5 +1,5 @@
 //! Helpers shared by the fault tests, and the lock that runs them one at a time.
-#![allow(dead_code, unreachable_pub, reason = "each test file uses a subset")]
+#![allow(unreachable_pub, reason = "pub items of a private module, used by the test files")]
 
 use std::{
     path::Path,

@@ -2,8 +2,6 @@
 //! with how to start MariaDB), fresh namespaces, cleanup, and the lock that
 //! keeps the heavy tests apart.
 
-#![allow(dead_code, reason = "each test file uses a different part of this module")]
-
 use executor_core::{Namespace, testing};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{MySqlPool, mysql::MySqlPoolOptions};

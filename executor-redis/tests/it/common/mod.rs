@@ -2,7 +2,7 @@
 //! to start Redis when it does not answer, and the lock that keeps the heavy
 //! tests apart.
 
-#![allow(dead_code, unreachable_pub, reason = "each test file uses a part of this module")]
+#![allow(unreachable_pub, reason = "pub items of a private module, used by the test files")]
 
 pub mod corrupt;
 
