@@ -25,7 +25,7 @@
 //! - a multi-statement text query (the session setup below) dropped after
 //!   it was sent leaves replies unread in the same way.
 //!
-//! `tests/cancelled_calls.rs` reproduces these. Closing costs a reconnect
+//! `tests/it/cancelled_calls.rs` reproduces these. Closing costs a reconnect
 //! after a dropped operation; a single statement that ends in the server's
 //! error reply (a duplicate key) has been read in full and its connection
 //! still goes back to the pool.
