@@ -2,7 +2,7 @@
 //! already run Redis or MySQL/MariaDB — no message broker to operate.
 //!
 //! Annotate an async function with [`reliable_task`], submit through the
-//! typed helper it generates, and run an [`Executor`] on a [`Storage`]:
+//! typed helper it generates, and run an [`Executor`] on a [`Storage`](storage::Storage):
 //! [`MemoryStorage`] here (tests, quick starts; not durable), `RedisStorage`
 //! from `executor-redis` or `MySqlStorage` from `executor-mysql` in
 //! production.

@@ -87,8 +87,9 @@ impl Default for MemoryStorage {
 }
 
 impl MemoryStorage {
-    /// An empty store whose clock starts now, with a payload limit of
-    /// [`DEFAULT_MAX_PAYLOAD`].
+    /// An empty store whose clock starts now. It holds payloads up to
+    /// [`MemoryStorage::MAX_PAYLOAD`]; the limit users set is
+    /// [`ExecutorBuilder::max_payload`](crate::ExecutorBuilder::max_payload).
     pub fn new() -> Self {
         Self { shared: Arc::default() }
     }
