@@ -4,6 +4,7 @@
 use std::{
     io::{Read, Write},
     net::TcpStream,
+    path::PathBuf,
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
@@ -49,6 +50,21 @@ pub struct PrivateServer {
     process: Option<Owned>,
     started: bool,
     restarts: u32,
+    tls: Option<ServerTls>,
+    cluster: bool,
+}
+
+/// The files a private server speaks TLS with: its certificate chain and
+/// key, and the CA it checks client certificates against (a client may
+/// also present none).
+#[derive(Clone, Debug)]
+pub struct ServerTls {
+    /// The server's certificate (PEM).
+    pub cert: PathBuf,
+    /// The server's private key (PEM).
+    pub key: PathBuf,
+    /// The CA for client certificates (PEM).
+    pub ca: PathBuf,
 }
 
 /// A boxed error with a message.
@@ -63,6 +79,38 @@ impl PrivateServer {
     /// The server binary is missing or it did not come up in time; `backend`
     /// is `Tiered` (two servers: start one per [`Backend::servers`]).
     pub fn start(backend: Backend) -> Result<Self, AnyError> {
+        Self::start_with(backend, None, false)
+    }
+
+    /// Starts a server of `backend` that speaks only TLS with `tls` (Redis:
+    /// `tls-port` and no plain port, client certificates optional; MariaDB:
+    /// `ssl-cert`/`ssl-key`, plain connections still allowed). With
+    /// `cluster`, Redis runs in cluster mode (`tls-cluster yes`) as a
+    /// one-node cluster owning every slot; [`PrivateServer::url`] is then a
+    /// `rediss-cluster://` URL.
+    ///
+    /// # Errors
+    /// As [`PrivateServer::start`]; `cluster` with MariaDB; the cluster did
+    /// not reach `cluster_state:ok` within 30 s.
+    pub fn start_tls(backend: Backend, tls: ServerTls, cluster: bool) -> Result<Self, AnyError> {
+        if cluster && backend != Backend::Redis {
+            return Err("only Redis runs as a cluster".into());
+        }
+        let server = Self::start_with(backend, Some(tls), cluster)?;
+        if cluster {
+            server.redis_cli(&["cluster", "addslotsrange", "0", "16383"])?;
+            let end = Instant::now() + Duration::from_secs(30);
+            while !server.redis_cli(&["cluster", "info"])?.contains("cluster_state:ok") {
+                if Instant::now() > end {
+                    return Err("the one-node TLS cluster did not reach cluster_state:ok in 30 s".into());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(server)
+    }
+
+    fn start_with(backend: Backend, tls: Option<ServerTls>, cluster: bool) -> Result<Self, AnyError> {
         let kind = match backend {
             Backend::Redis => Kind::Redis,
             Backend::Mysql => Kind::Mariadb,
@@ -78,7 +126,7 @@ impl PrivateServer {
         if kind == Kind::Mariadb {
             install_mariadb(&dir)?;
         }
-        let mut server = Self { kind, port, dir, process: None, started: false, restarts: 0 };
+        let mut server = Self { kind, port, dir, process: None, started: false, restarts: 0, tls, cluster };
         server.up()?;
         if kind == Kind::Mariadb {
             mysql_cli(port, "CREATE DATABASE IF NOT EXISTS chaos")?;
@@ -89,7 +137,15 @@ impl PrivateServer {
     /// The URL clients connect to.
     pub fn url(&self) -> String {
         match self.kind {
-            Kind::Redis => format!("redis://127.0.0.1:{}", self.port),
+            Kind::Redis => {
+                let scheme = match (self.tls.is_some(), self.cluster) {
+                    (false, false) => "redis",
+                    (true, false) => "rediss",
+                    (false, true) => "redis-cluster",
+                    (true, true) => "rediss-cluster",
+                };
+                format!("{scheme}://127.0.0.1:{}", self.port)
+            }
             Kind::Mariadb => format!("mysql://root@127.0.0.1:{}/chaos", self.port),
         }
     }
@@ -141,8 +197,36 @@ impl PrivateServer {
                     "redis-server not found: install it with `apt-get install redis-server` \
                      (scripts/test.sh does)",
                 )?;
-                Command::new(bin)
-                    .args(["--bind", "127.0.0.1", "--port", &self.port.to_string(), "--save", ""])
+                let mut command = Command::new(bin);
+                match &self.tls {
+                    None => command.args(["--port", &self.port.to_string()]),
+                    Some(tls) => command
+                        .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                        .arg("--tls-cert-file")
+                        .arg(&tls.cert)
+                        .arg("--tls-key-file")
+                        .arg(&tls.key)
+                        .arg("--tls-ca-cert-file")
+                        .arg(&tls.ca)
+                        .args(["--tls-auth-clients", "optional"]),
+                };
+                if self.cluster {
+                    // The bus port is the client port + 10,000 unless set: a
+                    // free port above 55,535 would make it invalid.
+                    let bus = free_port()?;
+                    command
+                        .args(["--cluster-enabled", "yes", "--cluster-port", &bus.to_string()])
+                        // A node that never met another does not know its
+                        // own address and announces none.
+                        .args(["--cluster-announce-ip", "127.0.0.1"])
+                        .arg("--cluster-config-file")
+                        .arg(d.join("nodes.conf"));
+                    if self.tls.is_some() {
+                        command.args(["--tls-cluster", "yes"]);
+                    }
+                }
+                command
+                    .args(["--bind", "127.0.0.1", "--save", ""])
                     .args(["--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no"])
                     .arg("--dir")
                     .arg(d)
@@ -157,8 +241,16 @@ impl PrivateServer {
                     "mariadbd not found: install it with `apt-get install mariadb-server` \
                      (scripts/test.sh does)",
                 )?;
-                Command::new(bin)
-                    .arg("--no-defaults")
+                let mut command = Command::new(bin);
+                // `--no-defaults` must come first.
+                command.arg("--no-defaults");
+                if let Some(tls) = &self.tls {
+                    command
+                        .arg(format!("--ssl-cert={}", tls.cert.display()))
+                        .arg(format!("--ssl-key={}", tls.key.display()))
+                        .arg(format!("--ssl-ca={}", tls.ca.display()));
+                }
+                command
                     .arg(format!("--datadir={}", d.join("data").display()))
                     .arg(format!("--socket={}", d.join("sock").display()))
                     .arg(format!("--pid-file={}", d.join("pid").display()))
@@ -194,8 +286,33 @@ impl PrivateServer {
     /// Whether the server answers a ping.
     pub fn answers(&self) -> bool {
         match self.kind {
+            Kind::Redis if self.tls.is_some() => {
+                self.redis_cli(&["ping"]).is_ok_and(|out| out.contains("PONG"))
+            }
             Kind::Redis => redis_ping(self.port),
             Kind::Mariadb => mysql_cli(self.port, "SELECT 1").is_ok(),
+        }
+    }
+
+    /// Runs `redis-cli` against this Redis server (over TLS when it speaks
+    /// TLS) and returns what it printed.
+    ///
+    /// # Errors
+    /// `redis-cli` is missing or failed.
+    pub fn redis_cli(&self, args: &[&str]) -> Result<String, AnyError> {
+        let bin = find_program("redis-cli")
+            .ok_or("redis-cli not found: install it with `apt-get install redis-tools`")?;
+        let mut command = Command::new(bin);
+        command.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(tls) = &self.tls {
+            command.arg("--tls").arg("--cacert").arg(&tls.ca);
+        }
+        let out = command.args(args).stdin(Stdio::null()).output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if out.status.success() && !stdout.starts_with("ERR") && !stdout.contains("Could not connect") {
+            Ok(stdout)
+        } else {
+            Err(format!("redis-cli {args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr)).into())
         }
     }
 

@@ -39,6 +39,34 @@ pub(crate) fn mysql_number(e: &sqlx::Error) -> Option<u16> {
     e.as_database_error().and_then(|d| d.try_downcast_ref::<MySqlDatabaseError>()).map(|d| d.number())
 }
 
+/// The error of a pool's first connection: a TLS failure (a refused
+/// certificate, a server without TLS under `ssl-mode=REQUIRED`) says what to
+/// check and is not retryable; anything else as [`storage`].
+pub(crate) fn connect(e: sqlx::Error) -> Error {
+    // A refused certificate ends the handshake as an I/O error with rustls'
+    // words in it ("invalid peer certificate: UnknownIssuer").
+    let tls = match &e {
+        sqlx::Error::Tls(tls) => Some(tls.to_string()),
+        sqlx::Error::Io(io)
+            if io.kind() == std::io::ErrorKind::InvalidData && io.to_string().contains("certificate") =>
+        {
+            Some(io.to_string())
+        }
+        _ => None,
+    };
+    if let Some(tls) = tls {
+        return Error::storage(
+            format!(
+                "TLS with MySQL failed ({tls}): with ssl-mode=VERIFY_CA or VERIFY_IDENTITY, give the \
+                 CA that signed the server's certificate as `ssl-ca=<file>` in the URL (the system's \
+                 CAs otherwise); VERIFY_IDENTITY also needs the URL's host in the certificate"
+            ),
+            false,
+        );
+    }
+    storage(e)
+}
+
 /// Whether `e` is a duplicate key (1062).
 pub(crate) fn is_duplicate(e: &sqlx::Error) -> bool {
     mysql_number(e) == Some(1062)

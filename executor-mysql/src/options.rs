@@ -104,7 +104,7 @@ impl MySqlOptions {
             .acquire_timeout(self.acquire_timeout)
             .connect(url)
             .await
-            .map_err(error::storage)?;
+            .map_err(error::connect)?;
         self.open(pool).await
     }
 

@@ -1,6 +1,6 @@
 //! Connecting: [`RedisStorageBuilder`] and its settings.
 
-use std::{sync::Arc, time::Duration};
+use std::{borrow::Cow, path::PathBuf, sync::Arc, time::Duration};
 
 use executor_core::{Error, Result};
 use fred::{
@@ -41,6 +41,20 @@ pub struct RedisStorageBuilder {
     prefix: String,
     cluster: bool,
     command_timeout: Duration,
+    tls: TlsFiles,
+}
+
+/// The files a TLS connection uses beyond the system's CA certificates.
+#[derive(Clone, Debug, Default)]
+struct TlsFiles {
+    ca: Option<PathBuf>,
+    client: Option<(PathBuf, PathBuf)>,
+}
+
+impl TlsFiles {
+    fn any(&self) -> bool {
+        self.ca.is_some() || self.client.is_some()
+    }
 }
 
 impl RedisStorageBuilder {
@@ -59,6 +73,7 @@ impl RedisStorageBuilder {
             prefix: "re".to_owned(),
             cluster: false,
             command_timeout: Duration::from_secs(5),
+            tls: TlsFiles::default(),
         }
     }
 
@@ -101,6 +116,36 @@ impl RedisStorageBuilder {
         self
     }
 
+    /// Trusts the CA certificates in this PEM file, instead of the system's,
+    /// for a TLS URL (`rediss://`, `rediss-cluster://`): for a server whose
+    /// certificate a private CA signed (Memorystore's server CA, a
+    /// self-managed Redis). Without it, the server's certificate is checked
+    /// against the system's CA certificates (Debian: the `ca-certificates`
+    /// package), which is right for ElastiCache and Azure Cache. Either way
+    /// the URL's host must be a name or IP address the certificate lists.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> executor_core::Result<()> {
+    /// let storage = executor_redis::RedisStorage::builder("rediss://10.0.0.3:6378")
+    ///     .tls_ca_file("/etc/redis/server-ca.pem")
+    ///     .connect()
+    ///     .await?;
+    /// # drop(storage);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tls.ca = Some(path.into());
+        self
+    }
+
+    /// Presents this certificate chain and private key (PEM files) to a Redis
+    /// that asks clients for one (`tls-auth-clients yes`, mutual TLS).
+    pub fn tls_client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls.client = Some((cert.into(), key.into()));
+        self
+    }
+
     /// Checks every setting, naming the one out of range and its range;
     /// [`RedisStorageBuilder::connect`] calls it before connecting.
     ///
@@ -139,7 +184,22 @@ impl RedisStorageBuilder {
                 ),
             ));
         }
-        Config::from_url(&self.url).map_err(|e| Error::invalid("redis url", e.details().to_owned()))?;
+        let (plain, tls) = split_tls(&self.url);
+        Config::from_url(&plain).map_err(|e| Error::invalid("redis url", e.details().to_owned()))?;
+        if tls && !cfg!(feature = "tls") {
+            return Err(Error::invalid(
+                "redis url",
+                "a `rediss` URL needs executor-redis's `tls` feature, which is on by default: \
+                 do not turn default features off, or add `features = [\"tls\"]`",
+            ));
+        }
+        if !tls && self.tls.any() {
+            return Err(Error::invalid(
+                "redis url",
+                "a TLS file is set (tls_ca_file or tls_client_cert) but the URL is plain text: \
+                 use `rediss://` (or `rediss-cluster://`)",
+            ));
+        }
         Ok(())
     }
 
@@ -151,8 +211,16 @@ impl RedisStorageBuilder {
     /// prefix; a retryable [`Error::Storage`] when Redis does not answer.
     pub async fn connect(self) -> Result<RedisStorage> {
         self.validate()?;
+        let (plain, tls) = split_tls(&self.url);
+        // fred parses the plain form: its own TLS set-up would pick rustls'
+        // process-wide crypto provider, which panics when an application
+        // links two; ours names ring.
         let mut config =
-            Config::from_url(&self.url).map_err(|e| Error::invalid("redis url", e.details().to_owned()))?;
+            Config::from_url(&plain).map_err(|e| Error::invalid("redis url", e.details().to_owned()))?;
+        #[cfg(feature = "tls")]
+        if tls {
+            config.tls = Some(tls::connector(&self.tls)?.into());
+        }
         if self.cluster
             && let ServerConfig::Centralized { server } = &config.server
         {
@@ -172,7 +240,7 @@ impl RedisStorageBuilder {
             })
             .with_performance_config(|p| p.default_command_timeout = self.command_timeout);
         let pool = builder.build_pool(self.pool_size).map_err(storage)?;
-        pool.init().await.map_err(storage)?;
+        pool.init().await.map_err(|e| connect_error(e, tls))?;
         let layout = Layout {
             prefix: self.prefix,
             partitions: self.partitions,
@@ -181,5 +249,126 @@ impl RedisStorageBuilder {
         let inner = Inner::new(pool, builder, layout);
         inner.scripts.load(inner.pool.next()).await?;
         Ok(RedisStorage { inner: Arc::new(inner) })
+    }
+}
+
+/// `url` with a TLS scheme (`rediss`, `rediss-cluster`, `valkeys`, ..) made
+/// plain, and whether it asked for TLS.
+fn split_tls(url: &str) -> (Cow<'_, str>, bool) {
+    let Some((scheme, rest)) = url.split_once("://") else { return (Cow::Borrowed(url), false) };
+    let lower = scheme.to_ascii_lowercase();
+    let plain = match lower.as_str() {
+        "rediss" => "redis",
+        "rediss-cluster" => "redis-cluster",
+        "rediss-sentinel" => "redis-sentinel",
+        "valkeys" => "valkey",
+        "valkeys-cluster" => "valkey-cluster",
+        "valkeys-sentinel" => "valkey-sentinel",
+        _ => return (Cow::Borrowed(url), false),
+    };
+    (Cow::Owned(format!("{plain}://{rest}")), true)
+}
+
+/// The error of a first connection: a refused certificate says what to
+/// check, and is not retryable (the same certificate will be refused again).
+fn connect_error(e: fred::error::Error, tls: bool) -> Error {
+    let details = e.to_string();
+    let about_certificate =
+        ["certificate", "UnknownIssuer", "NotValidForName", "CertExpired", "BadSignature"]
+            .iter()
+            .any(|word| details.contains(word));
+    if tls && about_certificate {
+        return Error::storage(
+            format!(
+                "TLS: Redis's certificate was refused ({details}): if a private CA signed it, trust \
+                 that CA with RedisStorageBuilder::tls_ca_file; the URL's host must be a name or IP \
+                 address the certificate lists"
+            ),
+            false,
+        );
+    }
+    storage(e)
+}
+
+/// The rustls set-up for a `rediss` URL.
+#[cfg(feature = "tls")]
+mod tls {
+    use std::{path::Path, sync::Arc};
+
+    use executor_core::{Error, Result};
+    use fred::types::config::TlsConnector;
+    use rustls::{
+        ClientConfig, RootCertStore,
+        pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
+    };
+
+    use super::TlsFiles;
+
+    /// A connector trusting `files.ca` (or the system's CA certificates) and
+    /// presenting `files.client` when set, on the ring provider.
+    pub(super) fn connector(files: &TlsFiles) -> Result<TlsConnector> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::invalid("tls", e.to_string()))?
+            .with_root_certificates(roots(files.ca.as_deref())?);
+        let config = match &files.client {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain = certificates(cert, "tls_client_cert")?;
+                let key = PrivateKeyDer::from_pem_file(key)
+                    .map_err(|e| Error::invalid("tls_client_cert", format!("key {}: {e}", key.display())))?;
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| Error::invalid("tls_client_cert", e.to_string()))?
+            }
+        };
+        Ok(config.into())
+    }
+
+    fn roots(ca: Option<&Path>) -> Result<RootCertStore> {
+        let mut roots = RootCertStore::empty();
+        match ca {
+            Some(path) => {
+                for cert in certificates(path, "tls_ca_file")? {
+                    roots.add(cert).map_err(|e| {
+                        Error::invalid(
+                            "tls_ca_file",
+                            format!("{}: not a usable CA certificate: {e}", path.display()),
+                        )
+                    })?;
+                }
+            }
+            None => {
+                let found = rustls_native_certs::load_native_certs();
+                let (added, _) = roots.add_parsable_certificates(found.certs);
+                if added == 0 {
+                    let why = found.errors.first().map(|e| format!(" ({e})")).unwrap_or_default();
+                    return Err(Error::invalid(
+                        "tls",
+                        format!(
+                            "no CA certificate found on this system{why}: install them (Debian: \
+                             `apt-get install ca-certificates`) or give the server's CA with \
+                             RedisStorageBuilder::tls_ca_file"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(roots)
+    }
+
+    /// The certificates in a PEM file; an error when there is none.
+    fn certificates(path: &Path, setting: &'static str) -> Result<Vec<CertificateDer<'static>>> {
+        let read =
+            |e: rustls::pki_types::pem::Error| Error::invalid(setting, format!("{}: {e}", path.display()));
+        let certs = CertificateDer::pem_file_iter(path)
+            .map_err(read)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(read)?;
+        if certs.is_empty() {
+            return Err(Error::invalid(setting, format!("{}: holds no PEM certificate", path.display())));
+        }
+        Ok(certs)
     }
 }

@@ -16,6 +16,7 @@ use std::{
 
 use executor_core::{TaskBuilder, TaskId, TaskOptions, TaskState};
 use fantoccini::{ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 
 use crate::support::{self, BoxResult, eventually};
 
@@ -126,7 +127,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         }
     });
     let serde_json::Value::Object(caps) = caps else { return Err("capabilities are not an object".into()) };
-    let browser = ClientBuilder::rustls()?
+    let browser = ClientBuilder::new(HttpConnector::new())
         .capabilities(caps)
         .connect(&webdriver)
         .await

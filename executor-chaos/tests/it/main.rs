@@ -20,4 +20,5 @@ mod mysql_restart;
 mod redis_outage;
 mod short_run;
 mod stale_start;
+mod tls;
 mod victims;
