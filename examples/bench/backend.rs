@@ -17,6 +17,24 @@ pub(crate) trait Backend: Storage + Clone {
     fn server_cpu(&self) -> impl Future<Output = Option<f64>> + Send;
     /// The Redis storage, when the store is Redis.
     fn redis(&self) -> Option<&RedisStorage>;
+    /// One raw round trip of the store, the floor a lone submit is compared
+    /// with: Redis `EVALSHA` of `return 1`, MySQL `DO 1`; `None` for a store
+    /// without a server.
+    fn raw_call(&self) -> impl Future<Output = Option<()>> + Send;
+}
+
+/// `return 1`, loaded once per server; its SHA-1.
+async fn trivial_script(redis: &RedisStorage) -> Option<String> {
+    use fred::interfaces::LuaInterface;
+    redis.pool().next().script_load("return 1").await.ok()
+}
+
+async fn redis_raw_call(redis: &RedisStorage) -> Option<()> {
+    use fred::interfaces::LuaInterface;
+    static SHA: tokio::sync::OnceCell<Option<String>> = tokio::sync::OnceCell::const_new();
+    let sha = SHA.get_or_init(|| trivial_script(redis)).await.as_ref()?;
+    let reply: i64 = redis.pool().next().evalsha(sha.as_str(), (), ()).await.ok()?;
+    (reply == 1).then_some(())
 }
 
 impl Backend for RedisStorage {
@@ -42,6 +60,10 @@ impl Backend for RedisStorage {
     fn redis(&self) -> Option<&RedisStorage> {
         Some(self)
     }
+
+    async fn raw_call(&self) -> Option<()> {
+        redis_raw_call(self).await
+    }
 }
 
 impl Backend for MemoryStorage {
@@ -58,6 +80,10 @@ impl Backend for MemoryStorage {
     }
 
     fn redis(&self) -> Option<&RedisStorage> {
+        None
+    }
+
+    async fn raw_call(&self) -> Option<()> {
         None
     }
 }
@@ -79,6 +105,10 @@ impl Backend for MySqlStorage {
 
     fn redis(&self) -> Option<&RedisStorage> {
         None
+    }
+
+    async fn raw_call(&self) -> Option<()> {
+        sqlx::query("DO 1").execute(self.pool()).await.ok().map(|_| ())
     }
 }
 
@@ -104,5 +134,9 @@ impl Backend for executor_any::AnyStorage {
             executor_any::AnyStorage::Redis(r) => Some(r),
             _ => None,
         }
+    }
+
+    async fn raw_call(&self) -> Option<()> {
+        redis_raw_call(self.redis()?).await
     }
 }

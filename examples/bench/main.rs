@@ -36,6 +36,8 @@ enum Store {
 enum Phase {
     Ceiling,
     Submit,
+    /// One submit at a time beside a raw round trip of the store.
+    Lone,
     Process,
     Latency,
     Lateness,
@@ -65,6 +67,9 @@ struct Args {
     /// Concurrent producers for single submits (redis-benchmark uses 50 clients).
     #[arg(long, default_value_t = 50)]
     submitters: usize,
+    /// Submits of the one-at-a-time phase (each followed by a raw call).
+    #[arg(long, default_value_t = 5_000)]
+    lone_submits: usize,
     /// Tasks submitted with `submit_many`.
     #[arg(long, default_value_t = 100_000)]
     batched_submits: usize,

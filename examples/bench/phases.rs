@@ -234,6 +234,9 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
         );
         storage.drop_namespace(&ns).await;
     }
+    if args.runs(Phase::Lone) {
+        lone(&storage, args).await?;
+    }
     if args.runs(Phase::Process) {
         for &c in &args.concurrency {
             let n = if c == 1 { args.backlog.min(args.backlog_c1) } else { args.backlog };
@@ -260,6 +263,49 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
     if args.runs(Phase::Rss) {
         crate::worker::rss(&storage, args, set_rps).await?;
     }
+    Ok(())
+}
+
+/// One submit at a time from one producer, as a web handler awaits one per
+/// request: its latency beside a raw round trip of the store (Redis:
+/// `EVALSHA` of `return 1`; MySQL: `DO 1`), the two alternating so that both
+/// see the same machine.
+async fn lone<S: Backend>(storage: &S, args: &Args) -> Res<()> {
+    let ns = namespace("lone")?;
+    let client = Client::without_name_check(storage.clone(), ns.clone());
+    let n = args.lone_submits;
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    for _ in 0..n.min(200) {
+        client.submit_new(noop("noop", b"null".to_vec(), Due::Now)).await?;
+        storage.raw_call().await;
+    }
+    let (mut submits, mut raws) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut submitting = Duration::ZERO;
+    for _ in 0..n {
+        let t = Instant::now();
+        client.submit_new(noop("noop", b"null".to_vec(), Due::Now)).await?;
+        submitting += t.elapsed();
+        submits.push(ms(t));
+        let t = Instant::now();
+        if storage.raw_call().await.is_some() {
+            raws.push(ms(t));
+        }
+    }
+    let (_, p50, p99, _) = stats::summary(submits);
+    let rate = stats::rate(n, submitting);
+    print!("lone      one submit at a time ({n}): p50 {p50:.3} ms, p99 {p99:.3} ms, {rate:.0} submits/s");
+    if raws.is_empty() {
+        println!();
+    } else {
+        let raw = if storage.redis().is_some() { "EVALSHA `return 1`" } else { "`DO 1`" };
+        let (_, r50, r99, _) = stats::summary(raws);
+        println!(
+            "; raw {raw}: p50 {r50:.3} ms, p99 {r99:.3} ms; submit/raw p50 {:.2}x, p99 {:.2}x",
+            p50 / r50,
+            p99 / r99
+        );
+    }
+    storage.drop_namespace(&ns).await;
     Ok(())
 }
 

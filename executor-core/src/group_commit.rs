@@ -1,10 +1,14 @@
 //! Group commit for storage backends: concurrent calls of one kind (finish,
-//! submit) are gathered by a background task and sent as one store call per
-//! namespace while the previous call is in flight. An idle process sends
-//! each call at once; under load a batch holds every call that arrived
-//! during one round trip, so a no-op task costs a fraction of a store call.
-//! (Several batches in flight at once were tried for MySQL: no faster than
-//! one, so there is one.)
+//! submit) of one namespace share one store call while the previous call is
+//! in flight. A call that finds no call of its namespace in flight is sent
+//! at once from the caller's own task (one round trip, no hop through
+//! another task); calls that arrive while it is in flight wait, and when it
+//! returns they go as one batch (at most [`MAX_GROUP`] per store call) from a
+//! task that keeps sending batches until none is waiting. So an idle process
+//! pays one round trip per call, and under load a batch holds every call
+//! that arrived during one round trip, so a no-op task costs a fraction of a
+//! store call. (Several batches of one namespace in flight at once were
+//! tried for MySQL: no faster than one, so there is one.)
 //! Each item keeps its own answer (a duplicate id, a stale fence), exactly
 //! as if it had been sent alone.
 
@@ -12,31 +16,31 @@ use std::{
     collections::HashMap,
     fmt,
     future::Future,
-    sync::{Mutex, PoisonError},
+    sync::{Arc, Mutex, PoisonError},
 };
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::{runtime::Handle, sync::oneshot};
 
 use crate::{Error, Namespace, Result};
 
 /// Calls in one batch, at most.
 pub const MAX_GROUP: usize = 500;
 
-/// One waiting call: its namespace, its item and where its answer goes.
+/// One waiting call: its item and where its answer goes.
 struct Request<I, O> {
-    ns: Namespace,
     item: I,
     reply: oneshot::Sender<Result<O>>,
 }
 
-/// The items of one namespace in a batch, and where their answers go.
-type Group<I, O> = (Vec<I>, Vec<oneshot::Sender<Result<O>>>);
+/// Per namespace with a call in flight, the calls waiting for it to return.
+/// A namespace absent from the map has nothing in flight.
+type Lanes<I, O> = Arc<Mutex<HashMap<Namespace, Vec<Request<I, O>>>>>;
 
 /// A queue of one kind of store call whose concurrent calls share one
 /// batch call (group commit). A backend keeps one per kind of call, in the
-/// state its clones share; the background task that sends the batches
-/// starts on first use (and again if the tokio runtime it ran on has shut
-/// down) and ends when the `GroupCommit` is dropped.
+/// state its clones share. Nothing runs in the background while no call is
+/// waiting: a task that sends the waiting batches starts when a call returns
+/// with others queued behind it, and ends when none is left.
 ///
 /// ```
 /// use executor_core::{Namespace, Result, storage::GroupCommit};
@@ -58,12 +62,12 @@ type Group<I, O> = (Vec<I>, Vec<oneshot::Sender<Result<O>>>);
 /// # }
 /// ```
 pub struct GroupCommit<I, O> {
-    queue: Mutex<Option<mpsc::UnboundedSender<Request<I, O>>>>,
+    lanes: Lanes<I, O>,
 }
 
 impl<I, O> Default for GroupCommit<I, O> {
     fn default() -> Self {
-        Self { queue: Mutex::new(None) }
+        Self { lanes: Arc::default() }
     }
 }
 
@@ -74,24 +78,29 @@ impl<I, O> fmt::Debug for GroupCommit<I, O> {
 }
 
 impl<I: Send + 'static, O: Send + 'static> GroupCommit<I, O> {
-    /// An empty queue; no task runs until the first call.
+    /// An empty queue.
     #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Queues `item` for the next batch of `ns` and returns the future of
-    /// its own answer. `start` is called only when no batcher runs yet: it
-    /// returns the batch call, which gets the items of one namespace (at
-    /// most [`MAX_GROUP`]) and answers each, in order. An error of the whole
-    /// batch call becomes every item's error.
+    /// Sends `item`, alone or in a batch, and returns the future of its own
+    /// answer. When no call of `ns` is in flight, the returned future sends
+    /// it itself (one store call, in the caller's task); otherwise it waits
+    /// for the batch it joins. `start` is called only in the first case: it
+    /// returns the batch call, which gets items of one namespace (at most
+    /// [`MAX_GROUP`]) and answers each, in order, and which also sends the
+    /// batches that queued behind this call, from a task of their own. An
+    /// error of the whole batch call becomes every item's error. Dropping
+    /// the future of a call in flight hands the waiting calls on all the
+    /// same.
     ///
     /// The batch call must not keep the backend alive (hold a `Weak`), or
-    /// the batcher never ends.
+    /// the task that sends queued batches keeps it past its last user.
     ///
     /// # Errors
-    /// Gives the item back when there is no tokio runtime to run a batcher
-    /// on (e.g. during shutdown); the caller then sends it alone.
+    /// Gives the item back when there is no tokio runtime to run queued
+    /// batches on (e.g. during shutdown); the caller then sends it alone.
     pub fn call<S, R, Fut>(
         &self,
         ns: &Namespace,
@@ -103,45 +112,114 @@ impl<I: Send + 'static, O: Send + 'static> GroupCommit<I, O> {
         R: FnMut(Namespace, Vec<I>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<Vec<Result<O>>>> + Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
-        let request = Request { ns: ns.clone(), item, reply };
-        let sender = {
-            let mut slot = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-            match slot.as_ref() {
-                Some(tx) if !tx.is_closed() => tx.clone(),
-                _ => {
-                    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-                        return Err(request.item);
-                    };
-                    let (tx, rx) = mpsc::unbounded_channel();
-                    runtime.spawn(run_batches(rx, start()));
-                    *slot = Some(tx.clone());
-                    tx
+        let Ok(runtime) = Handle::try_current() else { return Err(item) };
+        let waiting = {
+            let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+            match lanes.get_mut(ns) {
+                Some(queue) => {
+                    let (reply, answer) = oneshot::channel();
+                    queue.push(Request { item, reply });
+                    Err(answer)
+                }
+                None => {
+                    lanes.insert(ns.clone(), Vec::new());
+                    Ok(item)
                 }
             }
         };
-        sender.send(request).map_err(|e| e.0.item)?;
-        Ok(async move { answer.await.unwrap_or_else(|_| Err(Error::storage("the batcher stopped", true))) })
+        let lead = match waiting {
+            Err(answer) => Err(answer),
+            Ok(item) => {
+                let mut run = start();
+                let call = run(ns.clone(), vec![item]);
+                let (lanes, ns) = (Arc::clone(&self.lanes), ns.clone());
+                let handoff = Handoff(Some(Box::new(move || {
+                    if let Some(batch) = take_waiting(&lanes, &ns) {
+                        runtime.spawn(send_waiting(lanes, ns, batch, run));
+                    }
+                })));
+                Ok((handoff, call))
+            }
+        };
+        Ok(async move {
+            match lead {
+                Err(answer) => {
+                    answer.await.unwrap_or_else(|_| Err(Error::storage("the batch call was dropped", true)))
+                }
+                Ok((handoff, call)) => {
+                    let result = call.await;
+                    drop(handoff);
+                    match result {
+                        Ok(mut answers) if answers.len() == 1 => {
+                            answers.pop().unwrap_or_else(|| Err(Error::storage("no answer", false)))
+                        }
+                        Ok(answers) => Err(Error::storage(
+                            format!("the batch call gave {} answers for 1 item", answers.len()),
+                            false,
+                        )),
+                        Err(e) => Err(e),
+                    }
+                }
+            }
+        })
     }
 }
 
-async fn run_batches<I, O, R, Fut>(mut requests: mpsc::UnboundedReceiver<Request<I, O>>, mut run: R)
+/// Held by the call in flight of one namespace; when it is dropped (the
+/// call returned or was cancelled), the calls that queued behind it go as
+/// batches from a task of their own, or the namespace is marked idle.
+struct Handoff(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        if let Some(hand_on) = self.0.take() {
+            hand_on();
+        }
+    }
+}
+
+/// The calls waiting in `ns`'s lane, at most [`MAX_GROUP`]; `None` (and the
+/// lane marked idle) when there is none.
+fn take_waiting<I, O>(lanes: &Lanes<I, O>, ns: &Namespace) -> Option<Vec<Request<I, O>>> {
+    let mut lanes = lanes.lock().unwrap_or_else(PoisonError::into_inner);
+    let queue = lanes.get_mut(ns)?;
+    if queue.is_empty() {
+        lanes.remove(ns);
+        return None;
+    }
+    let rest = queue.split_off(queue.len().min(MAX_GROUP));
+    Some(std::mem::replace(queue, rest))
+}
+
+/// Sends the queued calls of `ns` as batches until none is waiting.
+async fn send_waiting<I, O, R, Fut>(lanes: Lanes<I, O>, ns: Namespace, first: Vec<Request<I, O>>, mut run: R)
 where
     R: FnMut(Namespace, Vec<I>) -> Fut,
     Fut: Future<Output = Result<Vec<Result<O>>>>,
 {
-    let mut batch = Vec::with_capacity(MAX_GROUP);
-    while requests.recv_many(&mut batch, MAX_GROUP).await > 0 {
-        let mut by_ns: HashMap<Namespace, Group<I, O>> = HashMap::new();
-        for Request { ns, item, reply } in batch.drain(..) {
-            let entry = by_ns.entry(ns).or_insert_with(|| (Vec::new(), Vec::new()));
-            entry.0.push(item);
-            entry.1.push(reply);
-        }
-        for (ns, (items, replies)) in by_ns {
-            answer(run(ns, items).await, replies);
+    // Dropped before the lane is idle (the runtime shuts down): the lane is
+    // freed, and the calls still waiting get a retryable error instead of
+    // waiting for ever.
+    struct Release<'a, I, O> {
+        lanes: &'a Lanes<I, O>,
+        ns: &'a Namespace,
+        done: bool,
+    }
+    impl<I, O> Drop for Release<'_, I, O> {
+        fn drop(&mut self) {
+            if !self.done {
+                self.lanes.lock().unwrap_or_else(PoisonError::into_inner).remove(self.ns);
+            }
         }
     }
+    let mut release = Release { lanes: &lanes, ns: &ns, done: false };
+    let mut batch = Some(first);
+    while let Some(requests) = batch {
+        let (items, replies): (Vec<I>, Vec<_>) = requests.into_iter().map(|r| (r.item, r.reply)).unzip();
+        answer(run(ns.clone(), items).await, replies);
+        batch = take_waiting(&lanes, &ns);
+    }
+    release.done = true;
 }
 
 /// Sends each item its answer; an error of the whole call to every item.
@@ -226,6 +304,64 @@ mod tests {
             }
             Ok(v) => panic!("expected an error, got {v}"),
         }
+        Ok(())
+    }
+
+    /// A batch call that answers each item with the id of the tokio task it
+    /// ran on; item 0 never returns.
+    fn task_ids() -> impl FnMut(Namespace, Vec<u32>) -> BoxedAnswers + Send + 'static {
+        |_ns: Namespace, items: Vec<u32>| {
+            Box::pin(async move {
+                if items.contains(&0) {
+                    std::future::pending::<()>().await;
+                }
+                let id = tokio::task::try_id().map(|id| id.to_string()).unwrap_or_default();
+                Ok(items.iter().map(|_| Ok(id.clone())).collect())
+            })
+        }
+    }
+    type BoxedAnswers = std::pin::Pin<Box<dyn Future<Output = Result<Vec<Result<String>>>> + Send>>;
+
+    #[tokio::test]
+    async fn a_lone_call_is_sent_from_the_callers_task_each_time() -> Result<()> {
+        let queue: Arc<GroupCommit<u32, String>> = Arc::new(GroupCommit::new());
+        for round in 0..3 {
+            let queue = Arc::clone(&queue);
+            let caller = tokio::spawn(async move {
+                let ns = Namespace::new("lone")?;
+                let answer = queue.call(&ns, 1, task_ids).map_err(|_| Error::storage("no runtime", false))?;
+                let ran_on = answer.await?;
+                Ok::<_, Error>((ran_on, tokio::task::id().to_string()))
+            });
+            let (ran_on, caller) = caller.await.map_err(|e| Error::Runtime(e.to_string()))??;
+            assert_eq!(ran_on, caller, "round {round}: the lone call went through another task");
+        }
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn calls_queued_behind_a_cancelled_call_are_still_sent() -> Result<()> {
+        let queue: Arc<GroupCommit<u32, String>> = Arc::new(GroupCommit::new());
+        let ns = Namespace::new("cancel")?;
+        // Item 0 leads and never returns; 1..=20 queue behind it.
+        let lead = queue.call(&ns, 0, task_ids).map_err(|_| Error::storage("no runtime", false))?;
+        let leader = tokio::spawn(lead);
+        tokio::task::yield_now().await;
+        let mut queued = Vec::new();
+        for i in 1..=20 {
+            queued.push(queue.call(&ns, i, task_ids).map_err(|_| Error::storage("no runtime", false))?);
+        }
+        leader.abort();
+        for answer in queued {
+            tokio::time::timeout(std::time::Duration::from_secs(5), answer)
+                .await
+                .map_err(|_| Error::storage("a queued call was never sent", false))??;
+        }
+        // The lane is idle again: the next call leads and is sent inline.
+        let answer = queue.call(&ns, 7, task_ids).map_err(|_| Error::storage("no runtime", false))?;
+        tokio::time::timeout(std::time::Duration::from_secs(5), answer)
+            .await
+            .map_err(|_| Error::storage("the lane stayed busy", false))??;
         Ok(())
     }
 
