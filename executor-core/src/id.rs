@@ -44,6 +44,22 @@ impl TaskId {
         Self(uuid::Uuid::now_v7().to_string())
     }
 
+    /// Whether the id has the form [`TaskId::generate`] gives (a UUID v7 in
+    /// its hyphenated form), rather than a business key a user chose. A
+    /// store may replace a generated id by another generated one where it
+    /// must (see `TaskBuilder::debounce` on partitioned Redis); it never
+    /// replaces a chosen one.
+    ///
+    /// ```
+    /// use executor_core::TaskId;
+    /// assert!(TaskId::generate().is_generated());
+    /// assert!(!TaskId::new("order_12345_pay")?.is_generated());
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    pub fn is_generated(&self) -> bool {
+        self.0.len() == 36 && uuid::Uuid::try_parse(&self.0).is_ok_and(|u| u.get_version_num() == 7)
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0

@@ -62,6 +62,11 @@ impl Layout {
         format!("{}wake", self.base(ns, 0))
     }
 
+    /// The hash of workers' announcements (handler names, until when).
+    pub(crate) fn workers(&self, ns: &Namespace) -> String {
+        format!("{}workers", self.base(ns, 0))
+    }
+
     pub(crate) fn leader(&self, ns: &Namespace) -> [String; 2] {
         let base = self.base(ns, 0);
         [format!("{base}leader"), format!("{base}leader:seq")]
@@ -84,11 +89,16 @@ impl Layout {
 
     /// The partition of a task: FNV-1a of its id, so every process agrees.
     pub(crate) fn partition_of(&self, id: &TaskId) -> u16 {
+        self.partition_of_str(id.as_str())
+    }
+
+    /// The partition a string hashes to (a task id, a debounce key).
+    pub(crate) fn partition_of_str(&self, s: &str) -> u16 {
         if self.partitions <= 1 {
             return 0;
         }
         let mut hash: u32 = 0x811c_9dc5;
-        for byte in id.as_str().bytes() {
+        for byte in s.bytes() {
             hash ^= u32::from(byte);
             hash = hash.wrapping_mul(0x0100_0193);
         }

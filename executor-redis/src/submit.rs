@@ -45,6 +45,46 @@ impl RedisStorage {
         }
     }
 
+    /// A debounced task, on a store of several partitions, with an id in its
+    /// key's partition: the key's binding and the task must share a
+    /// partition (one hash slot on a cluster) for the script to coalesce
+    /// repeats atomically, whatever ids the repeats carry. An id that
+    /// already lands there is kept. A generated id ([`TaskId::is_generated`])
+    /// that does not is replaced by a fresh one that does (the answer
+    /// carries it, as it carries the existing task's id when a repeat is
+    /// debounced); a chosen one is refused, never changed. One store-wide
+    /// partition keeps every id.
+    fn in_key_partition(&self, mut task: NewTask) -> Result<NewTask> {
+        let layout = &self.inner.layout;
+        let SubmitMode::Debounce(debounce) = &task.mode else { return Ok(task) };
+        if layout.partitions <= 1 {
+            return Ok(task);
+        }
+        // Bad input is refused for what it is, before the placement.
+        task.validate()?;
+        let home = layout.partition_of_str(&debounce.key);
+        if layout.partition_of(&task.id) != home && !task.id.is_generated() {
+            return Err(Error::invalid(
+                "task id",
+                format!(
+                    "`{}` is debounced under `{}`, whose tasks live in partition {home} of {}, and the id \
+                     belongs to another: leave the id out (the builder generates one and the store places \
+                     it), or choose ids in the key's partition",
+                    task.id, debounce.key, layout.partitions
+                ),
+            ));
+        }
+        // One try in `partitions` lands there; a thousand times that many
+        // failing is as likely as a broken random generator.
+        for _ in 0..usize::from(layout.partitions).saturating_mul(1_000) {
+            if layout.partition_of(&task.id) == home {
+                return Ok(task);
+            }
+            task.id = TaskId::generate();
+        }
+        Err(Error::Runtime(format!("no task id found in partition {home} of the debounce key")))
+    }
+
     /// The 14 script arguments of one task, or why it cannot be stored. The
     /// task is checked here, at the store's entry point, whoever built it
     /// (invariant 6): every number that reaches the script is in range.
@@ -123,6 +163,13 @@ impl RedisStorage {
         let mut results: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
         let mut groups: Vec<Vec<(usize, Vec<Value>)>> = vec![Vec::new(); usize::from(self.partitions())];
         for (i, task) in tasks.into_iter().enumerate() {
+            let task = match self.in_key_partition(task) {
+                Ok(task) => task,
+                Err(e) => {
+                    results.push(Some(Err(e)));
+                    continue;
+                }
+            };
             let p = usize::from(self.inner.layout.partition_of(&task.id));
             match self.submit_args(task) {
                 Ok(args) => {

@@ -109,7 +109,10 @@ pub async fn extreme_valid_options_read_back<S: Storage>(s: &S, ns: &Namespace) 
     assert_eq!(rec.retry, Some(RetryPolicy::fixed(MAX_DURATION)), "retry interval at the maximum");
     let last = submit(s, ns, with("last-instant", |t| t.due = Due::At(Timestamp::MAX))).await;
     assert_eq!(record(s, ns, &last).await.due_at, Timestamp::MAX, "run_at at the latest instant");
-    let window = with("long-window", |t| t.mode = debounce(MAX_DURATION, Some(MAX_DURATION)));
+    let window = with("long-window", |t| {
+        t.id = crate::TaskId::generate();
+        t.mode = debounce(MAX_DURATION, Some(MAX_DURATION));
+    });
     let debounced = ok("debounce at the maximum", s.submit(ns, window).await).id;
     assert!(record(s, ns, &debounced).await.due_at > Timestamp::now_system(), "a 1,000-year window");
     let claimed = ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await);
@@ -161,15 +164,20 @@ pub async fn finish_out_of_range_refused_alone<S: Storage>(s: &S, ns: &Namespace
 /// `delete` removes a task in any state with its debounce key and count;
 /// a deleted running task's finish is refused; a missing id answers false.
 pub async fn delete_removes_any_state<S: Storage>(s: &S, ns: &Namespace) {
-    let waiting = submit(s, ns, with("del-wait", |t| t.mode = debounce(Duration::from_secs(60), None))).await;
+    // Generated ids: a partitioned store places a debounced task in its
+    // key's partition, under another generated id if it must.
+    let debounced = || {
+        with("del-wait", |t| {
+            t.id = crate::TaskId::generate();
+            t.mode = debounce(Duration::from_secs(60), None);
+        })
+    };
+    let waiting = ok("submit debounced", s.submit(ns, debounced()).await).id;
     assert!(ok("delete waiting", s.delete(ns, &waiting).await), "delete of a waiting task answers true");
     assert_eq!(ok("get", s.get(ns, &waiting).await), None, "deleted task still readable");
-    let again = ok(
-        "submit under the freed key",
-        s.submit(ns, with("del-wait-2", |t| t.mode = debounce(Duration::from_secs(60), None))).await,
-    );
-    assert_eq!(again.id, tid("del-wait-2"), "the deleted task's debounce key must be free");
-    assert_eq!(again.outcome, crate::SubmitOutcome::Created);
+    let again = ok("submit under the freed key", s.submit(ns, debounced()).await);
+    assert_eq!(again.outcome, crate::SubmitOutcome::Created, "the deleted task's debounce key must be free");
+    assert_ne!(again.id, waiting);
     assert!(ok("delete debounced", s.delete(ns, &again.id).await));
 
     let running = submit(s, ns, new_task("del-run")).await;

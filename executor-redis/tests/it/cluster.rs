@@ -45,12 +45,7 @@ mod four_partitions {
     executor_core::storage_conformance_tests!(
         fresh_partitioned,
         cleanup,
-        except(
-            claim_orders_by_due_and_respects_limit,
-            debounce_moves_due_and_replaces_payload,
-            debounce_max_wait_caps_postponement,
-            retention_by_count,
-        )
+        except(claim_orders_by_due_and_respects_limit, retention_by_count,)
     );
     executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);
 }

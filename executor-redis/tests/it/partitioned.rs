@@ -21,20 +21,48 @@ async fn fresh() -> (RedisStorage, Namespace) {
 }
 
 // Not run here: `claim_orders_by_due_and_respects_limit` (earliest due first
-// holds within a partition, not across), `debounce_moves_due_and_replaces_payload`
-// and `debounce_max_wait_caps_postponement` (they debounce two different ids
-// under one key, which coalesce only when the ids share a partition), and
-// `retention_by_count` (a cap is shared out per partition: checked below).
+// holds within a partition, not across) and `retention_by_count` (a cap is
+// shared out per partition: checked below). The debounce checks run: a
+// debounced submit goes to its key's partition.
 executor_core::storage_conformance_tests!(
     fresh,
     common::cleanup,
-    except(
-        claim_orders_by_due_and_respects_limit,
-        debounce_moves_due_and_replaces_payload,
-        debounce_max_wait_caps_postponement,
-        retention_by_count,
-    )
+    except(claim_orders_by_due_and_respects_limit, retention_by_count,)
 );
+
+/// Repeats of one debounce key with a fresh id each (what
+/// `TaskBuilder::debounce` without `.id(..)` sends) coalesce into one task
+/// although their ids hash to every partition; keys spread over partitions.
+#[tokio::test]
+async fn debounce_without_an_id_coalesces_across_partitions() -> TestResult {
+    let (storage, ns) = fresh().await;
+    let mut first = None;
+    for i in 0..30 {
+        let mut task = testing::new_task(&format!("repeat-{i}"));
+        task.id = TaskId::generate();
+        task.mode = SubmitMode::Debounce(Debounce::new("user-42", Duration::from_secs(30)));
+        let out = storage.submit(&ns, task).await?;
+        match &first {
+            None => {
+                assert_eq!(out.outcome, SubmitOutcome::Created);
+                first = Some(out.id.clone());
+            }
+            Some(id) => assert_eq!((&out.id, out.outcome), (id, SubmitOutcome::Debounced), "repeat {i}"),
+        }
+    }
+    assert_eq!(storage.counts(&ns).await?.total(), 1, "30 repeats of one key are one task");
+    let id = first.ok_or("no first submit")?;
+    assert!(storage.get(&ns, &id).await?.is_some(), "the answered id is the stored task");
+    for k in 0..12 {
+        let mut task = testing::new_task(&format!("other-{k}"));
+        task.id = TaskId::generate();
+        task.mode = SubmitMode::Debounce(Debounce::new(format!("key-{k}"), Duration::from_secs(30)));
+        storage.submit(&ns, task).await?;
+    }
+    assert_eq!(storage.counts(&ns).await?.total(), 13);
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
 
 /// Finishes `n` tasks `prefix-i` as COMPLETED, each in its own store
 /// millisecond; answers their ids by partition, oldest first.
@@ -158,21 +186,42 @@ async fn claims_rotate_over_partitions_and_nothing_starves() -> TestResult {
     Ok(())
 }
 
+/// A chosen id is never changed: debounced under a key whose partition is
+/// another, it is refused with a message that says why; one that lands in
+/// the key's partition is kept and coalesces repeats.
 #[tokio::test]
-async fn debounce_with_a_stable_id_coalesces() -> TestResult {
+async fn debounce_keeps_or_refuses_a_chosen_id_never_changes_it() -> TestResult {
     let (storage, ns) = fresh().await;
-    let mut task = testing::new_task("per-user-7");
-    task.mode = SubmitMode::Debounce(Debounce::new("user-7", Duration::from_secs(30)));
-    assert_eq!(storage.submit(&ns, task.clone()).await?.outcome, SubmitOutcome::Created);
-    task.mode = SubmitMode::Debounce(
-        Debounce::new("user-7", Duration::from_secs(30)).max_wait(Duration::from_secs(5)),
-    );
-    task.payload = br#"{"n":2}"#.to_vec();
-    assert_eq!(storage.submit(&ns, task.clone()).await?.outcome, SubmitOutcome::Debounced);
-    let rec = storage.get(&ns, &task.id).await?.ok_or("task vanished")?;
-    assert_eq!(rec.payload, br#"{"n":2}"#.to_vec());
-    assert!(rec.due_at <= rec.created_at.saturating_add(Duration::from_secs(5)), "max_wait caps the delay");
-    assert_eq!(storage.counts(&ns).await?.total(), 1);
+    let (mut kept, mut refused) = (0, 0);
+    for i in 0..12 {
+        let mut task = testing::new_task(&format!("per-user-{i}"));
+        task.mode = SubmitMode::Debounce(Debounce::new(format!("user-{i}"), Duration::from_secs(30)));
+        match storage.submit(&ns, task.clone()).await {
+            Ok(out) => {
+                assert_eq!((&out.id, out.outcome), (&task.id, SubmitOutcome::Created));
+                task.payload = br#"{"n":2}"#.to_vec();
+                task.id = TaskId::new(format!("per-user-{i}-again"))?;
+                match storage.submit(&ns, task.clone()).await {
+                    // The repeat's own id may be refused too; when it is
+                    // taken, it coalesces into the first task.
+                    Ok(again) => assert_eq!(
+                        (again.id.as_str(), again.outcome),
+                        (format!("per-user-{i}").as_str(), SubmitOutcome::Debounced)
+                    ),
+                    Err(executor_core::Error::Invalid { what: "task id", .. }) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                kept += 1;
+            }
+            Err(executor_core::Error::Invalid { what: "task id", reason }) => {
+                assert!(reason.contains("leave the id out"), "{reason}");
+                refused += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    assert!(kept > 0 && refused > 0, "12 ids over 3 partitions: kept {kept}, refused {refused}");
+    assert_eq!(storage.counts(&ns).await?.total(), kept);
     common::cleanup(&storage, &ns).await;
     Ok(())
 }
