@@ -60,8 +60,13 @@ impl AnyStorage {
     /// |---|---|
     /// | `memory:` (or `memory://`) | a new [`MemoryStorage`] |
     /// | `redis://host:port/db`, `rediss://…` | [`RedisStorage`] (feature `redis`) |
-    /// | `redis-cluster://host:port?node=host2:port2` | [`RedisStorage`] on a cluster |
-    /// | `mysql://user:pass@host:port/db`, `mariadb://…` | [`MySqlStorage`] (feature `mysql`) |
+    /// | `redis-cluster://host:port?node=host2:port2`, `rediss-cluster://…` | [`RedisStorage`] on a cluster |
+    /// | `mysql://user:pass@host:port/db`, `mariadb://…` | [`MySqlStorage`] (feature `mysql`); TLS with `?ssl-mode=VERIFY_IDENTITY&ssl-ca=<file>` |
+    ///
+    /// The `rediss` schemes verify the server against the system's CA
+    /// certificates; for a private CA, build the store with
+    /// `RedisStorage::builder(url).tls_ca_file(..)` and wrap it in
+    /// [`AnyStorage::Redis`].
     ///
     /// # Errors
     /// [`Error::Invalid`] for a scheme this build does not know (naming the
@@ -72,7 +77,9 @@ impl AnyStorage {
         match scheme.as_str() {
             "memory" => Ok(Self::Memory(MemoryStorage::new())),
             #[cfg(feature = "redis")]
-            "redis" | "rediss" | "redis-cluster" => Ok(Self::Redis(RedisStorage::connect(url).await?)),
+            "redis" | "rediss" | "redis-cluster" | "rediss-cluster" => {
+                Ok(Self::Redis(RedisStorage::connect(url).await?))
+            }
             #[cfg(feature = "mysql")]
             "mysql" | "mariadb" => {
                 let url = match url.strip_prefix("mariadb") {
@@ -101,6 +108,8 @@ impl AnyStorage {
         "rediss://",
         #[cfg(feature = "redis")]
         "redis-cluster://",
+        #[cfg(feature = "redis")]
+        "rediss-cluster://",
         #[cfg(feature = "mysql")]
         "mysql://",
         #[cfg(feature = "mysql")]
@@ -288,6 +297,20 @@ impl Storage for AnyStorage {
 
     async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
         each!(self, s => s.leader(ns).await)
+    }
+
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        each!(self, s => s.announce(ns, worker, names, ttl).await)
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
+        each!(self, s => s.workers(ns).await)
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::{
     CancelOutcome, Error, ListQuery, Namespace, Page, Registry, Result, RetryPolicy, StateCounts, Submitted,
-    TaskId, TaskOptions, TaskRecord, Timestamp,
+    TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
     listener::Listeners,
     metrics as m,
     storage::{Debounce, Due, NewTask, Storage, SubmitMode},
@@ -220,6 +220,18 @@ impl<S: Storage> Client<S> {
     /// Store failures.
     pub async fn counts(&self) -> Result<StateCounts> {
         self.inner.storage.counts(&self.inner.namespace).await
+    }
+
+    /// The workers of this namespace that announced themselves within the
+    /// last three `counts_interval`s (default 10 s each), with the task
+    /// names each runs; empty on a store that keeps no announcements. The
+    /// leader compares them and warns (and sets
+    /// `reliable_executor_handler_sets`) when they differ.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
+        self.inner.storage.workers(&self.inner.namespace).await
     }
 
     /// Waits until the task reaches a terminal state and returns its record.

@@ -127,7 +127,7 @@ pub use id::{MAX_ID_LEN, MAX_NAMESPACE_LEN, Namespace, TaskId, WorkerId};
 pub use listener::Listener;
 pub use memory::MemoryStorage;
 pub use options::{DEFAULT_RETRY_LIMIT, MAX_RETRY_LIMIT, TaskOptions};
-pub use query::{CancelOutcome, ListQuery, Page, Retention, StateCounts, Unreadable};
+pub use query::{CancelOutcome, ListQuery, Page, Retention, StateCounts, Unreadable, WorkerInfo};
 pub use registry::{Handler, Registry};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
 pub use state::TaskState;

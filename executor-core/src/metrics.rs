@@ -58,6 +58,10 @@ pub const LEADER: &str = "reliable_executor_leader";
 /// older binary in a rolling deploy), by task name and what happened
 /// (`postponed` back to the queue, or `dead_lettered` after the grace).
 pub const UNKNOWN_TASK: &str = "reliable_executor_unknown_task_total";
+/// Gauge: distinct handler sets among the workers of a namespace, set by its
+/// leader; above 1 while workers run different handlers (a rolling deploy,
+/// or two services sharing a namespace by mistake).
+pub const HANDLER_SETS: &str = "reliable_executor_handler_sets";
 
 /// Registers help text and units for every metric. The executor calls it
 /// at build time; call it yourself before scraping from a producer-only process.
@@ -107,6 +111,10 @@ pub fn describe() {
         "How late a task reached the hot store, relative to when it came within the horizon."
     );
     describe_gauge!(LEADER, "1 while this process leads housekeeping, else 0.");
+    describe_gauge!(
+        HANDLER_SETS,
+        "Distinct handler sets among a namespace's workers (set by its leader); above 1 while they differ."
+    );
 }
 
 pub(crate) fn submitted(task: &str, outcome: SubmitOutcome) {
@@ -168,6 +176,10 @@ pub(crate) fn slots(ns: &Namespace, in_flight: usize, free: usize) {
 
 pub(crate) fn leader(ns: &Namespace, is_leader: bool) {
     gauge!(LEADER, "namespace" => ns.as_str().to_owned()).set(if is_leader { 1.0 } else { 0.0 });
+}
+
+pub(crate) fn handler_sets(ns: &Namespace, sets: usize) {
+    gauge!(HANDLER_SETS, "namespace" => ns.as_str().to_owned()).set(sets as f64);
 }
 
 pub(crate) fn task_counts(ns: &Namespace, counts: &StateCounts) {

@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{TaskRecord, TaskState};
+use crate::{TaskRecord, TaskState, Timestamp, WorkerId};
 
 /// What a cancel did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,6 +108,35 @@ impl Unreadable {
     /// The record stored under `id`, unreadable for `reason`.
     pub fn new(id: impl Into<String>, reason: impl Into<String>) -> Self {
         Self { id: id.into(), reason: reason.into() }
+    }
+}
+
+/// A worker of a namespace and the task names it runs, as it last
+/// announced them ([`crate::Client::workers`]). Every running executor
+/// announces itself every `counts_interval` (default 10 s); the
+/// announcement lapses after three intervals without another.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WorkerInfo {
+    /// The worker.
+    pub worker: WorkerId,
+    /// The names of its handlers, sorted.
+    pub names: Vec<String>,
+    /// When the announcement lapses unless renewed, on the store's clock.
+    pub until: Timestamp,
+}
+
+impl WorkerInfo {
+    /// `worker` runs `names` (sorted here) until `until`.
+    pub fn new(
+        worker: WorkerId,
+        names: impl IntoIterator<Item = impl Into<String>>,
+        until: Timestamp,
+    ) -> Self {
+        let mut names: Vec<String> = names.into_iter().map(Into::into).collect();
+        names.sort();
+        names.dedup();
+        Self { worker, names, until }
     }
 }
 

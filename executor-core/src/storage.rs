@@ -18,7 +18,7 @@ use std::{future::Future, time::Duration};
 
 use crate::{
     CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
-    TaskState, Timestamp, WorkerId,
+    TaskState, Timestamp, WorkerId, WorkerInfo,
 };
 pub use crate::{
     group_commit::{GroupCommit, MAX_GROUP},
@@ -213,6 +213,36 @@ pub trait Storage: Send + Sync + 'static {
     /// # Errors
     /// Store failures.
     fn leader(&self, ns: &Namespace) -> impl Future<Output = Result<Option<Leadership>>> + Send;
+
+    /// Records that `worker` runs the task names `names` in `ns`, until `ttl`
+    /// passes without another call, on the store's clock. Every running
+    /// executor calls it periodically, and the leader compares what
+    /// [`Storage::workers`] answers, warning when processes with different
+    /// handler sets share a namespace. The default keeps nothing (so
+    /// `workers` answers no one and nothing is compared).
+    ///
+    /// # Errors
+    /// Store failures; the executor logs them and tries again.
+    fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ns, worker, names, ttl);
+        async { Ok(()) }
+    }
+
+    /// The workers of `ns` whose announcement has not lapsed, in any order;
+    /// lapsed ones may be deleted on the way. The default answers none.
+    ///
+    /// # Errors
+    /// Store failures; a stored announcement that does not parse.
+    fn workers(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<WorkerInfo>>> + Send {
+        let _ = ns;
+        async { Ok(Vec::new()) }
+    }
 
     /// The store's clock, for decisions that must not depend on a worker's
     /// clock (Redis `TIME`, MySQL `NOW(3)`). Required: a default on the

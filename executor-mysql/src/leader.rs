@@ -1,16 +1,17 @@
 //! Leadership of a namespace's housekeeping: one row per namespace holding
-//! the leader, its fencing token and the end of its term.
+//! the leader, its fencing token and the end of its term; and the workers'
+//! announcements the leader compares, one row per worker.
 
 use std::time::Duration;
 
-use executor_core::{Namespace, Result, Timestamp, WorkerId, storage::Leadership};
+use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
 use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error,
-    sql::{leaders, ms, now_ms},
+    sql::{leaders, ms, now_ms, workers},
 };
 
 impl MySqlStorage {
@@ -100,6 +101,66 @@ impl MySqlStorage {
         .await
         .map_err(error::storage)?;
         row.map(|r| term(&r)).transpose()
+    }
+
+    /// Upserts `worker`'s row: its names and `now + ttl` on the server's clock.
+    pub(crate) async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        executor_core::storage::check_duration("announce ttl", ttl)?;
+        let names =
+            serde_json::to_string(names).map_err(|e| Error::invalid("handler names", e.to_string()))?;
+        error::retry_lock_conflicts(|| async {
+            sqlx::query(concat!(
+                "INSERT INTO ",
+                workers!(),
+                " (ns, worker, names, until_ms) VALUES (?, ?, ?, ",
+                now_ms!(),
+                " + ?) ON DUPLICATE KEY UPDATE names = VALUES(names), until_ms = VALUES(until_ms)"
+            ))
+            .bind(ns.as_str())
+            .bind(worker.as_str())
+            .bind(&names)
+            .bind(ms(ttl))
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Deletes the lapsed rows of `ns`, then reads the others; a row that does
+    /// not parse is left out.
+    pub(crate) async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
+        sqlx::query(concat!("DELETE FROM ", workers!(), " WHERE ns = ? AND until_ms <= ", now_ms!()))
+            .bind(ns.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        let rows = sqlx::query(concat!(
+            "SELECT worker, names, until_ms FROM ",
+            workers!(),
+            " WHERE ns = ? AND until_ms > ",
+            now_ms!()
+        ))
+        .bind(ns.as_str())
+        .fetch_all_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let worker = WorkerId::new(r.try_get::<String, _>("worker").ok()?).ok()?;
+                let names: Vec<String> = serde_json::from_str(&r.try_get::<String, _>("names").ok()?).ok()?;
+                let until = u64::try_from(r.try_get::<i64, _>("until_ms").ok()?).ok()?;
+                Some(WorkerInfo::new(worker, names, Timestamp::from_millis(until)))
+            })
+            .collect())
     }
 }
 

@@ -139,6 +139,20 @@ impl Storage for MySqlStorage {
         MySqlStorage::leader(self, ns).await
     }
 
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        MySqlStorage::announce(self, ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
+        MySqlStorage::workers(self, ns).await
+    }
+
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         MySqlStorage::now(self, ns).await
     }

@@ -16,6 +16,13 @@ macro_rules! leaders {
     };
 }
 
+/// The workers' announcements.
+macro_rules! workers {
+    () => {
+        "reliable_executor_workers"
+    };
+}
+
 /// The server's clock in epoch milliseconds. `NOW(3)` is fixed for the
 /// length of a statement, so the optimizer treats this as a constant and
 /// range-scans on it.
@@ -46,7 +53,7 @@ macro_rules! by_task {
     };
 }
 
-pub(crate) use {by_task, leaders, now_ms, task_columns, tasks};
+pub(crate) use {by_task, leaders, now_ms, task_columns, tasks, workers};
 
 /// Binds the three values of [`by_task!`].
 pub(crate) fn bind_task<'q>(

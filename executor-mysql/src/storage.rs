@@ -177,6 +177,7 @@ impl MySqlStorage {
                 " LIMIT 0"
             ),
             concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
+            concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
         ] {
             if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
                 // Unknown table (1146) or column (1054): not something a
@@ -242,11 +243,12 @@ impl MySqlStorage {
                 break;
             }
         }
-        sqlx::query(concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = ?"))
-            .bind(ns.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+        for table in [
+            concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = ?"),
+            concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = ?"),
+        ] {
+            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
+        }
         Ok(deleted)
     }
 

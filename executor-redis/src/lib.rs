@@ -134,6 +134,20 @@ impl Storage for RedisStorage {
         RedisStorage::leader(self, ns).await
     }
 
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        RedisStorage::announce(self, ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
+        RedisStorage::workers(self, ns).await
+    }
+
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         RedisStorage::now(self, ns).await
     }

@@ -78,6 +78,7 @@ pub(crate) struct Scripts {
     pub(crate) import: Lua,
     pub(crate) remove: Lua,
     pub(crate) delete: Lua,
+    pub(crate) workers: Lua,
 }
 
 impl Scripts {
@@ -102,10 +103,11 @@ impl Scripts {
             import: Lua::new("import", with_common!("import.lua")),
             remove: Lua::new("remove", with_common!("remove.lua")),
             delete: Lua::new("delete", with_common!("delete.lua")),
+            workers: Lua::new("workers", with_common!("workers.lua")),
         }
     }
 
-    fn all(&self) -> [&Lua; 19] {
+    fn all(&self) -> [&Lua; 20] {
         [
             &self.submit,
             &self.claim,
@@ -126,6 +128,7 @@ impl Scripts {
             &self.import,
             &self.remove,
             &self.delete,
+            &self.workers,
         ]
     }
 

@@ -126,6 +126,16 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
+    /// How often the leader samples the task counts into gauges and
+    /// compares the handler sets of the namespace's workers, and every
+    /// worker announces its handler names (default 10 s; 1 ms to 1 day).
+    /// An announcement lapses after three intervals and one lease without
+    /// another.
+    pub fn counts_interval(mut self, every: Duration) -> Self {
+        self.config.counts_every = every;
+        self
+    }
+
     /// How often the leader reaps expired leases (default 1 s).
     pub fn housekeeping_interval(mut self, every: Duration) -> Self {
         self.config.housekeeping = every;

@@ -85,7 +85,7 @@ impl Config {
             Duration::from_millis(1),
             Duration::from_secs(3_600),
         )?;
-        span("counts interval", self.counts_every, Duration::from_millis(1), MAX_INTERVAL)?;
+        span("counts_interval", self.counts_every, Duration::from_millis(1), MAX_INTERVAL)?;
         span("shutdown_grace", self.shutdown_grace, Duration::ZERO, MAX_INTERVAL)?;
         span("cancel_grace", self.cancel_grace, Duration::ZERO, MAX_INTERVAL)?;
         crate::time::check_duration("retention.completed", self.retention.completed)?;

@@ -1,17 +1,50 @@
 //! Housekeeping on the elected leader only: reap expired leases, trim by
-//! retention, sample counts by state. Another process takes over within one
-//! lease when the leader dies.
+//! retention, sample counts by state, compare the handler sets of the
+//! namespace's workers. Another process takes over within one lease when the
+//! leader dies. Every worker announces its handler names.
 
-use std::sync::Arc;
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+};
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{config::Config, run::Shared};
 use crate::{
-    Namespace, TaskState, metrics as m,
+    Namespace, TaskState, WorkerInfo, metrics as m,
     storage::{Leadership, Reaped, Storage},
 };
+
+/// What the leader says when the workers of `ns` run different handler
+/// sets: for each set, how many workers run it and which names they lack
+/// that others run. `None` while every worker runs the same set.
+pub(crate) fn handler_set_warning(ns: &Namespace, workers: &[WorkerInfo]) -> Option<String> {
+    let mut sets: BTreeMap<&[String], usize> = BTreeMap::new();
+    for w in workers {
+        *sets.entry(&w.names).or_default() += 1;
+    }
+    if sets.len() < 2 {
+        return None;
+    }
+    let all: BTreeSet<&String> = sets.keys().flat_map(|names| names.iter()).collect();
+    let groups: Vec<String> = sets
+        .iter()
+        .map(|(names, n)| {
+            let missing: Vec<&str> =
+                all.iter().filter(|name| !names.contains(name)).map(|name| name.as_str()).collect();
+            format!("{n} worker(s) without [{}]", missing.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "the workers of namespace `{ns}` run {} different handler sets: {}. Expected for the length of a \
+         rolling deploy; otherwise two services share this namespace and claim each other's tasks (each \
+         should have its own `.namespace(..)`)",
+        sets.len(),
+        groups.join("; ")
+    ))
+}
 
 /// Tells listeners what the reaper did, with each record after its change:
 /// a task dead-lettered by the reaper reaches `on_dead_lettered` like one
@@ -84,10 +117,23 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
     // than one call a `trim_every` removes them.
     let mut trim_backlog = false;
     let mut last_counts: Option<Instant> = None;
+    let mut names: Vec<String> = shared.executor.registry().names().into_iter().map(str::to_owned).collect();
+    names.sort();
+    let mut last_announce: Option<Instant> = None;
+    // The last warning given, so a lasting difference is logged once.
+    let mut warned: Option<String> = None;
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
             _ = tick.tick() => {}
+        }
+        let now = Instant::now();
+        if last_announce.is_none_or(|t| now.duration_since(t) >= config.counts_every) {
+            last_announce = Some(now);
+            let ttl = config.counts_every.saturating_mul(3).saturating_add(config.lease);
+            if let Err(e) = storage.announce(&ns, &worker, &names, ttl).await {
+                tracing::warn!(error = %e, "announcing this worker's handlers failed");
+            }
         }
         term = match storage.acquire_leadership(&ns, &worker, config.lease).await {
             Ok(t) => t,
@@ -140,6 +186,20 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
             match storage.counts(&ns).await {
                 Ok(c) => m::task_counts(&ns, &c),
                 Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
+            }
+            match storage.workers(&ns).await {
+                Ok(workers) => {
+                    let sets: BTreeSet<&[String]> = workers.iter().map(|w| w.names.as_slice()).collect();
+                    m::handler_sets(&ns, sets.len());
+                    let warning = handler_set_warning(&ns, &workers);
+                    if let Some(text) = &warning
+                        && warning != warned
+                    {
+                        tracing::warn!("{text}");
+                    }
+                    warned = warning;
+                }
+                Err(e) => tracing::warn!(error = %e, "reading the workers' announcements failed"),
             }
         }
     }

@@ -194,6 +194,15 @@ impl<S: Storage> Executor<S> {
         self.inner.client.counts().await
     }
 
+    /// The workers of this namespace and their task names: see
+    /// [`Client::workers`].
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn workers(&self) -> Result<Vec<crate::WorkerInfo>> {
+        self.inner.client.workers().await
+    }
+
     /// Waits until the task reaches a terminal state and returns its record.
     ///
     /// # Errors

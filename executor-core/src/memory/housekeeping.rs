@@ -5,6 +5,7 @@ use std::{ops::Bound, time::Duration};
 
 use crate::{
     Error, ListQuery, Page, Result, Retention, StateCounts, TaskId, TaskState, Timestamp, WorkerId,
+    WorkerInfo,
     storage::{Leadership, Reaped},
 };
 
@@ -114,6 +115,20 @@ impl Space {
         if self.leader.as_ref().is_some_and(|t| t.token == term.token) {
             self.leader = None;
         }
+    }
+
+    /// Records `worker`'s handler names until `ttl` from now.
+    pub(super) fn announce(&mut self, now: Timestamp, worker: &WorkerId, names: &[String], ttl: Duration) {
+        self.workers.insert(worker.clone(), (names.to_vec(), now.saturating_add(ttl)));
+    }
+
+    /// The unlapsed announcements; lapsed ones are dropped.
+    pub(super) fn workers(&mut self, now: Timestamp) -> Vec<WorkerInfo> {
+        self.workers.retain(|_, (_, until)| *until > now);
+        self.workers
+            .iter()
+            .map(|(worker, (names, until))| WorkerInfo::new(worker.clone(), names.iter().cloned(), *until))
+            .collect()
     }
 
     /// The current, unexpired term.

@@ -18,8 +18,8 @@ use tokio::sync::Notify;
 
 use crate::{
     CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
-    TaskState, Timestamp, WorkerId,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
+    TaskState, Timestamp, WorkerId, WorkerInfo,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage, check_duration},
 };
 
 use self::{clock::Clock, space::Space};
@@ -236,6 +236,22 @@ impl Storage for MemoryStorage {
 
     async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
         Ok(self.with(ns, |space, now| space.leader(now)))
+    }
+
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        check_duration("announce ttl", ttl)?;
+        self.with(ns, |space, now| space.announce(now, worker, names, ttl));
+        Ok(())
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
+        Ok(self.with(ns, |space, now| space.workers(now)))
     }
 
     /// The process clock (the memory store has no other).

@@ -22,6 +22,8 @@ pub(super) struct Space {
     pub(super) leader: Option<Leadership>,
     /// Largest fencing token handed out so far.
     pub(super) last_token: u64,
+    /// Announced workers: their handler names and when that lapses.
+    pub(super) workers: HashMap<WorkerId, (Vec<String>, Timestamp)>,
 }
 
 /// A stored task and the sequence number it was indexed with.

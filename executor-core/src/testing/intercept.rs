@@ -324,6 +324,20 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.inner.leader(ns).await
     }
 
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        self.inner.announce(ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
+        self.inner.workers(ns).await
+    }
+
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         self.inner.now(ns).await
     }

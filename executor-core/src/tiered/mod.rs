@@ -405,6 +405,20 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         self.hot.leader(ns).await
     }
 
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        self.hot.announce(ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
+        self.hot.workers(ns).await
+    }
+
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         self.hot.now(ns).await
     }

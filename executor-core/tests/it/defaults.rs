@@ -92,3 +92,95 @@ async fn a_stop_handle_starts_the_shutdown() -> TestResult {
     running.shutdown().await?;
     Ok(())
 }
+
+/// A `tracing` writer that keeps what was logged, to read the leader's
+/// warning back.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Two processes (here: executors) on one namespace with different
+/// handlers: both announce themselves, `workers()` lists both with their
+/// names, and the leader warns once, naming what each side lacks. Executors
+/// with the same handlers stay quiet.
+#[tokio::test(flavor = "current_thread")]
+async fn workers_with_different_handler_sets_on_one_namespace_are_reported() -> TestResult {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::WARN)
+        .with_ansi(false)
+        .finish();
+    let _log = tracing::subscriber::set_default(subscriber);
+    let store = MemoryStorage::new();
+    let noop = |name: &str| Handler::new(name.to_owned(), |_: u32, _ctx: TaskContext| async {});
+    let fast = |b: executor_core::ExecutorBuilder<MemoryStorage>| {
+        b.namespace("two-services")
+            .housekeeping_interval(Duration::from_millis(10))
+            .counts_interval(Duration::from_millis(30))
+    };
+    let billing =
+        fast(builder(store.clone())).handler(noop("charge")).handler(noop("refund")).build().await?;
+    let mailer =
+        fast(builder(store.clone())).handler(noop("charge")).handler(noop("send_mail")).build().await?;
+    let (a, b) = (billing.start(), mailer.start());
+    let mut listed = Vec::new();
+    for _ in 0..500 {
+        listed = billing.workers().await?;
+        let warned = String::from_utf8_lossy(&logs.0.lock().map_err(|_| "poisoned")?)
+            .contains("2 different handler sets");
+        if listed.len() == 2 && warned {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.shutdown().await?;
+    b.shutdown().await?;
+    let mut names: Vec<Vec<String>> = listed.iter().map(|w| w.names.clone()).collect();
+    names.sort();
+    assert_eq!(names, [vec!["charge", "refund"], vec!["charge", "send_mail"]], "{listed:?}");
+    let text = String::from_utf8_lossy(&logs.0.lock().map_err(|_| "poisoned")?).into_owned();
+    assert!(
+        text.contains("1 worker(s) without [refund]") && text.contains("1 worker(s) without [send_mail]"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("different handler sets").count(),
+        1,
+        "a lasting difference is logged once: {text}"
+    );
+
+    // The same handlers on another namespace: listed, no warning.
+    let before = text.len();
+    let same = |b: executor_core::ExecutorBuilder<MemoryStorage>| {
+        b.namespace("one-service")
+            .housekeeping_interval(Duration::from_millis(10))
+            .counts_interval(Duration::from_millis(30))
+    };
+    let one = same(builder(store.clone())).handler(noop("charge")).build().await?;
+    let two = same(builder(store.clone())).handler(noop("charge")).build().await?;
+    let (a, b) = (one.start(), two.start());
+    for _ in 0..500 {
+        if one.workers().await?.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    a.shutdown().await?;
+    b.shutdown().await?;
+    assert_eq!(one.workers().await?.len(), 2);
+    let after = String::from_utf8_lossy(&logs.0.lock().map_err(|_| "poisoned")?).into_owned();
+    assert!(!after[before..].contains("different handler sets"), "{after}");
+    Ok(())
+}
