@@ -217,6 +217,10 @@ where
     while let Some(requests) = batch {
         let (items, replies): (Vec<I>, Vec<_>) = requests.into_iter().map(|r| (r.item, r.reply)).unzip();
         answer(run(ns.clone(), items).await, replies);
+        // The callers just answered are about to call again: let them, so
+        // their calls join the next batch instead of each leading a call of
+        // its own once the lane looks idle.
+        tokio::task::yield_now().await;
         batch = take_waiting(&lanes, &ns);
     }
     release.done = true;

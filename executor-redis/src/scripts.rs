@@ -60,6 +60,7 @@ impl Lua {
 #[derive(Debug)]
 pub(crate) struct Scripts {
     pub(crate) submit: Lua,
+    pub(crate) submit_one: Lua,
     pub(crate) claim: Lua,
     pub(crate) heartbeat: Lua,
     pub(crate) finish: Lua,
@@ -85,6 +86,7 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Self {
             submit: Lua::new("submit", with_common!("submit.lua")),
+            submit_one: Lua::new("submit_one", include_str!("../lua/submit_one.lua")),
             claim: Lua::new("claim", with_common!("claim.lua")),
             heartbeat: Lua::new("heartbeat", with_common!("heartbeat.lua")),
             finish: Lua::new("finish", with_common!("finish.lua")),
@@ -107,9 +109,10 @@ impl Scripts {
         }
     }
 
-    fn all(&self) -> [&Lua; 20] {
+    fn all(&self) -> [&Lua; 21] {
         [
             &self.submit,
+            &self.submit_one,
             &self.claim,
             &self.heartbeat,
             &self.finish,

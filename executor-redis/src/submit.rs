@@ -192,7 +192,13 @@ impl RedisStorage {
                     indexes.push(i);
                     args.extend(a);
                 }
-                match self.run_in(&self.inner.scripts.submit, &keys, args).await {
+                // A lone plain or idempotent task (the common submit inside
+                // a request) takes the lean script, which skips the shared
+                // prelude's definitions.
+                let lone =
+                    indexes.len() == 1 && matches!(args.get(10).and_then(text).as_deref(), Some("p" | "i"));
+                let script = if lone { &self.inner.scripts.submit_one } else { &self.inner.scripts.submit };
+                match self.run_in(script, &keys, args).await {
                     Ok(reply) => {
                         reached = true;
                         let outcomes = array(array(reply)?.into_iter().nth(1).unwrap_or(Value::Null))?;
