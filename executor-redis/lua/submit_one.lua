@@ -1,12 +1,12 @@
 -- submit_one: the lone submit's path, one plain ('p') or idempotent ('i')
 -- task, with none of common.lua (whose definitions every call would run
--- again). Same arguments as submit.lua with n = 1: ARGV[1] key base, ARGV[2]
--- '1' to set the wake marker, ARGV[3] '1', then id, name, payload, due kind
--- (n|a|t), due value, max_attempts, max_duration, timeout, retry, mode, (3
--- debounce values, unused), nonce. KEYS as every partition script (1 due
--- ZSET, 6 wake ZSET, 7 counts HASH). Answers exactly as submit.lua does for
--- the same task, and writes the same record: checks first (the numbers, the
--- task key, the due index), then writes.
+-- again) and only what it reads. KEYS: 1 due ZSET, 2 wake ZSET, 3 counts
+-- HASH of the partition. ARGV: 1 key base, 2 '1' to set the wake marker,
+-- then id, name, payload, due kind (n|a|t), due value, max_attempts,
+-- max_duration, timeout, retry, mode, nonce (submit.lua's values less the
+-- debounce ones). Answers exactly as submit.lua does for the same task, and
+-- writes the same record: checks first (the numbers, the task key, the due
+-- index), then writes.
 local SAFE, U32 = 9007199254740991, 4294967295
 local function nat(v, max)
   if type(v) ~= 'string' or #v == 0 or #v > 16 or string.find(v, '[^0-9]') then return nil end
@@ -17,10 +17,10 @@ end
 local function int(n)
   return string.format('%d', n)
 end
-if #ARGV ~= 17 or ARGV[3] ~= '1' then return redis.error_reply('ERR submit_one: wrong number of arguments') end
-local id, name, payload = ARGV[4], ARGV[5], ARGV[6]
-local due_kind, due_value, max_attempts = ARGV[7], ARGV[8], ARGV[9]
-local max_duration, timeout, retry, mode, nonce = ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[17]
+if #ARGV ~= 13 then return redis.error_reply('ERR submit_one: wrong number of arguments') end
+local id, name, payload = ARGV[3], ARGV[4], ARGV[5]
+local due_kind, due_value, max_attempts = ARGV[6], ARGV[7], ARGV[8]
+local max_duration, timeout, retry, mode, nonce = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
 if mode ~= 'p' and mode ~= 'i' then return redis.error_reply('ERR submit_one: only plain and idempotent tasks') end
 local function answer(...)
   local tm = redis.call('TIME')
@@ -61,7 +61,7 @@ if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
 redis.call('HSET', tkey, unpack(f))
 -- A count that is not a number (edited by hand) is replaced, as
 -- common.lua's flush_counts does.
-local n = redis.pcall('HINCRBY', KEYS[7], 'CREATED', 1)
-if type(n) == 'table' then redis.pcall('HSET', KEYS[7], 'CREATED', 1) end
-if ARGV[2] == '1' then redis.pcall('ZADD', KEYS[6], 0, 'w') end
+local n = redis.pcall('HINCRBY', KEYS[3], 'CREATED', 1)
+if type(n) == 'table' then redis.pcall('HSET', KEYS[3], 'CREATED', 1) end
+if ARGV[2] == '1' then redis.pcall('ZADD', KEYS[2], 0, 'w') end
 return {int(now), {{'created', id}}}

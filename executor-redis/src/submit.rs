@@ -20,6 +20,7 @@ use crate::{
     RedisStorage,
     args::{duration_ms, instant_ms},
     error::shape,
+    keys::PartitionKeys,
     record::{array, text},
     storage::upgrade,
 };
@@ -83,6 +84,21 @@ impl RedisStorage {
             task.id = TaskId::generate();
         }
         Err(Error::Runtime(format!("no task id found in partition {home} of the debounce key")))
+    }
+
+    /// `submit_one.lua` with the three keys and eleven task values it reads,
+    /// out of `args` as `submit.lua` takes them (count, then the 14 values).
+    async fn submit_one(&self, keys: &PartitionKeys, args: Vec<Value>) -> Result<Value> {
+        let mut lean = Vec::with_capacity(13);
+        lean.push(Value::from(keys.base.as_str()));
+        lean.push(self.inline_wake());
+        let mut values = args.into_iter().skip(1);
+        // id, name, payload, due kind, due value, max_attempts, max_duration,
+        // timeout, retry, mode; then the nonce after the 3 debounce values.
+        lean.extend(values.by_ref().take(10));
+        lean.extend(values.skip(3));
+        let [due, .., wake, counts] = &keys.script_keys;
+        self.run(&self.inner.scripts.submit_one, vec![due.clone(), wake.clone(), counts.clone()], lean).await
     }
 
     /// The 14 script arguments of one task, or why it cannot be stored. The
@@ -197,8 +213,12 @@ impl RedisStorage {
                 // prelude's definitions.
                 let lone =
                     indexes.len() == 1 && matches!(args.get(10).and_then(text).as_deref(), Some("p" | "i"));
-                let script = if lone { &self.inner.scripts.submit_one } else { &self.inner.scripts.submit };
-                match self.run_in(script, &keys, args).await {
+                let reply = if lone {
+                    self.submit_one(&keys, args).await
+                } else {
+                    self.run_in(&self.inner.scripts.submit, &keys, args).await
+                };
+                match reply {
                     Ok(reply) => {
                         reached = true;
                         let outcomes = array(array(reply)?.into_iter().nth(1).unwrap_or(Value::Null))?;
