@@ -1,14 +1,15 @@
 //! Group commit for storage backends: concurrent calls of one kind (finish,
-//! submit) of one namespace share one store call while the previous call is
-//! in flight. A call that finds no call of its namespace in flight is sent
-//! at once from the caller's own task (one round trip, no hop through
-//! another task); calls that arrive while it is in flight wait, and when it
-//! returns they go as one batch (at most [`MAX_GROUP`] per store call) from a
-//! task that keeps sending batches until none is waiting. So an idle process
-//! pays one round trip per call, and under load a batch holds every call
-//! that arrived during one round trip, so a no-op task costs a fraction of a
-//! store call. (Several batches of one namespace in flight at once were
-//! tried for MySQL: no faster than one, so there is one.)
+//! submit) of one namespace share one store call. A call that finds its
+//! namespace idle is sent at once from the caller's own task (one round
+//! trip, no hop through another task). Calls that arrive while another is in
+//! flight queue, and a sender task sends them as batches (at most
+//! [`MAX_GROUP`] per store call), one after another, until none is waiting.
+//! So an idle process pays one round trip per call, and under load a batch
+//! holds every call that arrived during one round trip, so a no-op task
+//! costs a fraction of a store call. Queued calls never wait for the caller
+//! that went first: a caller that stops polling its future holds up nobody.
+//! (Several batches of one namespace in flight at once were tried for MySQL:
+//! no faster than one, so the sender sends one at a time.)
 //! Each item keeps its own answer (a duplicate id, a stale fence), exactly
 //! as if it had been sent alone.
 
@@ -19,7 +20,10 @@ use std::{
     sync::{Arc, Mutex, PoisonError},
 };
 
-use tokio::{runtime::Handle, sync::oneshot};
+use tokio::{
+    runtime::Handle,
+    sync::{Notify, oneshot},
+};
 
 use crate::{Error, Namespace, Result};
 
@@ -32,9 +36,25 @@ struct Request<I, O> {
     reply: oneshot::Sender<Result<O>>,
 }
 
-/// Per namespace with a call in flight, the calls waiting for it to return.
-/// A namespace absent from the map has nothing in flight.
-type Lanes<I, O> = Arc<Mutex<HashMap<Namespace, Vec<Request<I, O>>>>>;
+/// How long a new sender waits for the leading caller's call to return
+/// before it sends the queue anyway: normally the leader returns within a
+/// round trip and the calls that queued meanwhile go as one batch; a leader
+/// whose future is no longer polled holds them up this long, once.
+const LEADER_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// One namespace's state; a namespace absent from the map is idle.
+struct Lane<I, O> {
+    /// A caller is sending its own call.
+    leading: bool,
+    /// Told when the leading caller's call returns.
+    led: Arc<Notify>,
+    /// A sender task is sending the queue.
+    sending: bool,
+    /// Calls waiting for the sender.
+    queue: Vec<Request<I, O>>,
+}
+
+type Lanes<I, O> = Arc<Mutex<HashMap<Namespace, Lane<I, O>>>>;
 
 /// A queue of one kind of store call whose concurrent calls share one
 /// batch call (group commit). A backend keeps one per kind of call, in the
@@ -85,15 +105,14 @@ impl<I: Send + 'static, O: Send + 'static> GroupCommit<I, O> {
     }
 
     /// Sends `item`, alone or in a batch, and returns the future of its own
-    /// answer. When no call of `ns` is in flight, the returned future sends
-    /// it itself (one store call, in the caller's task); otherwise it waits
-    /// for the batch it joins. `start` is called only in the first case: it
-    /// returns the batch call, which gets items of one namespace (at most
-    /// [`MAX_GROUP`]) and answers each, in order, and which also sends the
-    /// batches that queued behind this call, from a task of their own. An
-    /// error of the whole batch call becomes every item's error. Dropping
-    /// the future of a call in flight hands the waiting calls on all the
-    /// same.
+    /// answer. When `ns` is idle, the returned future sends it itself (one
+    /// store call, in the caller's task); otherwise it queues, and a sender
+    /// task sends it in the next batch. `start` returns the batch call, which
+    /// gets items of one namespace (at most [`MAX_GROUP`]) and answers each,
+    /// in order; it is called when this call leads, or starts the sender. An
+    /// error of the whole batch call becomes every item's error. Queued calls
+    /// never wait for the leading caller's future: dropped or never polled
+    /// again, it holds up no one.
     ///
     /// The batch call must not keep the backend alive (hold a `Weak`), or
     /// the task that sends queued batches keeps it past its last user.
@@ -113,33 +132,40 @@ impl<I: Send + 'static, O: Send + 'static> GroupCommit<I, O> {
         Fut: Future<Output = Result<Vec<Result<O>>>> + Send + 'static,
     {
         let Ok(runtime) = Handle::try_current() else { return Err(item) };
-        let waiting = {
-            let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-            match lanes.get_mut(ns) {
-                Some(queue) => {
-                    let (reply, answer) = oneshot::channel();
-                    queue.push(Request { item, reply });
-                    Err(answer)
-                }
-                None => {
-                    lanes.insert(ns.clone(), Vec::new());
-                    Ok(item)
-                }
-            }
-        };
-        let lead = match waiting {
-            Err(answer) => Err(answer),
-            Ok(item) => {
-                let mut run = start();
-                let call = run(ns.clone(), vec![item]);
-                let (lanes, ns) = (Arc::clone(&self.lanes), ns.clone());
-                let handoff = Handoff(Some(Box::new(move || {
-                    if let Some(batch) = take_waiting(&lanes, &ns) {
-                        runtime.spawn(send_waiting(lanes, ns, batch, run));
+        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        let lane = lanes.entry(ns.clone()).or_insert_with(|| Lane {
+            leading: false,
+            led: Arc::default(),
+            sending: false,
+            queue: Vec::new(),
+        });
+        let lead = if !lane.leading && !lane.sending && lane.queue.is_empty() {
+            lane.leading = true;
+            drop(lanes);
+            let mut run = start();
+            let call = run(ns.clone(), vec![item]);
+            let (lanes, ns) = (Arc::clone(&self.lanes), ns.clone());
+            let handoff = Handoff(Some(Box::new(move || {
+                let mut all = lanes.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(lane) = all.get_mut(&ns) {
+                    lane.leading = false;
+                    lane.led.notify_one();
+                    if !lane.sending && lane.queue.is_empty() {
+                        all.remove(&ns);
                     }
-                })));
-                Ok((handoff, call))
+                }
+            })));
+            Ok((handoff, call))
+        } else {
+            let (reply, answer) = oneshot::channel();
+            lane.queue.push(Request { item, reply });
+            if !lane.sending {
+                lane.sending = true;
+                let led = lane.leading.then(|| Arc::clone(&lane.led));
+                drop(lanes);
+                runtime.spawn(send_waiting(Arc::clone(&self.lanes), ns.clone(), led, start()));
             }
+            Err(answer)
         };
         Ok(async move {
             match lead {
@@ -165,41 +191,44 @@ impl<I: Send + 'static, O: Send + 'static> GroupCommit<I, O> {
     }
 }
 
-/// Held by the call in flight of one namespace; when it is dropped (the
-/// call returned or was cancelled), the calls that queued behind it go as
-/// batches from a task of their own, or the namespace is marked idle.
+/// Held by the caller sending its own call; dropped (the call returned or
+/// was cancelled), it marks the namespace free for the next caller to lead.
 struct Handoff(Option<Box<dyn FnOnce() + Send>>);
 
 impl Drop for Handoff {
     fn drop(&mut self) {
-        if let Some(hand_on) = self.0.take() {
-            hand_on();
+        if let Some(release) = self.0.take() {
+            release();
         }
     }
 }
 
-/// The calls waiting in `ns`'s lane, at most [`MAX_GROUP`]; `None` (and the
-/// lane marked idle) when there is none.
+/// The next batch of `ns`'s queue, at most [`MAX_GROUP`] calls; `None` when
+/// it is empty, and then the sender is marked gone (and the lane idle
+/// unless a caller leads).
 fn take_waiting<I, O>(lanes: &Lanes<I, O>, ns: &Namespace) -> Option<Vec<Request<I, O>>> {
-    let mut lanes = lanes.lock().unwrap_or_else(PoisonError::into_inner);
-    let queue = lanes.get_mut(ns)?;
-    if queue.is_empty() {
-        lanes.remove(ns);
+    let mut all = lanes.lock().unwrap_or_else(PoisonError::into_inner);
+    let lane = all.get_mut(ns)?;
+    if lane.queue.is_empty() {
+        lane.sending = false;
+        if !lane.leading {
+            all.remove(ns);
+        }
         return None;
     }
-    let rest = queue.split_off(queue.len().min(MAX_GROUP));
-    Some(std::mem::replace(queue, rest))
+    let rest = lane.queue.split_off(lane.queue.len().min(MAX_GROUP));
+    Some(std::mem::replace(&mut lane.queue, rest))
 }
 
 /// Sends the queued calls of `ns` as batches until none is waiting.
-async fn send_waiting<I, O, R, Fut>(lanes: Lanes<I, O>, ns: Namespace, first: Vec<Request<I, O>>, mut run: R)
+async fn send_waiting<I, O, R, Fut>(lanes: Lanes<I, O>, ns: Namespace, led: Option<Arc<Notify>>, mut run: R)
 where
     R: FnMut(Namespace, Vec<I>) -> Fut,
     Fut: Future<Output = Result<Vec<Result<O>>>>,
 {
-    // Dropped before the lane is idle (the runtime shuts down): the lane is
-    // freed, and the calls still waiting get a retryable error instead of
-    // waiting for ever.
+    // Dropped before the queue is empty (the runtime shuts down): the sender
+    // is marked gone and the calls still queued get a retryable error
+    // instead of waiting for ever.
     struct Release<'a, I, O> {
         lanes: &'a Lanes<I, O>,
         ns: &'a Namespace,
@@ -207,23 +236,55 @@ where
     }
     impl<I, O> Drop for Release<'_, I, O> {
         fn drop(&mut self) {
-            if !self.done {
-                self.lanes.lock().unwrap_or_else(PoisonError::into_inner).remove(self.ns);
+            if self.done {
+                return;
+            }
+            let mut all = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(lane) = all.get_mut(self.ns) {
+                lane.sending = false;
+                lane.queue.clear();
+                if !lane.leading {
+                    all.remove(self.ns);
+                }
             }
         }
     }
     let mut release = Release { lanes: &lanes, ns: &ns, done: false };
-    let mut batch = Some(first);
-    while let Some(requests) = batch {
+    if let Some(led) = led
+        && tokio::time::timeout(LEADER_WAIT, led.notified()).await.is_err()
+    {
+        // The leading caller's future is slow or no longer polled: no
+        // sender waits for it again.
+        if let Some(lane) = lanes.lock().unwrap_or_else(PoisonError::into_inner).get_mut(&ns) {
+            lane.leading = false;
+        }
+    }
+    loop {
+        let mut batch = take_waiting_or_yield(&lanes, &ns).await;
+        let Some(requests) = batch.take() else { break };
         let (items, replies): (Vec<I>, Vec<_>) = requests.into_iter().map(|r| (r.item, r.reply)).unzip();
         answer(run(ns.clone(), items).await, replies);
-        // The callers just answered are about to call again: let them, so
-        // their calls join the next batch instead of each leading a call of
-        // its own once the lane looks idle.
-        tokio::task::yield_now().await;
-        batch = take_waiting(&lanes, &ns);
     }
     release.done = true;
+}
+
+/// The next batch; when the queue is empty, first lets the callers just
+/// answered call again (so their calls join this sender's next batch
+/// instead of each leading a call of its own), then looks once more.
+async fn take_waiting_or_yield<I, O>(lanes: &Lanes<I, O>, ns: &Namespace) -> Option<Vec<Request<I, O>>> {
+    let empty = || {
+        let all = lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        all.get(ns).is_none_or(|lane| lane.queue.is_empty())
+    };
+    // A few turns of the scheduler: the answered callers run on either
+    // worker thread of a busy runtime.
+    for _ in 0..4 {
+        if !empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    take_waiting(lanes, ns)
 }
 
 /// Sends each item its answer; an error of the whole call to every item.
@@ -363,6 +424,30 @@ mod tests {
         }
         // The lane is idle again: the next call leads and is sent inline.
         let answer = queue.call(&ns, 7, task_ids).map_err(|_| Error::storage("no runtime", false))?;
+        tokio::time::timeout(std::time::Duration::from_secs(5), answer)
+            .await
+            .map_err(|_| Error::storage("the lane stayed busy", false))??;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_leader_never_polled_again_holds_up_no_one() -> Result<()> {
+        let queue: Arc<GroupCommit<u32, String>> = Arc::new(GroupCommit::new());
+        let ns = Namespace::new("stalled")?;
+        // Leads (the namespace was idle) and is then neither polled nor
+        // dropped, as a future kept in a struct and forgotten.
+        let stalled = queue.call(&ns, 1, task_ids).map_err(|_| Error::storage("no runtime", false))?;
+        let mut queued = Vec::new();
+        for i in 2..=30 {
+            queued.push(queue.call(&ns, i, task_ids).map_err(|_| Error::storage("no runtime", false))?);
+        }
+        for answer in queued {
+            tokio::time::timeout(std::time::Duration::from_secs(5), answer)
+                .await
+                .map_err(|_| Error::storage("a queued call waited for the stalled leader", false))??;
+        }
+        drop(stalled);
+        let answer = queue.call(&ns, 31, task_ids).map_err(|_| Error::storage("no runtime", false))?;
         tokio::time::timeout(std::time::Duration::from_secs(5), answer)
             .await
             .map_err(|_| Error::storage("the lane stayed busy", false))??;

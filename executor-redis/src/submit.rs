@@ -1,12 +1,12 @@
 //! Submitting: one `submit.lua` call per partition and chunk of tasks.
 //!
 //! Group commit: concurrent `submit` and `finish` calls of one process share
-//! one script call per namespace while the previous call is in flight
-//! ([`executor_core::storage::GroupCommit`]). An idle process sends each call at
-//! once; under load a batch holds every call that arrived during one round
-//! trip, so a no-op task costs a fraction of a script call to submit and to
-//! finish. Each item keeps its own answer (a duplicate id, a stale fence),
-//! exactly as if it had been sent alone.
+//! script calls ([`executor_core::storage::GroupCommit`]). A call that finds
+//! its namespace idle is sent at once from the caller's task (a lone plain
+//! task by `submit_one.lua`); under load a batch holds every call that
+//! arrived during one round trip, so a no-op task costs a fraction of a
+//! script call to submit and to finish. Each item keeps its own answer (a
+//! duplicate id, a stale fence), exactly as if it had been sent alone.
 
 use std::{sync::Arc, time::Duration};
 
