@@ -16,9 +16,9 @@ use executor_core::{ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskS
 use crate::{
     Admin, ApiError, ErrorBody,
     views::{
-        CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, ListParams, PageView,
-        RequeueAllParams, RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse,
-        TaskView, UnreadableView, WorkerView, counts_view,
+        AnnouncedView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, ListParams,
+        PageView, RequeueAllParams, RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest,
+        SubmitResponse, TaskView, UnreadableView, WorkerView, counts_view,
     },
 };
 
@@ -321,9 +321,23 @@ pub(crate) async fn info_view<S: Storage>(admin: &Admin<S>) -> ApiResult<InfoVie
         handlers: w.handlers.clone(),
         is_leader: leader.as_ref().is_some_and(|l| l.worker == w.id),
     });
+    let mut workers: Vec<AnnouncedView> = client
+        .workers()
+        .await?
+        .into_iter()
+        .map(|w| AnnouncedView {
+            id: w.worker.as_str().to_owned(),
+            handlers: w.names,
+            until_ms: w.until.as_millis(),
+        })
+        .collect();
+    workers.sort_by(|a, b| a.id.cmp(&b.id));
+    let handler_sets = workers.iter().map(|w| &w.handlers).collect::<std::collections::BTreeSet<_>>().len();
     Ok(InfoView {
         namespace: client.namespace().as_str().to_owned(),
         leader: leader.map(LeaderView::from),
         worker,
+        workers,
+        handler_sets,
     })
 }

@@ -67,6 +67,7 @@ pub use metrics_exporter_prometheus::{BuildError, PrometheusHandle};
 pub use openapi::ApiDoc;
 pub use router::{admin_router, admin_routes};
 pub use views::{
-    CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView, RequeueAllResponse,
-    RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse, TaskView, UnreadableView, WorkerView,
+    AnnouncedView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView,
+    RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse, TaskView,
+    UnreadableView, WorkerView,
 };

@@ -51,6 +51,7 @@ use crate::{ErrorBody, api, dashboard, views};
         views::InfoView,
         views::LeaderView,
         views::WorkerView,
+        views::AnnouncedView,
     )),
     tags(
         (name = "tasks", description = "Submit and inspect tasks"),

@@ -296,6 +296,24 @@ pub struct InfoView {
     pub leader: Option<LeaderView>,
     /// This process as a worker; `null` for a producer-only client.
     pub worker: Option<WorkerView>,
+    /// Every worker that announced itself recently (each executor does so
+    /// every `counts_interval`), with the handler names it runs.
+    pub workers: Vec<AnnouncedView>,
+    /// Distinct handler sets among `workers`: above 1 while they differ (a
+    /// rolling deploy, or two services sharing the namespace by mistake).
+    pub handler_sets: usize,
+}
+
+/// A worker as it last announced itself.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct AnnouncedView {
+    /// Its worker id.
+    pub id: String,
+    /// The handler names it runs, sorted.
+    pub handlers: Vec<String>,
+    /// When the announcement lapses unless renewed (ms since the epoch,
+    /// store clock).
+    pub until_ms: u64,
 }
 
 /// A term of leadership.

@@ -124,6 +124,23 @@ pub(crate) async fn overview<S: Storage>(
             esc(&w.handlers.join(", "))
         );
     }
+    if info.handler_sets > 1 {
+        let _ = write!(
+            b,
+            " · <strong>{} workers run {} different handler sets</strong> (a rolling deploy, or two services \
+             sharing this namespace): {}",
+            info.workers.len(),
+            info.handler_sets,
+            esc(&info
+                .workers
+                .iter()
+                .map(|w| format!("{} [{}]", w.id, w.handlers.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; "))
+        );
+    } else if !info.workers.is_empty() {
+        let _ = write!(b, " · Workers: {}", info.workers.len());
+    }
     b.push_str("</div>");
     if let Some(text) = &notice.notice {
         let _ = write!(b, "<div class=\"notice\" id=\"notice\">{}</div>", esc(text));

@@ -99,6 +99,21 @@ async fn submit_get_list_cancel_counts_info() -> BoxResult {
     assert_eq!(info["worker"]["id"].as_str(), Some(exec.worker_id().as_str()));
     assert_eq!(info["worker"]["is_leader"].as_bool(), Some(true));
     assert_eq!(info["worker"]["handlers"], json!(["echo", "import_feed", "sync_crm"]));
+    // Every announced worker: this one, with the same handlers; one set.
+    let app3 = app.clone();
+    eventually("the worker's announcement", Duration::from_secs(5), || {
+        let app = app3.clone();
+        async move {
+            Ok(json(&app, "GET", "/admin/api/info", None).await?.1["workers"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty()))
+        }
+    })
+    .await?;
+    let (_, info) = json(&app, "GET", "/admin/api/info", None).await?;
+    assert_eq!(info["workers"][0]["id"].as_str(), Some(exec.worker_id().as_str()));
+    assert_eq!(info["workers"][0]["handlers"], json!(["echo", "import_feed", "sync_crm"]));
+    assert_eq!(info["handler_sets"].as_u64(), Some(1));
     running.shutdown().await?;
     Ok(())
 }
