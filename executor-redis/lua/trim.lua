@@ -28,6 +28,8 @@ local function trim(index, keep_ms, max)
   if n <= 0 then return end
   local ids = redis.call('ZRANGE', set, 0, n - 1)
   if #ids == 0 then return end
+  -- Keys to delete, in one DEL per 1,000 (not one command per task).
+  local doomed = {}
   for _, id in ipairs(ids) do
     local tkey = task_key(id)
     -- One field by HGET (a key of another type answers an error table).
@@ -41,9 +43,12 @@ local function trim(index, keep_ms, max)
       -- A record whose state cannot be trusted (or an entry without a
       -- key) was counted under a state of this index.
       if STATES[st or ''] and INDEX_OF[st] == index then move(st, nil) else move(counted(index, nil), nil) end
-      redis.call('DEL', tkey)
+      doomed[#doomed + 1] = tkey
       removed = removed + 1
     end
+  end
+  for i = 1, #doomed, 1000 do
+    redis.call('DEL', unpack(doomed, i, math.min(i + 999, #doomed)))
   end
   zrem_all(set, ids)
 end
