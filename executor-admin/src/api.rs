@@ -11,7 +11,9 @@ use axum::{
     },
     http::StatusCode,
 };
-use executor_core::{ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState, storage::Storage};
+use executor_core::{
+    ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState, WorkerInfo, storage::Storage,
+};
 
 use crate::{
     Admin, ApiError, ErrorBody,
@@ -321,9 +323,9 @@ pub(crate) async fn info_view<S: Storage>(admin: &Admin<S>) -> ApiResult<InfoVie
         handlers: w.handlers.clone(),
         is_leader: leader.as_ref().is_some_and(|l| l.worker == w.id),
     });
-    let mut workers: Vec<AnnouncedView> = client
-        .workers()
-        .await?
+    let announced = client.workers().await?;
+    let handler_sets = WorkerInfo::handler_sets(&announced).len();
+    let mut workers: Vec<AnnouncedView> = announced
         .into_iter()
         .map(|w| AnnouncedView {
             id: w.worker.as_str().to_owned(),
@@ -332,7 +334,6 @@ pub(crate) async fn info_view<S: Storage>(admin: &Admin<S>) -> ApiResult<InfoVie
         })
         .collect();
     workers.sort_by(|a, b| a.id.cmp(&b.id));
-    let handler_sets = workers.iter().map(|w| &w.handlers).collect::<std::collections::BTreeSet<_>>().len();
     Ok(InfoView {
         namespace: client.namespace().as_str().to_owned(),
         leader: leader.map(LeaderView::from),

@@ -114,7 +114,7 @@ impl Unreadable {
 /// A worker of a namespace and the task names it runs, as it last
 /// announced them ([`crate::Client::workers`]). Every running executor
 /// announces itself every `counts_interval` (default 10 s); the
-/// announcement lapses after three intervals without another.
+/// announcement lapses after three intervals and one lease without another.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct WorkerInfo {
@@ -137,6 +137,29 @@ impl WorkerInfo {
         names.sort();
         names.dedup();
         Self { worker, names, until }
+    }
+
+    /// The distinct handler sets among `workers`, each with how many workers
+    /// run it: one entry while they agree, more while they differ (a rolling
+    /// deploy, or two services sharing a namespace).
+    ///
+    /// ```
+    /// use executor_core::{Timestamp, WorkerId, WorkerInfo};
+    /// let at = Timestamp::from_millis(0);
+    /// let workers = [
+    ///     WorkerInfo::new(WorkerId::new("a")?, ["charge"], at),
+    ///     WorkerInfo::new(WorkerId::new("b")?, ["charge"], at),
+    ///     WorkerInfo::new(WorkerId::new("c")?, ["charge", "refund"], at),
+    /// ];
+    /// assert_eq!(WorkerInfo::handler_sets(&workers).len(), 2);
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    pub fn handler_sets(workers: &[WorkerInfo]) -> BTreeMap<&[String], usize> {
+        let mut sets = BTreeMap::new();
+        for w in workers {
+            *sets.entry(w.names.as_slice()).or_default() += 1;
+        }
+        sets
     }
 }
 

@@ -235,10 +235,11 @@ pub trait Storage: Send + Sync + 'static {
     }
 
     /// The workers of `ns` whose announcement has not lapsed, in any order;
-    /// lapsed ones may be deleted on the way. The default answers none.
+    /// lapsed ones may be deleted on the way, and one that does not parse
+    /// (edited by hand) is left out. The default answers none.
     ///
     /// # Errors
-    /// Store failures; a stored announcement that does not parse.
+    /// Store failures.
     fn workers(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<WorkerInfo>>> + Send {
         let _ = ns;
         async { Ok(Vec::new()) }

@@ -20,11 +20,7 @@ use crate::{
 /// What the leader says when the workers of `ns` run different handler
 /// sets: for each set, how many workers run it and which names they lack
 /// that others run. `None` while every worker runs the same set.
-pub(crate) fn handler_set_warning(ns: &Namespace, workers: &[WorkerInfo]) -> Option<String> {
-    let mut sets: BTreeMap<&[String], usize> = BTreeMap::new();
-    for w in workers {
-        *sets.entry(&w.names).or_default() += 1;
-    }
+fn handler_set_warning(ns: &Namespace, sets: &BTreeMap<&[String], usize>) -> Option<String> {
     if sets.len() < 2 {
         return None;
     }
@@ -189,9 +185,9 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
             }
             match storage.workers(&ns).await {
                 Ok(workers) => {
-                    let sets: BTreeSet<&[String]> = workers.iter().map(|w| w.names.as_slice()).collect();
+                    let sets = WorkerInfo::handler_sets(&workers);
                     m::handler_sets(&ns, sets.len());
-                    let warning = handler_set_warning(&ns, &workers);
+                    let warning = handler_set_warning(&ns, &sets);
                     if let Some(text) = &warning
                         && warning != warned
                     {
