@@ -234,6 +234,12 @@ impl<S: Storage> Client<S> {
         self.inner.storage.workers(&self.inner.namespace).await
     }
 
+    /// The cron schedules of this namespace: add, replace, pause, resume,
+    /// remove, list. See [`crate::schedule`].
+    pub fn schedules(&self) -> crate::schedule::Schedules<S> {
+        crate::schedule::Schedules::new(self.clone())
+    }
+
     /// Waits until the task reaches a terminal state and returns its record.
     /// Polls the store with a growing interval (5 ms to 250 ms).
     ///

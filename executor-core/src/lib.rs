@@ -109,6 +109,7 @@ mod options;
 mod query;
 mod registry;
 mod retry;
+pub mod schedule;
 mod state;
 pub mod storage;
 mod task;
@@ -161,7 +162,8 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    pub use crate::registry::{BoxFuture, InvokeFn, TaskRegistration, decode};
+    pub use crate::registry::{AttributeSchedule, BoxFuture, InvokeFn, TaskRegistration, decode};
+    pub use crate::schedule::ScheduleBuilder;
     pub use crate::storage::NewTask;
     pub use crate::{
         Data, Error, IntoTaskResult, RetryPolicy, Submit, Submitted, TaskBuilder, TaskContext, TaskError,

@@ -62,6 +62,14 @@ pub const UNKNOWN_TASK: &str = "reliable_executor_unknown_task_total";
 /// leader; above 1 while workers run different handlers (a rolling deploy,
 /// or two services sharing a namespace by mistake).
 pub const HANDLER_SETS: &str = "reliable_executor_handler_sets";
+/// Counter: cron ticks that submitted a task, by schedule and outcome
+/// (`created`, or `existing` when an earlier leader had submitted it).
+pub const SCHEDULE_FIRED: &str = "reliable_executor_schedule_fired_total";
+/// Counter: cron ticks that passed without a task, by schedule and reason
+/// (`overlap`, `misfire`, `paused`).
+pub const SCHEDULE_SKIPPED: &str = "reliable_executor_schedule_skipped_total";
+/// Histogram: fire time minus tick time on the store's clock, by schedule.
+pub const SCHEDULE_LAG_SECONDS: &str = "reliable_executor_schedule_lag_seconds";
 
 /// Registers help text and units for every metric. The executor calls it
 /// at build time; call it yourself before scraping from a producer-only process.
@@ -111,6 +119,16 @@ pub fn describe() {
         "How late a task reached the hot store, relative to when it came within the horizon."
     );
     describe_gauge!(LEADER, "1 while this process leads housekeeping, else 0.");
+    describe_counter!(SCHEDULE_FIRED, "Cron ticks that submitted a task, by schedule and outcome.");
+    describe_counter!(
+        SCHEDULE_SKIPPED,
+        "Cron ticks passed without a task, by schedule and reason (overlap, misfire, paused)."
+    );
+    describe_histogram!(
+        SCHEDULE_LAG_SECONDS,
+        Unit::Seconds,
+        "How late a cron tick was submitted (fire time minus tick time, store clock), by schedule."
+    );
     describe_gauge!(
         HANDLER_SETS,
         "Distinct handler sets among a namespace's workers (set by its leader); above 1 while they differ."
@@ -176,6 +194,18 @@ pub(crate) fn slots(ns: &Namespace, in_flight: usize, free: usize) {
 
 pub(crate) fn leader(ns: &Namespace, is_leader: bool) {
     gauge!(LEADER, "namespace" => ns.as_str().to_owned()).set(if is_leader { 1.0 } else { 0.0 });
+}
+
+pub(crate) fn schedule_fired(schedule: &str, outcome: SubmitOutcome, lag: Duration) {
+    let outcome = if outcome == SubmitOutcome::Created { "created" } else { "existing" };
+    counter!(SCHEDULE_FIRED, "schedule" => schedule.to_owned(), "outcome" => outcome).increment(1);
+    histogram!(SCHEDULE_LAG_SECONDS, "schedule" => schedule.to_owned()).record(lag.as_secs_f64());
+}
+
+pub(crate) fn schedule_skipped(schedule: &str, reason: &'static str, n: u64) {
+    if n > 0 {
+        counter!(SCHEDULE_SKIPPED, "schedule" => schedule.to_owned(), "reason" => reason).increment(n);
+    }
 }
 
 pub(crate) fn handler_sets(ns: &Namespace, sets: usize) {

@@ -25,6 +25,23 @@ pub struct TaskRegistration {
     options: fn() -> TaskOptions,
     invoke: InvokeFn,
     needs: &'static [DataNeed],
+    schedule: Option<AttributeSchedule>,
+}
+
+/// A `#[reliable_task(cron = .., timezone = ..)]` schedule: the expression
+/// and zone (checked by the macro), and the default payload as JSON.
+#[derive(Clone, Copy, Debug)]
+pub struct AttributeSchedule {
+    cron: &'static str,
+    timezone: &'static str,
+    payload: fn() -> Result<String, String>,
+}
+
+impl AttributeSchedule {
+    /// Used by the generated code.
+    pub const fn new(cron: &'static str, timezone: &'static str, payload: fn() -> Result<String, String>) -> Self {
+        Self { cron, timezone, payload }
+    }
 }
 
 impl TaskRegistration {
@@ -35,7 +52,13 @@ impl TaskRegistration {
         options: fn() -> TaskOptions,
         invoke: InvokeFn,
     ) -> Self {
-        Self { name, location, options, invoke, needs: &[] }
+        Self { name, location, options, invoke, needs: &[], schedule: None }
+    }
+
+    /// The handler's `cron` schedule. Used by the generated code.
+    pub const fn with_schedule(mut self, schedule: AttributeSchedule) -> Self {
+        self.schedule = Some(schedule);
+        self
     }
 
     /// The `Data<T>` types the handler takes, checked by `build()`. Used by
@@ -78,6 +101,7 @@ pub struct Handler {
     options: TaskOptions,
     invoke: Arc<DynInvoke>,
     needs: &'static [DataNeed],
+    schedule: Option<AttributeSchedule>,
 }
 
 impl fmt::Debug for Handler {
@@ -111,6 +135,7 @@ impl Handler {
                 Ok(Box::pin(async move { fut.await.into_task_result() }))
             }),
             needs: &[],
+            schedule: None,
         }
     }
 
@@ -133,7 +158,19 @@ impl Handler {
             options: (r.options)(),
             invoke: Arc::new(invoke),
             needs: r.needs,
+            schedule: r.schedule,
         }
+    }
+
+    /// The schedule its `#[reliable_task(cron = ..)]` attribute declares,
+    /// named after the task: the executor stores it when it starts.
+    ///
+    /// # Errors
+    /// [`crate::Error::Invalid`] when the default payload does not encode.
+    pub fn schedule(&self) -> crate::Result<Option<crate::schedule::Schedule>> {
+        let Some(s) = self.schedule else { return Ok(None) };
+        let payload = (s.payload)().map_err(|e| crate::Error::invalid("schedule payload", e))?;
+        Ok(Some(crate::schedule::Schedule::new(&self.name, &self.name, s.cron, s.timezone)?.payload_json(payload)?))
     }
 
     /// The handler's defaults.
@@ -235,6 +272,23 @@ impl Registry {
         let mut names: Vec<&str> = self.handlers.keys().map(String::as_str).collect();
         names.sort_unstable();
         names
+    }
+
+    /// The schedules of the handlers' `#[reliable_task(cron = ..)]`
+    /// attributes, by name.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when a default payload does not encode.
+    pub fn schedules(&self) -> Result<Vec<crate::schedule::Schedule>> {
+        let mut out = Vec::new();
+        for name in self.names() {
+            if let Some(h) = self.handlers.get(name)
+                && let Some(s) = h.schedule()?
+            {
+                out.push(s);
+            }
+        }
+        Ok(out)
     }
 
     /// Number of handlers.

@@ -4,7 +4,8 @@
 //! [`prelude`](crate::prelude)); the rest of this module is for the authors
 //! of storage crates: the [`Storage`] and [`TierStorage`] traits, the records
 //! they receive and return ([`NewTask`], [`Lease`], [`Finish`],
-//! [`Heartbeat`], [`Reaped`], [`Leadership`]), the shared range checks, the
+//! [`Heartbeat`], [`Reaped`], [`Leadership`], [`ScheduleEntry`],
+//! [`Advance`]), the shared range checks, the
 //! transition table as data ([`Transition`]), and [`GroupCommit`] for
 //! batching finishes.
 //!
@@ -17,11 +18,12 @@
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
-    TaskState, Timestamp, WorkerId, WorkerInfo,
+    CancelOutcome, Error, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId,
+    TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo, schedule::Schedule,
 };
 pub use crate::{
     group_commit::{GroupCommit, MAX_GROUP},
+    schedule::{Advance, ScheduleEntry},
     state::Transition,
     task::{Debounce, Due, Finish, Lease, MAX_FENCE, NewTask, SubmitMode},
     time::{check_duration, check_instant},
@@ -243,6 +245,74 @@ pub trait Storage: Send + Sync + 'static {
     fn workers(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<WorkerInfo>>> + Send {
         let _ = ns;
         async { Ok(Vec::new()) }
+    }
+
+    // --- schedule: cron schedules (issue 15) ---
+
+    /// Stores `schedule` under its name in `ns`, replacing the definition of
+    /// one already there and keeping its state (paused, cursor, fence, last
+    /// task); a new one starts unpaused with its cursor at the store's now,
+    /// so no tick before it was added fires. The caller has validated it.
+    /// The default stores nothing and answers [`Error::Unsupported`].
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ns, schedule);
+        async { Err(Error::unsupported("put_schedule", "this store keeps no cron schedules")) }
+    }
+
+    /// Every schedule of `ns`, by name. One whose stored form does not parse
+    /// (edited by hand) is left out, with a warning.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    fn schedules(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<ScheduleEntry>>> + Send {
+        let _ = ns;
+        async { Err(Error::unsupported("schedules", "this store keeps no cron schedules")) }
+    }
+
+    /// Deletes schedule `name`; whether it existed. Tasks it submitted stay.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    fn remove_schedule(&self, ns: &Namespace, name: &str) -> impl Future<Output = Result<bool>> + Send {
+        let _ = (ns, name);
+        async { Err(Error::unsupported("remove_schedule", "this store keeps no cron schedules")) }
+    }
+
+    /// Pauses (`true`) or resumes (`false`) schedule `name`; whether it
+    /// exists. While paused the leader moves its cursor past each tick
+    /// without a task, so resuming fires nothing missed.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    fn pause_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        paused: bool,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        let _ = (ns, name, paused);
+        async { Err(Error::unsupported("pause_schedule", "this store keeps no cron schedules")) }
+    }
+
+    /// Moves schedule `name`'s cursor as `advance` says, atomically, only if
+    /// [`Advance::applies_to`] the stored entry (its cursor is still
+    /// `advance.from` and no leader with a larger fencing token moved it);
+    /// whether it moved. A deposed leader therefore never moves a schedule
+    /// its successor has moved.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    fn advance_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        advance: &Advance,
+    ) -> impl Future<Output = Result<bool>> + Send {
+        let _ = (ns, name, advance);
+        async { Err(Error::unsupported("advance_schedule", "this store keeps no cron schedules")) }
     }
 
     /// The store's clock, for decisions that must not depend on a worker's

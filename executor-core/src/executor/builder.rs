@@ -184,6 +184,14 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
+    /// How late a cron tick may be found and still fire under
+    /// [`crate::schedule::Misfire::None`] (default 60 s): a tick found later
+    /// (no leader was alive, the store was down) passes without a task.
+    pub fn misfire_grace(mut self, grace: Duration) -> Self {
+        self.config.misfire_grace = grace;
+        self
+    }
+
     /// How long the leader may spend per housekeeping tick repeating reap
     /// and trim calls that come back full (default 500 ms; 1 ms to 1 hour):
     /// retention and recovery keep up with any rate the store processes,

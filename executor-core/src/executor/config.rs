@@ -21,6 +21,7 @@ pub(crate) struct Config {
     pub(crate) trim_batch: usize,
     pub(crate) housekeeping_budget: Duration,
     pub(crate) unknown_task_grace: Duration,
+    pub(crate) misfire_grace: Duration,
     pub(crate) retention: Retention,
 }
 
@@ -41,6 +42,7 @@ impl Default for Config {
             trim_batch: 1_000,
             housekeeping_budget: Duration::from_millis(500),
             unknown_task_grace: Duration::from_secs(3_600),
+            misfire_grace: Duration::from_secs(60),
             retention: Retention::default(),
         }
     }
@@ -79,6 +81,7 @@ impl Config {
         span("housekeeping_interval", self.housekeeping, Duration::from_millis(1), MAX_INTERVAL)?;
         span("trim_interval", self.trim_every, Duration::from_millis(1), MAX_INTERVAL)?;
         span("unknown_task_grace", self.unknown_task_grace, Duration::ZERO, crate::MAX_DURATION)?;
+        span("misfire_grace", self.misfire_grace, Duration::ZERO, crate::MAX_DURATION)?;
         span(
             "housekeeping_budget",
             self.housekeeping_budget,

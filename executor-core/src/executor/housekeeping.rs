@@ -139,6 +139,11 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
             }
         };
         m::leader(&ns, term.is_some());
+        shared.leadership.send_if_modified(|held| {
+            let changed = held.as_ref().map(|t| t.token) != term.as_ref().map(|t| t.token);
+            *held = term.clone();
+            changed
+        });
         if term.is_none() {
             continue;
         }
@@ -199,6 +204,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
             }
         }
     }
+    shared.leadership.send_replace(None);
     if let Some(t) = term {
         if let Err(e) = storage.release_leadership(&ns, &t).await {
             tracing::warn!(error = %e, "releasing leadership failed; it expires after one lease");

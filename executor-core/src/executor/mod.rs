@@ -203,6 +203,12 @@ impl<S: Storage> Executor<S> {
         self.inner.client.workers().await
     }
 
+    /// The cron schedules of this namespace: see [`Client::schedules`]. The
+    /// namespace's leader fires them.
+    pub fn schedules(&self) -> crate::schedule::Schedules<S> {
+        self.inner.client.schedules()
+    }
+
     /// Waits until the task reaches a terminal state and returns its record.
     ///
     /// # Errors

@@ -56,6 +56,9 @@ pub(crate) struct Shared<S> {
     pub(crate) slots: Arc<Semaphore>,
     pub(crate) in_flight: Mutex<HashMap<TaskId, InFlight>>,
     pub(crate) attempts: TaskTracker,
+    /// This process's term as the namespace's leader, set by housekeeping
+    /// and watched by the cron scheduler.
+    pub(crate) leadership: tokio::sync::watch::Sender<Option<crate::storage::Leadership>>,
 }
 
 impl<S: Storage> Shared<S> {
@@ -202,6 +205,7 @@ pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
         slots: Arc::new(Semaphore::new(concurrency)),
         in_flight: Mutex::new(HashMap::new()),
         attempts: TaskTracker::new(),
+        leadership: tokio::sync::watch::Sender::new(None),
     });
     let slots = Arc::clone(&shared.slots);
     let join = tokio::spawn(run(shared, stop.clone()));
@@ -212,6 +216,14 @@ async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> Shu
     let background = CancellationToken::new();
     let heartbeat = tokio::spawn(heartbeat::run(Arc::clone(&shared), background.clone()));
     let housekeeping = tokio::spawn(housekeeping::run(Arc::clone(&shared), background.clone()));
+    let scheduler = crate::schedule::fire::Scheduler {
+        storage: Arc::clone(shared.executor.client().storage_arc()),
+        ns: shared.executor.namespace().clone(),
+        registry: shared.executor.registry().clone(),
+        refresh: shared.config().housekeeping,
+        misfire_grace: shared.config().misfire_grace,
+    };
+    let scheduler = tokio::spawn(scheduler.run(shared.leadership.subscribe(), background.clone()));
     shared.update_slot_gauges();
 
     claim_loop(&shared, &stop).await;
@@ -237,6 +249,7 @@ async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> Shu
     background.cancel();
     let _ = heartbeat.await;
     let _ = housekeeping.await;
+    let _ = scheduler.await;
     tracing::info!(drained = running - released.min(running), released, "executor stopped");
     ShutdownReport { drained: running.saturating_sub(released), released }
 }

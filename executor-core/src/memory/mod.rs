@@ -19,7 +19,11 @@ use tokio::sync::Notify;
 use crate::{
     CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
     TaskState, Timestamp, WorkerId, WorkerInfo,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage, check_duration},
+    schedule::Schedule,
+    storage::{
+        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+        check_duration,
+    },
 };
 
 use self::{clock::Clock, space::Space};
@@ -252,6 +256,38 @@ impl Storage for MemoryStorage {
 
     async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
         Ok(self.with(ns, |space, now| space.workers(now)))
+    }
+
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+        self.with(ns, |space, now| match space.schedules.get_mut(&schedule.name) {
+            Some(entry) => entry.schedule = schedule.clone(),
+            None => {
+                space.schedules.insert(schedule.name.clone(), ScheduleEntry::new(schedule.clone(), now));
+            }
+        });
+        Ok(())
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        Ok(self.with(ns, |space, _| space.schedules.values().cloned().collect()))
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        Ok(self.with(ns, |space, _| space.schedules.remove(name).is_some()))
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        Ok(self.with(ns, |space, _| space.schedules.get_mut(name).map(|e| e.paused = paused).is_some()))
+    }
+
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
+        Ok(self.with(ns, |space, _| match space.schedules.get_mut(name) {
+            Some(entry) if advance.applies_to(entry) => {
+                advance.apply(entry);
+                true
+            }
+            _ => false,
+        }))
     }
 
     /// The process clock (the memory store has no other).

@@ -1,12 +1,12 @@
 //! One namespace's tasks and the state changes on them. Every method runs
 //! inside the namespace's critical section, so each is one atomic step.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::{
     CancelOutcome, Error, Result, SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
     WorkerId,
-    storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, SubmitMode},
+    storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, ScheduleEntry, SubmitMode},
 };
 
 use super::index::Indexes;
@@ -24,6 +24,8 @@ pub(super) struct Space {
     pub(super) last_token: u64,
     /// Announced workers: their handler names and when that lapses.
     pub(super) workers: HashMap<WorkerId, (Vec<String>, Timestamp)>,
+    /// Cron schedules by name.
+    pub(super) schedules: BTreeMap<String, ScheduleEntry>,
 }
 
 /// A stored task and the sequence number it was indexed with.

@@ -37,6 +37,7 @@ mod concurrency;
 mod housekeeping;
 mod intercept;
 mod queries;
+mod schedules;
 mod submission;
 mod support;
 mod tiering;
@@ -55,6 +56,7 @@ pub use concurrency::*;
 pub use housekeeping::*;
 pub use intercept::{Intercept, Intercepted};
 pub use queries::*;
+pub use schedules::*;
 pub use submission::*;
 pub use tiering::*;
 
@@ -167,6 +169,22 @@ macro_rules! tier_conformance_tests {
             tier_due_before_lists_waiting_tasks,
             tier_import_is_idempotent_by_id,
             tier_remove_needs_waiting_and_fence,
+        }
+    };
+}
+
+/// Generates the checks of the cron schedule methods (`put_schedule`,
+/// `schedules`, `remove_schedule`, `pause_schedule`, `advance_schedule`)
+/// for a store that keeps schedules; same arguments as
+/// [`storage_conformance_tests!`].
+#[macro_export]
+macro_rules! schedule_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            schedule_put_list_replace_remove,
+            schedule_pause_resume,
+            schedule_advance_is_fenced_and_conditional,
         }
     };
 }

@@ -423,6 +423,29 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         self.hot.now(ns).await
     }
 
+    // Schedules live beside the leadership whose fencing tokens guard them,
+    // and on the clock that computes their ticks: the hot store's.
+
+    async fn put_schedule(&self, ns: &Namespace, schedule: &crate::schedule::Schedule) -> Result<()> {
+        self.hot.put_schedule(ns, schedule).await
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<crate::storage::ScheduleEntry>> {
+        self.hot.schedules(ns).await
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        self.hot.remove_schedule(ns, name).await
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        self.hot.pause_schedule(ns, name, paused).await
+    }
+
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &crate::storage::Advance) -> Result<bool> {
+        self.hot.advance_schedule(ns, name, advance).await
+    }
+
     /// The lower of the two tiers' limits: a task may live in either.
     async fn max_payload(&self) -> Result<usize> {
         Ok(self.hot.max_payload().await?.min(self.cold.max_payload().await?))

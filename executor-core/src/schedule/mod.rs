@@ -1,0 +1,257 @@
+//! Cron schedules: a task submitted once per tick of a cron expression, by
+//! the namespace's leader, with an id made of the schedule's name and the
+//! tick's instant, so every process and every leader after a failover
+//! submits the same task for the same tick and the store keeps one.
+//!
+//! - [`Cron`]: an expression in a time zone, and its ticks.
+//! - [`Schedule`]: what to submit and when; stored in the store, so every
+//!   process sees the same set.
+//! - [`Schedules`]: add, replace, pause, resume, remove and list them, from
+//!   [`crate::Client::schedules`] or [`crate::Executor::schedules`].
+
+mod api;
+mod cron;
+pub(crate) mod fire;
+
+use serde::{Deserialize, Serialize};
+
+pub use api::{ScheduleBuilder, ScheduleInfo, Schedules};
+pub use cron::Cron;
+
+use crate::{Error, Result, TaskId, Timestamp};
+
+/// The longest schedule name: room for `@` and the tick's instant in a
+/// task id of at most [`crate::MAX_ID_LEN`] bytes.
+pub const MAX_SCHEDULE_NAME_LEN: usize = 100;
+
+/// What the leader does with ticks that passed while no leader was alive
+/// (every process down, the store unreachable) or the schedule was late.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "policy")]
+#[non_exhaustive]
+pub enum Misfire {
+    /// Fire the latest missed tick once, skip the earlier ones (the default,
+    /// as a person would: "the 02:00 report did not run, run it now, once").
+    #[default]
+    Skip,
+    /// Fire every missed tick, oldest first, but at most `max` of them (the
+    /// latest ones) after one outage.
+    All {
+        /// The most missed ticks fired after one outage.
+        max: u32,
+    },
+    /// Fire no missed tick: a tick fires only while it is on time (found
+    /// within the executor's `misfire_grace` of its instant).
+    None,
+}
+
+/// What the leader does at a tick while the task of the schedule's previous
+/// tick is still waiting or running.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Overlap {
+    /// Submit anyway: runs of two ticks may overlap (the default).
+    #[default]
+    Allow,
+    /// Skip the tick: never a second run while the first waits or runs.
+    Skip,
+}
+
+/// A cron schedule: submit a task named `task` with `payload` at every tick
+/// of `cron` in `timezone`. Stored in the store under `name`, unique in its
+/// namespace; a schedule of a `#[reliable_task(cron = ..)]` handler is named
+/// after the task.
+///
+/// ```
+/// use executor_core::schedule::{Misfire, Overlap, Schedule};
+///
+/// let s = Schedule::new("nightly_report", "build_report", "0 0 2 * * *", "Europe/Berlin")?
+///     .payload_json(r#"{"kind":"daily"}"#)?
+///     .overlap(Overlap::Skip)
+///     .misfire(Misfire::All { max: 3 });
+/// assert_eq!(s.tick_id(executor_core::Timestamp::from_millis(1_764_550_800_000))?.as_str(),
+///            "nightly_report@2025-12-01T01:00:00Z");
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Schedule {
+    /// The schedule's name, unique in its namespace.
+    pub name: String,
+    /// The task name each tick submits.
+    pub task: String,
+    /// The cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// An IANA time zone (`Europe/Berlin`), or `UTC`.
+    pub timezone: String,
+    /// The task's payload, as JSON text.
+    pub payload: String,
+    /// Missed ticks.
+    #[serde(default)]
+    pub misfire: Misfire,
+    /// Ticks while the previous run is not finished.
+    #[serde(default)]
+    pub overlap: Overlap,
+}
+
+impl Schedule {
+    /// A schedule of `task` named `name`, with payload `null`, misfire
+    /// [`Misfire::Skip`] and overlap [`Overlap::Allow`].
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad name, expression or time zone.
+    pub fn new(
+        name: impl Into<String>,
+        task: impl Into<String>,
+        cron: impl Into<String>,
+        timezone: impl Into<String>,
+    ) -> Result<Self> {
+        let s = Self {
+            name: name.into(),
+            task: task.into(),
+            cron: cron.into(),
+            timezone: timezone.into(),
+            payload: "null".to_owned(),
+            misfire: Misfire::default(),
+            overlap: Overlap::default(),
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// The same schedule with `payload` (JSON text) as each task's payload.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when `payload` is not JSON.
+    pub fn payload_json(mut self, payload: impl Into<String>) -> Result<Self> {
+        let payload = payload.into();
+        serde_json::from_str::<serde::de::IgnoredAny>(&payload)
+            .map_err(|e| Error::invalid("schedule payload", format!("not JSON: {e}")))?;
+        self.payload = payload;
+        Ok(self)
+    }
+
+    /// The same schedule with misfire policy `misfire`.
+    pub fn misfire(mut self, misfire: Misfire) -> Self {
+        self.misfire = misfire;
+        self
+    }
+
+    /// The same schedule with overlap policy `overlap`.
+    pub fn overlap(mut self, overlap: Overlap) -> Self {
+        self.overlap = overlap;
+        self
+    }
+
+    /// The parsed expression in its zone.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad expression or time zone.
+    pub fn parsed(&self) -> Result<Cron> {
+        Cron::new(&self.cron, &self.timezone)
+    }
+
+    /// Checks every field: the name (1 to [`MAX_SCHEDULE_NAME_LEN`] bytes, no
+    /// whitespace, control characters or `@`), the task name, the
+    /// expression and zone, the payload (JSON), `Misfire::All` at least 1.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`], saying which field and why.
+    pub fn validate(&self) -> Result<()> {
+        let name = &self.name;
+        if name.is_empty() || name.len() > MAX_SCHEDULE_NAME_LEN {
+            return Err(Error::invalid(
+                "schedule name",
+                format!("must be 1 to {MAX_SCHEDULE_NAME_LEN} bytes, got {}", name.len()),
+            ));
+        }
+        if let Some(c) = name.chars().find(|c| c.is_whitespace() || c.is_control() || *c == '@') {
+            return Err(Error::invalid("schedule name", format!("`{name}` contains {c:?}")));
+        }
+        if self.task.is_empty() || self.task.len() > crate::MAX_ID_LEN {
+            return Err(Error::invalid("schedule task", "the task name must be 1 to 200 bytes"));
+        }
+        self.parsed()?;
+        serde_json::from_str::<serde::de::IgnoredAny>(&self.payload)
+            .map_err(|e| Error::invalid("schedule payload", format!("not JSON: {e}")))?;
+        if self.misfire == (Misfire::All { max: 0 }) {
+            return Err(Error::invalid("schedule misfire", "`All { max }` needs max of at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The id of the task this schedule submits for the tick at `tick`:
+    /// `name@` and the instant in RFC 3339, UTC (`daily@2026-12-01T01:00:00Z`).
+    /// Every process and leader derives the same id, so a tick submitted
+    /// twice is stored once.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] when the name makes the id too long.
+    pub fn tick_id(&self, tick: Timestamp) -> Result<TaskId> {
+        TaskId::new(format!("{}@{}", self.name, cron::rfc3339(tick)))
+    }
+}
+
+/// A schedule as the store keeps it: the definition, whether it is paused,
+/// and how far the leader has got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ScheduleEntry {
+    /// The definition.
+    pub schedule: Schedule,
+    /// Paused: ticks pass without a task.
+    pub paused: bool,
+    /// Every tick at or before this instant is handled (fired or skipped);
+    /// set to the store's now when the schedule is first stored.
+    pub cursor: Timestamp,
+    /// The fencing token of the leader that last moved the cursor.
+    pub fence: u64,
+    /// The task of the last fired tick.
+    pub last_task: Option<TaskId>,
+}
+
+impl ScheduleEntry {
+    /// An entry of `schedule`, not paused, handled up to `cursor`.
+    pub fn new(schedule: Schedule, cursor: Timestamp) -> Self {
+        Self { schedule, paused: false, cursor, fence: 0, last_task: None }
+    }
+}
+
+/// A move of a schedule's cursor by the leader, made only if the stored
+/// cursor is still `from` and no leader with a larger token moved it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Advance {
+    /// The cursor the leader read.
+    pub from: Timestamp,
+    /// The new cursor: the tick just handled.
+    pub to: Timestamp,
+    /// The leader's fencing token.
+    pub token: u64,
+    /// The task submitted for `to`; `None` keeps the stored one (a skipped
+    /// tick).
+    pub task: Option<TaskId>,
+}
+
+impl Advance {
+    /// A move from `from` to `to` under leadership token `token`.
+    pub fn new(from: Timestamp, to: Timestamp, token: u64, task: Option<TaskId>) -> Self {
+        Self { from, to, token, task }
+    }
+
+    /// Whether `entry` accepts this move: its cursor is `from` and its fence
+    /// is not newer than `token`. Stores apply this rule atomically.
+    pub fn applies_to(&self, entry: &ScheduleEntry) -> bool {
+        entry.cursor == self.from && entry.fence <= self.token
+    }
+
+    /// Applies the move to `entry` (after [`Advance::applies_to`]).
+    pub fn apply(&self, entry: &mut ScheduleEntry) {
+        entry.cursor = self.to;
+        entry.fence = self.token;
+        if let Some(task) = &self.task {
+            entry.last_task = Some(task.clone());
+        }
+    }
+}
