@@ -28,7 +28,10 @@ use std::time::Duration;
 use executor_core::{
     CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts,
     Submitted, TaskId, TaskRecord, TaskState, TieredStorage, Timestamp, WorkerId,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
+    schedule::Schedule,
+    storage::{
+        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+    },
 };
 #[cfg(feature = "mysql")]
 use executor_mysql::MySqlStorage;
@@ -311,6 +314,26 @@ impl Storage for AnyStorage {
 
     async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
         each!(self, s => s.workers(ns).await)
+    }
+
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+        each!(self, s => s.put_schedule(ns, schedule).await)
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        each!(self, s => s.schedules(ns).await)
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        each!(self, s => s.remove_schedule(ns, name).await)
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        each!(self, s => s.pause_schedule(ns, name, paused).await)
+    }
+
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
+        each!(self, s => s.advance_schedule(ns, name, advance).await)
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

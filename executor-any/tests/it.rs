@@ -1,6 +1,7 @@
 //! `AnyStorage` keeps the storage contract whatever it holds: the whole
-//! conformance suite through `memory:`, and a round trip through each
-//! server URL; unknown schemes and dead servers get one clear error.
+//! conformance suite and the cron schedule checks through `memory:`, and a
+//! round trip through each server URL; unknown schemes and dead servers get
+//! one clear error.
 
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ async fn cleanup(storage: &AnyStorage, ns: &Namespace) {
 mod conformance {
     use super::{cleanup, fresh};
     executor_core::storage_conformance_tests!(fresh, cleanup);
+    executor_core::schedule_conformance_tests!(fresh, cleanup);
 }
 
 fn env_or(var: &str, default: &str) -> String {

@@ -1,7 +1,8 @@
 //! MySQL 8 / MariaDB 10.6+ storage for `executor-core`, on `sqlx`.
 //!
 //! [`MySqlStorage`] keeps tasks in one InnoDB table (namespaces share it
-//! through an `ns` column that leads every key) and leadership in another.
+//! through an `ns` column that leads every key), and leadership, workers'
+//! announcements and cron schedules in one table each.
 //! The schema is embedded ([`MySqlStorage::migrate`], run by
 //! [`MySqlStorage::connect`] unless turned off, serialised across processes
 //! by a server lock). Every state change is an autocommit statement
@@ -35,6 +36,7 @@ mod leader;
 mod options;
 mod query;
 mod row;
+mod schedule;
 mod sql;
 mod storage;
 mod submit;
@@ -46,7 +48,10 @@ use std::time::Duration;
 use executor_core::{
     CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
     TaskState, Timestamp, WorkerId,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
+    schedule::Schedule,
+    storage::{
+        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+    },
 };
 
 pub use options::MySqlOptions;
@@ -151,6 +156,26 @@ impl Storage for MySqlStorage {
 
     async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
         MySqlStorage::workers(self, ns).await
+    }
+
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+        MySqlStorage::put_schedule(self, ns, schedule).await
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        MySqlStorage::schedules(self, ns).await
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        MySqlStorage::remove_schedule(self, ns, name).await
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        MySqlStorage::pause_schedule(self, ns, name, paused).await
+    }
+
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
+        MySqlStorage::advance_schedule(self, ns, name, advance).await
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

@@ -81,7 +81,8 @@ pub(crate) fn corrupt(raw: &str, reason: String) -> Error {
     Error::Corrupt { id: id_for_error(raw), reason }
 }
 
-fn col<'r, T>(row: &'r MySqlRow, name: &'static str) -> Result<T, String>
+/// Column `name` of `row`, or why it does not decode.
+pub(crate) fn col<'r, T>(row: &'r MySqlRow, name: &'static str) -> Result<T, String>
 where
     T: sqlx::Decode<'r, sqlx::MySql> + sqlx::Type<sqlx::MySql>,
 {

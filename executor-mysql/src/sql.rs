@@ -23,6 +23,13 @@ macro_rules! workers {
     };
 }
 
+/// The cron schedules.
+macro_rules! schedules {
+    () => {
+        "reliable_executor_schedules"
+    };
+}
+
 /// The server's clock in epoch milliseconds. `NOW(3)` is fixed for the
 /// length of a statement, so the optimizer treats this as a constant and
 /// range-scans on it.
@@ -53,7 +60,7 @@ macro_rules! by_task {
     };
 }
 
-pub(crate) use {by_task, leaders, now_ms, task_columns, tasks, workers};
+pub(crate) use {by_task, leaders, now_ms, schedules, task_columns, tasks, workers};
 
 /// Binds the three values of [`by_task!`].
 pub(crate) fn bind_task<'q>(

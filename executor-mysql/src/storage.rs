@@ -178,6 +178,11 @@ impl MySqlStorage {
             ),
             concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
             concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
+            concat!(
+                "SELECT ns, name, definition, paused, cursor_ms, fence, last_task FROM ",
+                crate::sql::schedules!(),
+                " LIMIT 0"
+            ),
         ] {
             if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
                 // Unknown table (1146) or column (1054): not something a
@@ -222,9 +227,10 @@ impl MySqlStorage {
             .copied()
     }
 
-    /// Deletes every task and the leadership row of `ns`, in batches of
-    /// 10,000 rows so no statement holds locks for long. Returns the number
-    /// of tasks deleted. For tests and for retiring a namespace; running
+    /// Deletes every task, the leadership row, the workers' announcements
+    /// and the cron schedules of `ns`, tasks in batches of 10,000 rows so
+    /// no statement holds locks for long. Returns the number of tasks
+    /// deleted. For tests and for retiring a namespace; running
     /// executors on `ns` lose their tasks.
     ///
     /// # Errors
@@ -246,6 +252,7 @@ impl MySqlStorage {
         for table in [
             concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = ?"),
             concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = ?"),
+            concat!("DELETE FROM ", crate::sql::schedules!(), " WHERE ns = ?"),
         ] {
             sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         }

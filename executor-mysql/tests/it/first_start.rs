@@ -5,7 +5,7 @@
 
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{WorkerId, storage::Storage, testing};
+use executor_core::{WorkerId, schedule::Schedule, storage::Storage, testing};
 use executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 use tokio::time::Instant;
 
@@ -33,6 +33,11 @@ async fn migrate_child() -> TestResult {
         return Err(format!("claimed {} tasks", claimed.len()).into());
     }
     s.acquire_leadership(&ns, &WorkerId::generate(), Duration::from_secs(1)).await?;
+    s.announce(&ns, &WorkerId::generate(), &["probe".to_owned()], Duration::from_secs(1)).await?;
+    s.put_schedule(&ns, &Schedule::new("probe", "probe", "* * * * *", "UTC")?).await?;
+    if s.schedules(&ns).await?.len() != 1 {
+        return Err("the schedule was not stored".into());
+    }
     Ok(())
 }
 

@@ -21,4 +21,5 @@ mod neighbours;
 mod options;
 mod paused_claimer;
 mod races;
+mod schedules;
 mod two_processes;
