@@ -67,6 +67,14 @@ impl Layout {
         format!("{}workers", self.base(ns, 0))
     }
 
+    /// The cron schedules: definitions (name -> JSON) and states (name ->
+    /// paused, cursor, fence, nonce, last task), beside the leader that
+    /// reads them, in partition 0's slot.
+    pub(crate) fn schedules(&self, ns: &Namespace) -> [String; 2] {
+        let base = self.base(ns, 0);
+        [format!("{base}schedules"), format!("{base}schedules:state")]
+    }
+
     pub(crate) fn leader(&self, ns: &Namespace) -> [String; 2] {
         let base = self.base(ns, 0);
         [format!("{base}leader"), format!("{base}leader:seq")]

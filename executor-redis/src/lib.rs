@@ -30,6 +30,7 @@ mod keys;
 mod leader;
 mod query;
 mod record;
+mod schedule;
 mod scripts;
 mod storage;
 mod submit;
@@ -41,7 +42,10 @@ use std::time::Duration;
 use executor_core::{
     CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
     TaskState, Timestamp, WorkerId,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
+    schedule::Schedule,
+    storage::{
+        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+    },
 };
 
 pub use builder::RedisStorageBuilder;
@@ -146,6 +150,26 @@ impl Storage for RedisStorage {
 
     async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
         RedisStorage::workers(self, ns).await
+    }
+
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+        RedisStorage::put_schedule(self, ns, schedule).await
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        RedisStorage::schedules(self, ns).await
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        RedisStorage::remove_schedule(self, ns, name).await
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        RedisStorage::pause_schedule(self, ns, name, paused).await
+    }
+
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
+        RedisStorage::advance_schedule(self, ns, name, advance).await
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

@@ -80,6 +80,7 @@ pub(crate) struct Scripts {
     pub(crate) remove: Lua,
     pub(crate) delete: Lua,
     pub(crate) workers: Lua,
+    pub(crate) schedule: Lua,
 }
 
 impl Scripts {
@@ -106,10 +107,11 @@ impl Scripts {
             remove: Lua::new("remove", with_common!("remove.lua")),
             delete: Lua::new("delete", with_common!("delete.lua")),
             workers: Lua::new("workers", with_common!("workers.lua")),
+            schedule: Lua::new("schedule", with_common!("schedule.lua")),
         }
     }
 
-    fn all(&self) -> [&Lua; 21] {
+    fn all(&self) -> [&Lua; 22] {
         [
             &self.submit,
             &self.submit_one,
@@ -132,6 +134,7 @@ impl Scripts {
             &self.remove,
             &self.delete,
             &self.workers,
+            &self.schedule,
         ]
     }
 

@@ -35,6 +35,7 @@ mod one_partition {
 
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::tier_conformance_tests!(fresh, cleanup);
+    executor_core::schedule_conformance_tests!(fresh, cleanup);
 }
 
 mod four_partitions {
@@ -48,4 +49,5 @@ mod four_partitions {
         except(claim_orders_by_due_and_respects_limit, retention_by_count,)
     );
     executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);
+    executor_core::schedule_conformance_tests!(fresh_partitioned, cleanup);
 }

@@ -16,6 +16,7 @@ mod cluster;
 mod conformance;
 mod corrupt_admin;
 mod corrupt_lease;
+mod corrupt_schedule;
 mod corrupt_submit;
 mod partitioned;
 mod restart;

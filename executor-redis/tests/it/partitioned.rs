@@ -29,6 +29,8 @@ executor_core::storage_conformance_tests!(
     common::cleanup,
     except(claim_orders_by_due_and_respects_limit, retention_by_count,)
 );
+// Schedules live in partition 0's hash tag, whatever the partition count.
+executor_core::schedule_conformance_tests!(fresh, common::cleanup);
 
 /// Repeats of one debounce key with a fresh id each (what
 /// `TaskBuilder::debounce` without `.id(..)` sends) coalesce into one task
