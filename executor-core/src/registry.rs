@@ -39,7 +39,11 @@ pub struct AttributeSchedule {
 
 impl AttributeSchedule {
     /// Used by the generated code.
-    pub const fn new(cron: &'static str, timezone: &'static str, payload: fn() -> Result<String, String>) -> Self {
+    pub const fn new(
+        cron: &'static str,
+        timezone: &'static str,
+        payload: fn() -> Result<String, String>,
+    ) -> Self {
         Self { cron, timezone, payload }
     }
 }
@@ -170,7 +174,10 @@ impl Handler {
     pub fn schedule(&self) -> crate::Result<Option<crate::schedule::Schedule>> {
         let Some(s) = self.schedule else { return Ok(None) };
         let payload = (s.payload)().map_err(|e| crate::Error::invalid("schedule payload", e))?;
-        Ok(Some(crate::schedule::Schedule::new(&self.name, &self.name, s.cron, s.timezone)?.payload_json(payload)?))
+        Ok(Some(
+            crate::schedule::Schedule::new(&self.name, &self.name, s.cron, s.timezone)?
+                .payload_json(payload)?,
+        ))
     }
 
     /// The handler's defaults.

@@ -63,6 +63,8 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
     let (enum_doc, name_doc, options_doc, with_doc, submit_doc) =
         (&docs.enum_doc, &docs.name, &docs.options, &docs.with, &docs.submit);
     let many_with_doc = &docs.many_with;
+    let every_doc = &docs.every;
+    let schedule = attribute_schedule(args, sig, &p);
 
     let (helpers, decode) = match &sig.payload {
         Some(ty) => payload_helpers(ident, vis, ty, &krate, &docs),
@@ -82,6 +84,10 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                     builders: impl ::core::iter::IntoIterator<Item = #p::TaskBuilder<()>>,
                 ) -> ::std::vec::Vec<::core::result::Result<#p::Submitted, #p::Error>> {
                     #p::submit_built(client, builders.into_iter().map(#p::TaskBuilder::into_new_task)).await
+                }
+                #[doc = #every_doc]
+                #vis fn every(cron: impl ::core::convert::Into<::std::string::String>) -> #p::ScheduleBuilder<()> {
+                    #p::ScheduleBuilder::new(Self::NAME, cron).payload(())
                 }
             },
             // Any JSON value is accepted (submit sends `null`), garbage is not.
@@ -179,9 +185,42 @@ fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenSt
                     #invoke,
                 )
                 .with_data(__NEEDS)
+                #schedule
             }
         };
     }
+}
+
+/// `.with_schedule(..)` for `cron = ".."`: the expression and zone (checked
+/// in parse.rs) and the default payload. A payload type must be `Default`
+/// for the executor to submit it alone; a type that is not gets the error
+/// on itself, naming the requirement.
+fn attribute_schedule(args: &TaskAttr, sig: &Signature, p: &TokenStream) -> TokenStream {
+    let Some(cron) = &args.cron else { return TokenStream::new() };
+    let zone = args.timezone.clone().unwrap_or_else(|| "UTC".to_owned());
+    let payload = match &sig.payload {
+        Some(ty) => {
+            let check = format_ident!("__cron_payload_must_implement_default");
+            let call = respan(quote!(#check::<#ty>()), ty.span());
+            quote! {{
+                fn #check<__P: ::core::default::Default + #p::serde::Serialize>(
+                ) -> ::core::result::Result<::std::string::String, ::std::string::String> {
+                    #p::serde_json::to_string(&__P::default()).map_err(|e| ::std::string::ToString::to_string(&e))
+                }
+                fn __cron_payload() -> ::core::result::Result<::std::string::String, ::std::string::String> {
+                    #call
+                }
+                __cron_payload
+            }}
+        }
+        None => quote! {{
+            fn __cron_payload() -> ::core::result::Result<::std::string::String, ::std::string::String> {
+                ::core::result::Result::Ok(::std::string::String::from("null"))
+            }
+            __cron_payload
+        }},
+    };
+    quote!(.with_schedule(#p::AttributeSchedule::new(#cron, #zone, #payload)))
 }
 
 /// `head(body)` (or `head { body }`) with `head` and the delimiters spanned
@@ -271,6 +310,7 @@ fn payload_helpers(
     let p = quote!(#krate::__private);
     let (with_doc, submit_doc) = (&docs.with, &docs.submit);
     let (many_doc, many_with_doc) = (&docs.many, &docs.many_with);
+    let every_doc = &docs.every;
     let check = format_ident!("__payload_must_be_serialize_deserialize_send_static");
     let typed = respan(quote!(Self::#check::<#ty>()), ty.span());
     let typed_outside = respan(quote!(#ident::#check::<#ty>()), ty.span());
@@ -321,6 +361,11 @@ fn payload_helpers(
         ) -> ::std::vec::Vec<::core::result::Result<#p::Submitted, #p::Error>> {
             #p::submit_built(client, builders.into_iter().map(#typed.1)).await
         }
+
+        #[doc = #every_doc]
+        #vis fn every(cron: impl ::core::convert::Into<::std::string::String>) -> #p::ScheduleBuilder<#ty> {
+            #p::ScheduleBuilder::new(Self::NAME, cron)
+        }
     };
     (helpers, quote!(let __payload: #ty = (#typed_outside.2)(__bytes)?;))
 }
@@ -334,6 +379,7 @@ struct Docs {
     submit: String,
     many: String,
     many_with: String,
+    every: String,
 }
 
 impl Docs {
@@ -357,6 +403,10 @@ impl Docs {
                 .to_owned(),
             many_with: "Submits many tasks built with `with(..)` (ids, delays, options per task), in \
                         store batches: one answer per task, in order."
+                .to_owned(),
+            every: "A cron schedule of this task (5 fields, or 6 with seconds first), in UTC unless \
+                    `.timezone(..)`: give it to `executor.schedules().put(..)`; a task with a payload \
+                    needs `.payload(..)`."
                 .to_owned(),
         }
     }

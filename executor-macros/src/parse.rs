@@ -20,11 +20,20 @@ const MAX_NAME_LEN: usize = 191;
 const MAX_RETRY_LIMIT: u32 = 10_000;
 
 /// Every key the attribute accepts, as the unknown-key error lists them.
-pub(crate) const VALID_KEYS: &str =
-    "name, retry_limit, retry_interval, exponential(..), levels, max_duration, timeout, crate";
+pub(crate) const VALID_KEYS: &str = "name, retry_limit, retry_interval, exponential(..), levels, max_duration, timeout, cron, timezone, crate";
 
-const KEYS: [&str; 8] =
-    ["name", "retry_limit", "retry_interval", "exponential", "levels", "max_duration", "timeout", "crate"];
+const KEYS: [&str; 10] = [
+    "name",
+    "retry_limit",
+    "retry_interval",
+    "exponential",
+    "levels",
+    "max_duration",
+    "timeout",
+    "cron",
+    "timezone",
+    "crate",
+];
 
 /// The parsed, checked attribute.
 #[derive(Default)]
@@ -39,6 +48,12 @@ pub(crate) struct TaskAttr {
     pub(crate) max_duration: Option<u64>,
     /// Per-attempt `timeout` in milliseconds.
     pub(crate) timeout: Option<u64>,
+    /// `cron = ".."`: the schedule's expression, checked.
+    pub(crate) cron: Option<String>,
+    /// `timezone = ".."`: the schedule's zone, checked (default `UTC`).
+    pub(crate) timezone: Option<String>,
+    /// The `timezone` value's tokens, for the error when `cron` is missing.
+    timezone_at: Option<Expr>,
     /// `crate = path`: where `executor_core` is reached.
     pub(crate) krate: Option<Path>,
     /// The key that set `retry`, for the conflict error.
@@ -85,6 +100,14 @@ impl TaskAttr {
             None => {}
         }
         attr.levels_and_limit(errors);
+        if let (None, Some(at)) = (&attr.cron, &attr.timezone_at)
+            && !attr.seen.iter().any(|k| k == "cron")
+        {
+            errors.at(
+                at,
+                "`timezone` is the zone of a `cron` schedule: add `cron = \"0 0 2 * * *\"` or remove it",
+            );
+        }
         attr
     }
 
@@ -148,6 +171,11 @@ impl TaskAttr {
             }
             "max_duration" => self.max_duration = positive_duration(&value, key, errors),
             "timeout" => self.timeout = positive_duration(&value, key, errors),
+            "cron" => self.cron = cron(&value, errors),
+            "timezone" => {
+                self.timezone = timezone(&value, errors);
+                self.timezone_at = Some(value.clone());
+            }
             _ => self.krate = crate_path(&value, errors),
         }
         Ok(())
@@ -252,6 +280,8 @@ fn example(key: &str) -> &'static str {
         "levels" => "levels = [\"10s\", \"1m\", \"10m\", \"1h\"]",
         "max_duration" => "max_duration = \"60s\"",
         "timeout" => "timeout = \"10s\"",
+        "cron" => "cron = \"0 0 2 * * *\"",
+        "timezone" => "timezone = \"Europe/Berlin\"",
         _ => "crate = ::executor_core",
     }
 }
@@ -337,6 +367,51 @@ fn name(value: &Expr, errors: &mut Errors) -> Option<String> {
         return None;
     }
     Some(name)
+}
+
+/// A cron expression, parsed by the same crate and rules as at run time.
+fn cron(value: &Expr, errors: &mut Errors) -> Option<String> {
+    let Some(lit) = lit_str(value) else {
+        errors.at(value, format!("`cron` takes the expression as a string: {}", example("cron")));
+        return None;
+    };
+    let expression = lit.value();
+    match expression.parse::<croner::Cron>() {
+        Ok(_) => Some(expression),
+        Err(e) => {
+            errors.at(
+                lit,
+                format!(
+                    "`{expression}` is not a cron expression ({e}); write 5 fields (minute hour \
+                     day-of-month month day-of-week, e.g. \"*/5 * * * *\") or 6 with seconds first \
+                     (e.g. \"0 0 2 * * *\")"
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// An IANA time zone, looked up in the same built-in database as at run time.
+fn timezone(value: &Expr, errors: &mut Errors) -> Option<String> {
+    let Some(lit) = lit_str(value) else {
+        errors.at(value, format!("`timezone` takes an IANA zone name as a string: {}", example("timezone")));
+        return None;
+    };
+    let zone = lit.value();
+    match jiff::tz::TimeZone::get(&zone) {
+        Ok(_) => Some(zone),
+        Err(_) => {
+            errors.at(
+                lit,
+                format!(
+                    "`{zone}` is not a known time zone: use an IANA name such as \"Europe/Berlin\", \
+                     \"America/New_York\" or \"UTC\""
+                ),
+            );
+            None
+        }
+    }
 }
 
 fn retry_limit(value: &Expr, errors: &mut Errors) -> Option<u32> {

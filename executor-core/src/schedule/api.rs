@@ -72,8 +72,8 @@ impl<S: Storage> Schedules<S> {
     /// client checks names and knows no such task;
     /// [`Error::PayloadTooLarge`]; store failures; [`Error::Unsupported`]
     /// from a store without schedules.
-    pub async fn put(&self, schedule: impl TryInto<Schedule, Error = Error>) -> Result<()> {
-        let schedule = schedule.try_into()?;
+    pub async fn put(&self, schedule: impl IntoSchedule) -> Result<()> {
+        let schedule = schedule.into_schedule()?;
         schedule.validate()?;
         if let Some(registry) = self.client.registry()
             && registry.get(&schedule.task).is_none()
@@ -161,9 +161,9 @@ impl<S: Storage> Schedules<S> {
 /// of a `#[reliable_task]` returns. Give it to [`Schedules::put`].
 ///
 /// ```
-/// use executor_core::schedule::{Overlap, Schedule, ScheduleBuilder};
+/// use executor_core::schedule::{IntoSchedule, Overlap, ScheduleBuilder};
 ///
-/// let schedule: Schedule = ScheduleBuilder::<u64>::new("sync_crm", "*/5 * * * *")
+/// let schedule = ScheduleBuilder::<u64>::new("sync_crm", "*/5 * * * *")
 ///     .name("sync_crm_eu")
 ///     .timezone("Europe/Berlin")
 ///     .payload(7)
@@ -244,10 +244,26 @@ impl<P: Serialize> ScheduleBuilder<P> {
     }
 }
 
-impl<P> TryFrom<ScheduleBuilder<P>> for Schedule {
-    type Error = Error;
+/// What [`Schedules::put`] takes: a [`Schedule`], or the builder of
+/// `name::every(..)`, whose checks run here.
+pub trait IntoSchedule {
+    /// The schedule.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad schedule; [`Error::Encode`] for a payload
+    /// that does not serialize.
+    fn into_schedule(self) -> Result<Schedule>;
+}
 
-    fn try_from(b: ScheduleBuilder<P>) -> Result<Self> {
+impl IntoSchedule for Schedule {
+    fn into_schedule(self) -> Result<Schedule> {
+        Ok(self)
+    }
+}
+
+impl<P> IntoSchedule for ScheduleBuilder<P> {
+    fn into_schedule(self) -> Result<Schedule> {
+        let b = self;
         let payload = match b.payload {
             Some(p) => p?,
             None => {
@@ -264,4 +280,3 @@ impl<P> TryFrom<ScheduleBuilder<P>> for Schedule {
             .overlap(b.overlap))
     }
 }
-

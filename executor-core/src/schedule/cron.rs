@@ -196,11 +196,10 @@ mod tests {
         assert_eq!(every.latest_at(at("2026-12-01T00:05:00Z")), Some(at("2026-12-01T00:05:00Z")));
         assert_eq!(every.next_after(at("2026-12-01T00:05:00Z")), Some(at("2026-12-01T00:06:00Z")));
         let capped = every.ticks_between(at("2026-12-01T00:00:00Z"), at("2026-12-01T01:00:00Z"), 3);
-        assert_eq!(capped.into_iter().map(rfc3339).collect::<Vec<_>>(), [
-            "2026-12-01T00:58:00Z",
-            "2026-12-01T00:59:00Z",
-            "2026-12-01T01:00:00Z"
-        ]);
+        assert_eq!(
+            capped.into_iter().map(rfc3339).collect::<Vec<_>>(),
+            ["2026-12-01T00:58:00Z", "2026-12-01T00:59:00Z", "2026-12-01T01:00:00Z"]
+        );
         Ok(())
     }
 }

@@ -39,7 +39,11 @@ pub(crate) struct Scheduler<S> {
 impl<S: Storage> Scheduler<S> {
     /// Runs until `stop`: stores the attribute schedules, then fires due
     /// ticks whenever `leadership` holds a term.
-    pub(crate) async fn run(self, mut leadership: watch::Receiver<Option<Leadership>>, stop: CancellationToken) {
+    pub(crate) async fn run(
+        self,
+        mut leadership: watch::Receiver<Option<Leadership>>,
+        stop: CancellationToken,
+    ) {
         let mut to_store = match self.registry.schedules() {
             Ok(s) => s,
             Err(e) => {
@@ -104,12 +108,18 @@ impl<S: Storage> Scheduler<S> {
         }
         // Waits measured on the store's clock, slept on this one: the
         // drift over one wait is negligible, and each round re-reads `now`.
-        Ok(next.map_or(Duration::MAX, |t| Duration::from_millis(t.as_millis().saturating_sub(now.as_millis()))))
+        Ok(next
+            .map_or(Duration::MAX, |t| Duration::from_millis(t.as_millis().saturating_sub(now.as_millis()))))
     }
 
     /// Handles the due ticks of one schedule; answers its next tick after
     /// `now`.
-    async fn fire_one(&self, entry: ScheduleEntry, now: Timestamp, term: &Leadership) -> Result<Option<Timestamp>> {
+    async fn fire_one(
+        &self,
+        entry: ScheduleEntry,
+        now: Timestamp,
+        term: &Leadership,
+    ) -> Result<Option<Timestamp>> {
         let schedule = &entry.schedule;
         let cron = match schedule.parsed() {
             Ok(c) => c,
@@ -184,8 +194,10 @@ impl<S: Storage> Scheduler<S> {
         term: &Leadership,
         task: Option<crate::TaskId>,
     ) -> Result<bool> {
-        let moved =
-            self.storage.advance_schedule(&self.ns, &schedule.name, &Advance::new(from, to, term.token, task)).await?;
+        let moved = self
+            .storage
+            .advance_schedule(&self.ns, &schedule.name, &Advance::new(from, to, term.token, task))
+            .await?;
         if !moved {
             tracing::debug!(schedule = %schedule.name, "schedule moved by another leader or changed; re-reading");
         }
@@ -201,7 +213,8 @@ impl<S: Storage> Scheduler<S> {
     /// The task of one tick: the handler's defaults when this process has
     /// the handler, else the global defaults; submitted idempotently.
     fn task(&self, schedule: &Schedule, id: crate::TaskId) -> NewTask {
-        let options = self.registry.get(&schedule.task).map_or_else(TaskOptions::new, |h| h.default_options().clone());
+        let options =
+            self.registry.get(&schedule.task).map_or_else(TaskOptions::new, |h| h.default_options().clone());
         let mut task = NewTask::new(id, schedule.task.clone(), schedule.payload.clone().into_bytes());
         task.max_attempts = options.max_attempts();
         task.max_duration = options.max_duration;

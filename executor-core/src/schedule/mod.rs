@@ -15,7 +15,7 @@ pub(crate) mod fire;
 
 use serde::{Deserialize, Serialize};
 
-pub use api::{ScheduleBuilder, ScheduleInfo, Schedules};
+pub use api::{IntoSchedule, ScheduleBuilder, ScheduleInfo, Schedules};
 pub use cron::Cron;
 
 use crate::{Error, Result, TaskId, Timestamp};

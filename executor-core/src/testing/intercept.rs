@@ -1,5 +1,5 @@
 //! [`Intercepted`]: a [`Storage`] that sends the worker-path calls (claim,
-//! heartbeat, finish), the query and admin calls (get, list, counts,
+//! heartbeat, finish), leadership renewal, the query and admin calls (get, list, counts,
 //! cancel, requeue, delete) and tier imports through user hooks and
 //! forwards everything else to the store it wraps, so a test double or a recorder keeps only its own
 //! logic instead of re-forwarding the whole trait.
@@ -141,6 +141,21 @@ pub trait Intercept<S: Storage>: Send + Sync {
         id: &TaskId,
     ) -> impl Future<Output = Result<CancelOutcome>> + Send {
         inner.cancel(ns, id)
+    }
+
+    /// Around [`Storage::acquire_leadership`]: e.g. a process that stops
+    /// renewing its term as a crashed one would.
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn acquire_leadership(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Option<Leadership>>> + Send {
+        inner.acquire_leadership(ns, worker, ttl)
     }
 
     /// Around [`Storage::get`].
@@ -313,7 +328,7 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         worker: &WorkerId,
         ttl: Duration,
     ) -> Result<Option<Leadership>> {
-        self.inner.acquire_leadership(ns, worker, ttl).await
+        self.hooks.acquire_leadership(&self.inner, ns, worker, ttl).await
     }
 
     async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
@@ -340,6 +355,31 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         self.inner.now(ns).await
+    }
+
+    async fn put_schedule(&self, ns: &Namespace, schedule: &crate::schedule::Schedule) -> Result<()> {
+        self.inner.put_schedule(ns, schedule).await
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<crate::storage::ScheduleEntry>> {
+        self.inner.schedules(ns).await
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        self.inner.remove_schedule(ns, name).await
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        self.inner.pause_schedule(ns, name, paused).await
+    }
+
+    async fn advance_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        advance: &crate::storage::Advance,
+    ) -> Result<bool> {
+        self.inner.advance_schedule(ns, name, advance).await
     }
 
     async fn max_payload(&self) -> Result<usize> {

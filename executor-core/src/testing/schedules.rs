@@ -57,7 +57,8 @@ pub async fn schedule_put_list_replace_remove<S: Storage>(s: &S, ns: &Namespace)
     let moved = Advance::new(cursor, cursor.saturating_add(Duration::from_secs(60)), 3, Some(id("b@1")));
     assert!(ok("advance", s.advance_schedule(ns, &b.name, &moved).await));
     ok("pause", s.pause_schedule(ns, &b.name, true).await);
-    let replaced = schedule(&b.name, "*/10 * * * * *").payload_json("[1,2,3]").unwrap_or_else(|e| panic!("{e}"));
+    let replaced =
+        schedule(&b.name, "*/10 * * * * *").payload_json("[1,2,3]").unwrap_or_else(|e| panic!("{e}"));
     ok("put", s.put_schedule(ns, &replaced).await);
     let e = entry(s, ns, &b.name).await;
     assert_eq!(e.schedule, replaced, "the definition is replaced");
@@ -67,7 +68,8 @@ pub async fn schedule_put_list_replace_remove<S: Storage>(s: &S, ns: &Namespace)
     assert!(ok("remove", s.remove_schedule(ns, &b.name).await), "it existed");
     assert!(!ok("remove", s.remove_schedule(ns, &b.name).await), "gone");
     assert!(!ok("remove", s.remove_schedule(ns, "never-there").await));
-    let names: Vec<String> = ok("schedules", s.schedules(ns).await).into_iter().map(|e| e.schedule.name).collect();
+    let names: Vec<String> =
+        ok("schedules", s.schedules(ns).await).into_iter().map(|e| e.schedule.name).collect();
     assert_eq!(names, [long]);
 }
 
@@ -85,7 +87,10 @@ pub async fn schedule_pause_resume<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!((paused.cursor, paused.schedule), (before.cursor, before.schedule.clone()));
     assert!(ok("resume", s.pause_schedule(ns, "pausable", false).await));
     assert!(!entry(s, ns, "pausable").await.paused);
-    assert!(ok("schedules", s.schedules(ns).await).iter().all(|e| e.schedule.name != "missing"), "not created");
+    assert!(
+        ok("schedules", s.schedules(ns).await).iter().all(|e| e.schedule.name != "missing"),
+        "not created"
+    );
 }
 
 /// `advance_schedule` moves the cursor only from the cursor it names and
@@ -96,7 +101,8 @@ pub async fn schedule_advance_is_fenced_and_conditional<S: Storage>(s: &S, ns: &
     ok("put", s.put_schedule(ns, &sc).await);
     let c0 = entry(s, ns, "fenced").await.cursor;
     let minute = Duration::from_secs(60);
-    let (c1, c2, c3) = (c0.saturating_add(minute), c0.saturating_add(minute * 2), c0.saturating_add(minute * 3));
+    let (c1, c2, c3) =
+        (c0.saturating_add(minute), c0.saturating_add(minute * 2), c0.saturating_add(minute * 3));
 
     let wrong = Advance::new(c1, c2, 5, Some(id("fenced@x")));
     assert!(!ok("advance", s.advance_schedule(ns, "fenced", &wrong).await), "from a cursor not stored");

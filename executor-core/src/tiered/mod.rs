@@ -442,7 +442,12 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         self.hot.pause_schedule(ns, name, paused).await
     }
 
-    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &crate::storage::Advance) -> Result<bool> {
+    async fn advance_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        advance: &crate::storage::Advance,
+    ) -> Result<bool> {
         self.hot.advance_schedule(ns, name, advance).await
     }
 
