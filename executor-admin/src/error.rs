@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 /// | status | `code` | when |
 /// |---|---|---|
 /// | 400 | `malformed_json` | the body is not JSON |
-/// | 404 | `not_found` | no task has this id (or it was trimmed) |
+/// | 404 | `not_found` | no task has this id (or it was trimmed), or no schedule this name |
 /// | 404 | `no_route` | no admin route has this path |
 /// | 409 | `illegal_transition` | e.g. requeue of a task that is not dead-lettered |
 /// | 409 | `duplicate_id` | a plain submit of an id that exists |
@@ -27,6 +27,7 @@ use utoipa::ToSchema;
 /// | 422 | `bad_payload` | the payload does not encode |
 /// | 500 | `corrupt_record` | the store holds a record that does not parse: inspect it in the store or delete it |
 /// | 500 | `internal` | anything else (the message says what) |
+/// | 501 | `unsupported` | the store lacks the ability, e.g. a store that keeps no cron schedules |
 /// | 503 | `store_unavailable` | the store failed or timed out; retry later |
 /// | 503 | `shutting_down` | the executor is stopping |
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

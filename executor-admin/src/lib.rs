@@ -23,15 +23,17 @@
 //!
 //! | path (under the mount) | what |
 //! |---|---|
-//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures |
+//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures, cron schedules with pause/resume buttons |
 //! | `GET /tasks/{id}` | a task's record |
-//! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue` | the dashboard's forms |
+//! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue`, `POST /schedules/{name}/pause`, `/resume` | the dashboard's forms |
 //! | `POST /api/tasks` | submit `{name, payload, id?, delay_ms?, idempotent?}` |
 //! | `GET /api/tasks?state=&cursor=&limit=` | a page of tasks in a state, and the records in it that do not parse |
 //! | `GET /api/tasks/{id}`, `DELETE /api/tasks/{id}` | a task; delete it (any state, readable or not) |
 //! | `POST /api/tasks/{id}/cancel`, `/requeue` | cancel; requeue from the dead letter |
 //! | `POST /api/dead-letter/requeue?limit=` | requeue the dead letter in bounded batches |
 //! | `GET /api/counts`, `/api/info` | counts by state; namespace, leader, this worker |
+//! | `GET /api/schedules` | every cron schedule: definition, paused, last tick, next fire, last task and its state |
+//! | `POST /api/schedules/{name}/pause`, `/resume`; `DELETE /api/schedules/{name}` | pause, resume, remove a schedule |
 //! | `GET /openapi.json` | the OpenAPI document of all of the above |
 //!
 //! Paths in the OpenAPI document are relative to the mount. Nested with
@@ -55,6 +57,7 @@ mod error;
 mod metrics;
 mod openapi;
 mod router;
+mod schedules;
 mod views;
 
 pub use admin::{Admin, DEFAULT_BODY_LIMIT};
@@ -68,6 +71,6 @@ pub use openapi::ApiDoc;
 pub use router::{admin_router, admin_routes};
 pub use views::{
     AnnouncedView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView,
-    RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest, SubmitResponse, TaskView,
-    UnreadableView, WorkerView,
+    RequeueAllResponse, RequeueFailure, RequeueResponse, ScheduleDeleteResponse, ScheduleView, SubmitRequest,
+    SubmitResponse, TaskView, UnreadableView, WorkerView,
 };

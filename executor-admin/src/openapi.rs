@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use crate::{ErrorBody, api, dashboard, views};
+use crate::{ErrorBody, api, dashboard, schedules, views};
 
 /// The admin router's OpenAPI 3.1 document. Paths are relative to where
 /// the router is mounted.
@@ -12,7 +12,8 @@ use crate::{ErrorBody, api, dashboard, views};
 #[openapi(
     info(
         title = "Reliable Executor admin API",
-        description = "Submit, inspect, cancel, requeue and delete tasks; counts and leadership. \
+        description = "Submit, inspect, cancel, requeue and delete tasks; counts and leadership; \
+                       list, pause, resume and remove cron schedules. \
                        Errors are JSON `{code, message}` with stable codes. A stored record that \
                        does not parse is skipped by lists and bulk requeues and named in their \
                        `unreadable`; reading it answers `500 corrupt_record`; deleting it is the way out."
@@ -27,6 +28,10 @@ use crate::{ErrorBody, api, dashboard, views};
         api::requeue_all,
         api::counts,
         api::info,
+        schedules::list,
+        schedules::pause,
+        schedules::resume,
+        schedules::delete,
         openapi_json,
         dashboard::overview,
         dashboard::task,
@@ -34,6 +39,8 @@ use crate::{ErrorBody, api, dashboard, views};
         dashboard::cancel,
         dashboard::delete,
         dashboard::requeue_all,
+        dashboard::schedules::pause,
+        dashboard::schedules::resume,
     ),
     components(schemas(
         ErrorBody,
@@ -52,11 +59,14 @@ use crate::{ErrorBody, api, dashboard, views};
         views::LeaderView,
         views::WorkerView,
         views::AnnouncedView,
+        views::ScheduleView,
+        views::ScheduleDeleteResponse,
     )),
     tags(
         (name = "tasks", description = "Submit and inspect tasks"),
         (name = "dead letter", description = "FAILED, TIMEOUT and ERROR tasks: requeue them"),
         (name = "cluster", description = "Counts and leadership"),
+        (name = "schedules", description = "Cron schedules: list, pause, resume, remove"),
         (name = "dashboard", description = "HTML pages and their forms"),
         (name = "meta", description = "This document"),
     )

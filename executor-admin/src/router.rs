@@ -10,7 +10,7 @@ use axum::{
 };
 use executor_core::{MemoryStorage, storage::Storage};
 
-use crate::{Admin, ApiError, api, dashboard, openapi};
+use crate::{Admin, ApiError, api, dashboard, openapi, schedules};
 
 struct Routes<S> {
     router: Router<Admin<S>>,
@@ -45,6 +45,10 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("POST", "/api/dead-letter/requeue", api::requeue_all::<S>)
         .add("GET", "/api/counts", api::counts::<S>)
         .add("GET", "/api/info", api::info::<S>)
+        .add("GET", "/api/schedules", schedules::list::<S>)
+        .add("POST", "/api/schedules/{name}/pause", schedules::pause::<S>)
+        .add("POST", "/api/schedules/{name}/resume", schedules::resume::<S>)
+        .add("DELETE", "/api/schedules/{name}", schedules::delete::<S>)
         .add("GET", "/openapi.json", openapi::openapi_json)
         .add("GET", "/", dashboard::overview::<S>)
         .add("GET", "/tasks/{id}", dashboard::task::<S>)
@@ -52,6 +56,8 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("POST", "/tasks/{id}/cancel", dashboard::cancel::<S>)
         .add("POST", "/tasks/{id}/delete", dashboard::delete::<S>)
         .add("POST", "/dead-letter/requeue", dashboard::requeue_all::<S>)
+        .add("POST", "/schedules/{name}/pause", dashboard::schedules::pause::<S>)
+        .add("POST", "/schedules/{name}/resume", dashboard::schedules::resume::<S>)
 }
 
 /// The `(method, path)` of every route [`admin_router`] serves, paths

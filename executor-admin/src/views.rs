@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use executor_core::{TaskRecord, TaskState, Unreadable, storage::Leadership};
+use executor_core::{TaskRecord, TaskState, Unreadable, schedule::ScheduleInfo, storage::Leadership};
 use serde::{Deserialize, Serialize};
 use utoipa::{
     IntoParams, ToSchema,
@@ -342,6 +342,76 @@ pub struct WorkerView {
     pub handlers: Vec<String>,
     /// Whether it is the leader now.
     pub is_leader: bool,
+}
+
+/// A cron schedule as the API shows it. Times are epoch milliseconds of
+/// the store's clock.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct ScheduleView {
+    /// The schedule's name, unique in its namespace.
+    pub name: String,
+    /// The task name each tick submits.
+    pub task: String,
+    /// The cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// The IANA time zone the expression is read in (`Europe/Berlin`), or `UTC`.
+    pub timezone: String,
+    /// Each tick's task payload: its JSON, or a string when it is not JSON.
+    pub payload: serde_json::Value,
+    /// Missed ticks: `{"policy":"skip"}` (fire the latest once),
+    /// `{"policy":"none"}` or `{"policy":"all","max":N}` (every missed tick,
+    /// at most N).
+    #[schema(value_type = Object)]
+    pub misfire: serde_json::Value,
+    /// Ticks while the previous run is unfinished: `allow` or `skip`.
+    pub overlap: String,
+    /// Paused: its ticks pass without a task.
+    pub paused: bool,
+    /// Every tick at or before this instant is handled.
+    pub last_tick_ms: u64,
+    /// The next tick after `last_tick_ms` (in the past while no leader has
+    /// fired it yet); `null` if the expression never fires again.
+    pub next_fire_ms: Option<u64>,
+    /// The id of the task of the last fired tick.
+    pub last_task: Option<String>,
+    /// That task's state, while it is still stored.
+    pub last_state: Option<String>,
+}
+
+impl From<ScheduleInfo> for ScheduleView {
+    fn from(info: ScheduleInfo) -> Self {
+        let s = info.schedule;
+        let payload = serde_json::from_str(&s.payload).unwrap_or(serde_json::Value::String(s.payload));
+        // Core's own serde names, so the API says what the store keeps.
+        let misfire = serde_json::to_value(s.misfire).unwrap_or(serde_json::Value::Null);
+        let overlap = match serde_json::to_value(s.overlap) {
+            Ok(serde_json::Value::String(o)) => o,
+            _ => format!("{:?}", s.overlap),
+        };
+        Self {
+            name: s.name,
+            task: s.task,
+            cron: s.cron,
+            timezone: s.timezone,
+            payload,
+            misfire,
+            overlap,
+            paused: info.paused,
+            last_tick_ms: info.last_tick.as_millis(),
+            next_fire_ms: info.next_fire.map(|t| t.as_millis()),
+            last_task: info.last_task.map(|id| id.into_string()),
+            last_state: info.last_state.map(|s| s.as_str().to_owned()),
+        }
+    }
+}
+
+/// Answer to the removal of a schedule.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct ScheduleDeleteResponse {
+    /// The schedule.
+    pub name: String,
+    /// Always `true`: a schedule that did not exist answers `404 not_found`.
+    pub deleted: bool,
 }
 
 pub(crate) fn counts_view(counts: &executor_core::StateCounts) -> CountsView {

@@ -2,6 +2,7 @@
 //! Buttons are plain forms that POST and redirect back (303).
 
 mod html;
+pub(crate) mod schedules;
 mod unreadable;
 
 use std::fmt::Write as _;
@@ -19,6 +20,7 @@ use serde::Deserialize;
 
 use crate::{Admin, ApiError, api, views::UnreadableView};
 use html::{esc, page, segment, time};
+use schedules::schedules_table;
 use unreadable::{corrupt_page, delete_form, unreadable_table};
 
 /// Tasks read per state for the overview's tables (and the records among
@@ -61,7 +63,8 @@ pub(crate) struct Notice {
 }
 
 /// `GET /`: counts, the dead letter with requeue buttons, records that do
-/// not parse with delete buttons, recent failures. A bad record is listed,
+/// not parse with delete buttons, recent failures, cron schedules with
+/// pause and resume buttons. A bad record is listed,
 /// never an error page (invariant 7).
 #[utoipa::path(get, path = "/", tag = "dashboard",
     params(
@@ -237,6 +240,8 @@ pub(crate) async fn overview<S: Storage>(
         }
         b.push_str("</table>");
     }
+
+    schedules_table(&mut b, &base, client.schedules().list().await)?;
     let _ = write!(b, "<p class=\"meta\">Rendered {}.</p>", time(Some(Timestamp::now_system())));
     Ok(Html(page("Reliable Executor", &base, &b)))
 }

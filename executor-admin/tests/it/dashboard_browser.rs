@@ -1,6 +1,7 @@
 //! The dashboard in a real browser: headless Chromium driven through
 //! chromedriver opens the page, clicks "Requeue" on a dead-lettered task
-//! and sees it leave the dead letter. `scripts/test.d/chromium.sh` installs
+//! and sees it leave the dead letter, then clicks "Pause" on a cron
+//! schedule and sees it paused through the API. `scripts/test.d/chromium.sh` installs
 //! both; set `UPDATE_SCREENSHOT=1` to refresh `docs/dashboard.png`.
 
 use std::{
@@ -14,11 +15,12 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{TaskBuilder, TaskId, TaskOptions, TaskState};
+use axum::http::StatusCode;
+use executor_core::{TaskBuilder, TaskId, TaskOptions, TaskState, schedule::Schedule};
 use fantoccini::{ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 
-use crate::support::{self, BoxResult, eventually};
+use crate::support::{self, BoxResult, eventually, json};
 
 /// Kills chromedriver (and so its browser) and removes the profile, even
 /// when the test fails.
@@ -100,7 +102,10 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
     })
     .await?;
 
+    exec.schedules().put(Schedule::new("nightly", "echo", "0 0 2 * * *", "Europe/Berlin")?).await?;
+
     let app = axum::Router::new().nest("/admin", executor_admin::admin_router(&exec));
+    let api = app.clone();
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let url = format!("http://{}/admin", listener.local_addr()?);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
@@ -171,6 +176,29 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         .await?;
         let done = exec.wait_for(&TaskId::new("crm-1042")?, Duration::from_secs(5)).await?;
         assert_eq!((done.state, done.attempts), (TaskState::Completed, 1));
+
+        // The Schedules section: the schedule and its Pause button, whose
+        // effect the API then shows.
+        let row = browser.find(Locator::Css("#schedules tr[data-schedule='nightly']")).await?.text().await?;
+        assert!(row.contains("0 0 2 * * * (Europe/Berlin)") && row.contains("active"), "row: {row}");
+        browser.find(Locator::Css("button[data-pause='nightly']")).await?.click().await?;
+        eventually("the pause notice", Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move {
+                let notices = browser.find_all(Locator::Id("notice")).await?;
+                Ok(match notices.first() {
+                    Some(n) => n.text().await? == "Paused schedule nightly.",
+                    None => false,
+                })
+            }
+        })
+        .await?;
+        let (status, listed) = json(&api, "GET", "/admin/api/schedules", None).await?;
+        assert_eq!(
+            (status, &listed[0]["name"], &listed[0]["paused"]),
+            (StatusCode::OK, &"nightly".into(), &true.into())
+        );
+        browser.find(Locator::Css("button[data-resume='nightly']")).await?;
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     }
     .await;

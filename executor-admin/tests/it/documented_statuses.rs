@@ -62,6 +62,9 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
     let long = "x".repeat(MAX_ID_LEN + 1);
     // Existing, dead-lettered, corrupt, missing, whitespace, control, not UTF-8, too long.
     let ids = ["order-7", "crm-1", CORRUPT, "nobody", "a%20b", "a%01b", "%FF%FE", "%E2%80%A8", long.as_str()];
+    // Schedule names: plain, odd, not UTF-8. None exists: these probe 404
+    // (or 501 from a store without schedules) and 422.
+    let names = ["nightly", "a%20b", "%40x", "%FF%FE"];
     let queries = [
         "",
         "?state=pending",
@@ -100,6 +103,8 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
             let allowed = documented(&doc, &method, path)?;
             let uris: Vec<String> = if path.contains("{id}") {
                 ids.iter().map(|id| path.replace("{id}", id)).collect()
+            } else if path.contains("{name}") {
+                names.iter().map(|name| path.replace("{name}", name)).collect()
             } else {
                 // axum's `nest` serves the nested router's `/` at the mount
                 // itself (`/admin`); `/admin/` is the outer router's 404.

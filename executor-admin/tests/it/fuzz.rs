@@ -34,6 +34,12 @@ fn path() -> impl Strategy<Value = String> {
         segment().prop_map(|s| format!("/tasks/{s}")),
         segment().prop_map(|s| format!("/tasks/{s}/requeue")),
         segment().prop_map(|s| format!("/tasks/{s}/delete")),
+        segment().prop_map(|s| format!("/api/schedules/{s}")),
+        segment().prop_map(|s| format!("/api/schedules/{s}/pause")),
+        segment().prop_map(|s| format!("/api/schedules/{s}/resume")),
+        segment().prop_map(|s| format!("/schedules/{s}/pause")),
+        segment().prop_map(|s| format!("/schedules/{s}/resume")),
+        Just("/api/schedules".to_owned()),
         query.prop_map(|q| format!("/api/tasks?{q}")),
         (segment(), "-?[0-9]{0,25}", segment())
             .prop_map(|(s, l, c)| format!("/api/tasks?state={s}&limit={l}&cursor={c}")),

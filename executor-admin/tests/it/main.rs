@@ -16,4 +16,5 @@ mod documented_statuses;
 mod fuzz;
 mod metrics_scrape;
 mod openapi;
+mod schedules;
 mod unreadable;

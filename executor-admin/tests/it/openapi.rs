@@ -27,13 +27,13 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
     let unrouted: Vec<_> = documented.difference(&routed).collect();
     assert!(undocumented.is_empty(), "routes missing from /openapi.json: {undocumented:?}");
     assert!(unrouted.is_empty(), "documented but not in the route table: {unrouted:?}");
-    assert_eq!(routed.len(), 16);
+    assert_eq!(routed.len(), 22);
 
     // Probe each documented operation on a real router: it must reach a
     // handler, not the fallback (404 no_route) or 405.
     let app = admin_router(Client::without_name_check(MemoryStorage::new(), Namespace::new("doc")?));
     for (method, path) in &documented {
-        let uri = path.replace("{id}", "probe-id");
+        let uri = path.replace("{id}", "probe-id").replace("{name}", "probe-name");
         let body = (method == "POST" && path == "/api/tasks").then_some(r#"{"name":"x"}"#);
         let (status, _, text) = call(&app, method, &uri, body).await?;
         assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {uri}");
@@ -45,5 +45,15 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
     assert_eq!(status, StatusCode::OK);
     assert_eq!(serde_json::from_str::<serde_json::Value>(&served)?, doc);
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+    for path in ["/api/schedules", "/api/schedules/{name}/pause", "/api/schedules/{name}/resume"] {
+        assert!(doc["paths"][path].is_object(), "{path} is not documented");
+    }
+    assert!(doc["paths"]["/api/schedules/{name}"]["delete"].is_object());
+    let view = &doc["components"]["schemas"]["ScheduleView"]["properties"];
+    for field in
+        ["name", "cron", "timezone", "payload", "paused", "next_fire_ms", "last_tick_ms", "last_state"]
+    {
+        assert!(view[field].is_object(), "ScheduleView has no `{field}`");
+    }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! handler that succeeds and one that fails until told otherwise.
 
 pub(crate) mod corrupt;
+pub(crate) mod no_schedules;
 
 use std::{
     future::Future,

@@ -1,0 +1,115 @@
+//! [`NoSchedules`]: a [`MemoryStorage`] that keeps no cron schedules, the
+//! way a store looks whose driver never implemented them: every schedule
+//! method is the trait's default (`Error::Unsupported`). Everything else
+//! is forwarded.
+
+use std::time::Duration;
+
+use executor_core::{
+    CancelOutcome, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts, Submitted,
+    TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage},
+};
+
+/// See the module doc.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NoSchedules(MemoryStorage);
+
+impl Storage for NoSchedules {
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        self.0.submit(ns, task).await
+    }
+
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.0.claim(ns, worker, limit, lease).await
+    }
+
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        self.0.heartbeat(ns, leases, lease).await
+    }
+
+    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
+        self.0.finish(ns, lease, finish).await
+    }
+
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        self.0.cancel(ns, id).await
+    }
+
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        self.0.get(ns, id).await
+    }
+
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        self.0.list(ns, query).await
+    }
+
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        self.0.delete(ns, id).await
+    }
+
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        self.0.counts(ns).await
+    }
+
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.0.requeue(ns, id).await
+    }
+
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        self.0.reap(ns, limit).await
+    }
+
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        self.0.trim(ns, retention, limit).await
+    }
+
+    async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        self.0.acquire_leadership(ns, worker, ttl).await
+    }
+
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        self.0.release_leadership(ns, term).await
+    }
+
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        self.0.leader(ns).await
+    }
+
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        self.0.announce(ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
+        self.0.workers(ns).await
+    }
+
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        Storage::now(&self.0, ns).await
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        self.0.max_payload().await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.0.wait_for_work(ns, max_wait).await
+    }
+}
