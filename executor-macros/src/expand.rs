@@ -321,6 +321,7 @@ fn payload_helpers(
             fn(__P) -> #p::TaskBuilder<__P>,
             fn(#p::TaskBuilder<__P>) -> ::core::result::Result<#p::NewTask, #p::Error>,
             fn(&[u8]) -> ::core::result::Result<__P, ::std::string::String>,
+            fn(::std::string::String) -> #p::ScheduleBuilder<__P>,
         )
         where
             __P: #p::serde::Serialize + #p::serde::de::DeserializeOwned + ::core::marker::Send + 'static,
@@ -329,6 +330,7 @@ fn payload_helpers(
                 |payload| #p::TaskBuilder::new(Self::NAME, payload, Self::options()),
                 #p::TaskBuilder::into_new_task,
                 #p::decode::<__P>,
+                |cron| #p::ScheduleBuilder::new(Self::NAME, cron),
             )
         }
 
@@ -364,7 +366,7 @@ fn payload_helpers(
 
         #[doc = #every_doc]
         #vis fn every(cron: impl ::core::convert::Into<::std::string::String>) -> #p::ScheduleBuilder<#ty> {
-            #p::ScheduleBuilder::new(Self::NAME, cron)
+            (#typed.3)(cron.into())
         }
     };
     (helpers, quote!(let __payload: #ty = (#typed_outside.2)(__bytes)?;))

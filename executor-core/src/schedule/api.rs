@@ -168,7 +168,7 @@ impl<S: Storage> Schedules<S> {
 ///     .timezone("Europe/Berlin")
 ///     .payload(7)
 ///     .overlap(Overlap::Skip)
-///     .try_into()?;
+///     .into_schedule()?;
 /// assert_eq!((schedule.name.as_str(), schedule.payload.as_str()), ("sync_crm_eu", "7"));
 /// # Ok::<(), executor_core::Error>(())
 /// ```

@@ -21,10 +21,6 @@ use crate::{
     storage::{Advance, Leadership, NewTask, Storage, SubmitMode},
 };
 
-/// The most ticks one schedule fires in one round ([`Misfire::All`] with a
-/// larger `max` fires the rest in the next rounds).
-const MAX_TICKS_PER_ROUND: usize = 1_000;
-
 /// What the scheduler needs of the executor.
 pub(crate) struct Scheduler<S> {
     pub(crate) storage: Arc<S>,
@@ -137,7 +133,7 @@ impl<S: Storage> Scheduler<S> {
         } else {
             match schedule.misfire {
                 Misfire::All { max } => {
-                    let max = usize::try_from(max).unwrap_or(usize::MAX).min(MAX_TICKS_PER_ROUND);
+                    let max = usize::try_from(max.min(super::MAX_MISFIRE_ALL)).unwrap_or(1);
                     cron.ticks_between(cursor, now, max)
                 }
                 Misfire::None if now.since(latest) > self.misfire_grace => Vec::new(),

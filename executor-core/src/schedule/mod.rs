@@ -24,6 +24,10 @@ use crate::{Error, Result, TaskId, Timestamp};
 /// task id of at most [`crate::MAX_ID_LEN`] bytes.
 pub const MAX_SCHEDULE_NAME_LEN: usize = 100;
 
+/// The largest `max` of [`Misfire::All`]: the most ticks the leader fires
+/// for one schedule in one round.
+pub const MAX_MISFIRE_ALL: u32 = 1_000;
+
 /// What the leader does with ticks that passed while no leader was alive
 /// (every process down, the store unreachable) or the schedule was late.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,7 +41,8 @@ pub enum Misfire {
     /// Fire every missed tick, oldest first, but at most `max` of them (the
     /// latest ones) after one outage.
     All {
-        /// The most missed ticks fired after one outage.
+        /// The most missed ticks fired after one outage, 1 to
+        /// [`MAX_MISFIRE_ALL`].
         max: u32,
     },
     /// Fire no missed tick: a tick fires only while it is on time (found
@@ -175,8 +180,13 @@ impl Schedule {
         self.parsed()?;
         serde_json::from_str::<serde::de::IgnoredAny>(&self.payload)
             .map_err(|e| Error::invalid("schedule payload", format!("not JSON: {e}")))?;
-        if self.misfire == (Misfire::All { max: 0 }) {
-            return Err(Error::invalid("schedule misfire", "`All { max }` needs max of at least 1"));
+        if let Misfire::All { max } = self.misfire
+            && !(1..=MAX_MISFIRE_ALL).contains(&max)
+        {
+            return Err(Error::invalid(
+                "schedule misfire",
+                format!("`All {{ max }}` takes 1 to {MAX_MISFIRE_ALL}, got {max}"),
+            ));
         }
         Ok(())
     }

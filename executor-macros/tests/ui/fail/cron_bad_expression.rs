@@ -1,0 +1,6 @@
+use executor_core::prelude::*;
+
+#[reliable_task(name = "nightly", cron = "0 0 25 * * *")]
+async fn nightly() {}
+
+fn main() {}

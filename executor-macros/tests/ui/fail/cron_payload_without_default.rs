@@ -1,0 +1,13 @@
+use executor_core::prelude::*;
+
+#[derive(Serialize, Deserialize)]
+struct Report {
+    day: u32,
+}
+
+#[reliable_task(name = "nightly", cron = "0 0 2 * * *")]
+async fn nightly(report: Report) {
+    let _ = report.day;
+}
+
+fn main() {}
