@@ -59,6 +59,8 @@ mod docs {
     mod readme {}
     #[doc = include_str!("../../docs/architecture.md")]
     mod architecture {}
+    #[doc = include_str!("../../docs/cron.md")]
+    mod cron {}
     #[doc = include_str!("../../docs/benchmarks.md")]
     mod benchmarks {}
     #[doc = include_str!("../../docs/mysql.md")]

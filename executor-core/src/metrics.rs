@@ -66,7 +66,7 @@ pub const HANDLER_SETS: &str = "reliable_executor_handler_sets";
 /// (`created`, or `existing` when an earlier leader had submitted it).
 pub const SCHEDULE_FIRED: &str = "reliable_executor_schedule_fired_total";
 /// Counter: cron ticks that passed without a task, by schedule and reason
-/// (`overlap`, `misfire`, `paused`).
+/// (`overlap`, `misfire`, `paused`, `refused` by the store for good).
 pub const SCHEDULE_SKIPPED: &str = "reliable_executor_schedule_skipped_total";
 /// Histogram: fire time minus tick time on the store's clock, by schedule.
 pub const SCHEDULE_LAG_SECONDS: &str = "reliable_executor_schedule_lag_seconds";
@@ -122,7 +122,7 @@ pub fn describe() {
     describe_counter!(SCHEDULE_FIRED, "Cron ticks that submitted a task, by schedule and outcome.");
     describe_counter!(
         SCHEDULE_SKIPPED,
-        "Cron ticks passed without a task, by schedule and reason (overlap, misfire, paused)."
+        "Cron ticks passed without a task, by schedule and reason (overlap, misfire, paused, refused)."
     );
     describe_histogram!(
         SCHEDULE_LAG_SECONDS,

@@ -55,6 +55,11 @@ impl<S: Storage> Scheduler<S> {
             let wait = match term {
                 Some(term) => match self.fire_due(&term).await {
                     Ok(next) => next.min(self.refresh),
+                    Err(e @ Error::Unsupported { .. }) => {
+                        // A store without schedules: nothing to fire, ever.
+                        tracing::debug!(error = %e, "this store keeps no cron schedules; the scheduler stops");
+                        return;
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "firing cron schedules failed; retrying");
                         self.refresh
@@ -94,9 +99,12 @@ impl<S: Storage> Scheduler<S> {
     async fn fire_due(&self, term: &Leadership) -> Result<Duration> {
         let entries = self.storage.schedules(&self.ns).await?;
         let now = self.storage.now(&self.ns).await?;
+        // The store's now later in this round, without another round trip.
+        let read_at = tokio::time::Instant::now();
+        let clock = || now.saturating_add(read_at.elapsed());
         let mut next: Option<Timestamp> = None;
         for entry in entries {
-            match self.fire_one(entry, now, term).await {
+            match self.fire_one(entry, now, &clock, term).await {
                 Ok(Some(t)) => next = Some(next.map_or(t, |n| n.min(t))),
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "firing a schedule failed; retrying"),
@@ -114,6 +122,7 @@ impl<S: Storage> Scheduler<S> {
         &self,
         entry: ScheduleEntry,
         now: Timestamp,
+        clock: &(dyn Fn() -> Timestamp + Sync),
         term: &Leadership,
     ) -> Result<Option<Timestamp>> {
         let schedule = &entry.schedule;
@@ -166,10 +175,23 @@ impl<S: Storage> Scheduler<S> {
                 continue;
             }
             let id = schedule.tick_id(tick)?;
-            let submitted = self.storage.submit(&self.ns, self.task(schedule, id.clone())).await?;
-            let fired_at = self.storage.now(&self.ns).await.unwrap_or(now);
+            let submitted = match self.storage.submit(&self.ns, self.task(schedule, id.clone())).await {
+                Ok(s) => s,
+                Err(e) if e.is_retryable() => return Err(e),
+                Err(e) => {
+                    // The store refuses this task for good (a payload over its
+                    // limit): the tick passes rather than being retried forever.
+                    tracing::warn!(schedule = %schedule.name, task.id = %id, error = %e, "cron tick refused by the store; skipped");
+                    if !self.advance(schedule, cursor, tick, term, None).await? {
+                        return Ok(next);
+                    }
+                    m::schedule_skipped(&schedule.name, "refused", 1);
+                    cursor = tick;
+                    continue;
+                }
+            };
             m::submitted(&schedule.task, submitted.outcome);
-            m::schedule_fired(&schedule.name, submitted.outcome, fired_at.since(tick));
+            m::schedule_fired(&schedule.name, submitted.outcome, clock().since(tick));
             if submitted.outcome == SubmitOutcome::Created {
                 tracing::info!(schedule = %schedule.name, task.id = %id, "cron tick fired");
             }
