@@ -11,7 +11,7 @@ use std::{
 };
 
 use executor_core::{
-    ListQuery, Namespace, TaskId, TaskState,
+    ListQuery, Namespace, TaskId, TaskRecord, TaskState,
     storage::{Due, NewTask, Storage, SubmitMode},
 };
 
@@ -132,6 +132,10 @@ pub struct RunArgs {
     /// Most time to wait for the last tasks after the faults stop, seconds.
     #[arg(long, default_value_t = 120)]
     pub drain_seconds: u64,
+    /// The cron expression of the run's schedule ([`crate::cron`]: put once
+    /// a leader is elected, checked at the end); `none`: no schedule.
+    #[arg(long, default_value = crate::cron::EXPRESSION)]
+    pub cron: String,
 }
 
 /// Runs the controller; returns whether every invariant held.
@@ -197,6 +201,26 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
     for _ in 0..args.workers.max(1) {
         lock(&fleet).spawn(&[])?;
     }
+    let leader = Arc::new(Mutex::new(None));
+    let watching = Arc::new(AtomicBool::new(true));
+    let watcher = tokio::spawn(crate::cron::watch_leader(
+        storage.clone(),
+        ns.clone(),
+        Arc::clone(&watching),
+        Arc::clone(&leader),
+        lock(&fleet).ledger.clone(),
+    ));
+    let timing = crate::cron::Timing {
+        lease_ms: args.lease_ms,
+        housekeeping_ms: u64::try_from(
+            crate::worker::housekeeping_interval(Duration::from_millis(args.lease_ms)).as_millis(),
+        )
+        .unwrap_or(u64::MAX),
+    };
+    let cron = match args.cron.as_str() {
+        "none" => None,
+        expression => Some(crate::cron::start(&storage, &ns, expression).await?),
+    };
     let started = Instant::now();
     let run_for = Duration::from_secs(args.seconds);
     let ids: Vec<String> = (0..args.tasks).map(|i| format!("t{i:07}")).collect();
@@ -214,7 +238,8 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
         let fleet = Arc::clone(&fleet);
         let args = args.clone();
         let servers = servers.clone();
-        std::thread::spawn(move || inject(&fleet, &servers, &args, started + run_for))
+        let leader = Arc::clone(&leader);
+        std::thread::spawn(move || inject(&fleet, &servers, &args, &leader, started + run_for))
     };
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = tokio::spawn(sample_tiers(
@@ -246,11 +271,22 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
     let drained =
         drain(&storage, &ns, args.tasks, &victims, Duration::from_secs(args.drain_seconds), &fleet).await;
     let drain_time = fault_end.elapsed();
+    // The window ends a second before now: the tick due in the last second
+    // may not be fired yet.
+    let cron_window = match &cron {
+        Some((schedule, first)) => {
+            let end = storage.now(&ns).await?.saturating_sub(Duration::from_secs(1));
+            Some(crate::cron::settle(&storage, &ns, schedule, *first, end, timing).await)
+        }
+        None => None,
+    };
     lock(&fleet).stop_all(Duration::from_secs(10));
     sampling.store(false, Ordering::Relaxed);
+    watching.store(false, Ordering::Relaxed);
     let (waiting_peak, demoted) = sampler.await.unwrap_or_default();
+    watcher.await.map_err(|_| "leader watcher panicked")?;
 
-    let (finals, list_error) = read_finals(&storage, &ns, &ids).await?;
+    let (finals, ticks, list_error) = read_finals(&storage, &ns, &ids).await?;
     let mut outcomes = Vec::with_capacity(victims.len());
     for v in &victims {
         outcomes.push(Outcome::read(&storage, &ns, &v.id).await);
@@ -262,6 +298,16 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
     delete_victims(&storage, &ns, &victims, &mut report).await;
     check_due(&mut report, &events, &due_ms);
     report.waiting_peak = waiting_peak;
+    if let (Some((schedule, first)), Some(last)) = (&cron, cron_window) {
+        let (window, after_window, stray) = crate::cron::window(schedule, *first, last, &ticks);
+        let mut c =
+            crate::cron::CronReport { expression: schedule.cron.clone(), after_window, ..Default::default() };
+        crate::cron::check_ticks(&mut report, &mut c, &window, &events, timing);
+        for id in stray.iter().take(5) {
+            report.violations.push(format!("cron task {id} is of no tick of the run's window"));
+        }
+        report.cron = Some(c);
+    }
     if args.retry_percent > 0 {
         check_demoted(&mut report, &demoted, args.storage == Backend::Tiered);
     }
@@ -272,8 +318,15 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
         report.violations.push(format!("{torn} ledger lines did not parse"));
     }
     let counts = storage.counts(&ns).await?;
-    if counts.total() != args.tasks as u64 {
-        let text = format!("counts add up to {}, {} were submitted", counts.total(), args.tasks);
+    // The counts hold the cron schedule's tasks too.
+    let submitted = args.tasks as u64 + ticks.len() as u64;
+    if counts.total() != submitted {
+        let text = format!(
+            "counts add up to {}, {} were submitted ({} by the cron schedule)",
+            counts.total(),
+            submitted,
+            ticks.len()
+        );
         // A record edited by hand changes its state behind the counts' back.
         if victims.iter().any(|v| v.corrupted) {
             report.notes.push(format!("{text} (after hand-corrupted records: not checked)"));
@@ -300,12 +353,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// The fault loop, on its own thread: bounded by `until` and by count.
+/// Every other kill, the first included, is aimed at the namespace's leader
+/// (`leader`, as [`crate::cron::watch_leader`] last saw it), so the cron
+/// schedule's failover is exercised; and if half the run has passed without
+/// a leader kill, the next fault is one, whatever the round robin says.
 fn inject(
     fleet: &Mutex<Fleet>,
     servers: &[Arc<Mutex<PrivateServer>>],
     args: &RunArgs,
+    leader: &Mutex<Option<String>>,
     until: Instant,
 ) -> Result<(), AnyError> {
+    let half_run = until.checked_sub(Duration::from_secs(args.seconds) / 2).unwrap_or(until);
+    let (mut kills, mut leader_killed) = (0usize, false);
     let every = Duration::from_millis(args.fault_every_ms.max(100));
     let max_faults = args.seconds * 1000 / every.as_millis().max(1) as u64 + 1;
     // Store faults go round the servers (hot and cold tier in turn); each
@@ -322,9 +382,19 @@ fn inject(
             break;
         }
         std::thread::sleep(jitter);
-        let Some(&fault) = enabled.get((n as usize + offset) % enabled.len().max(1)) else { break };
+        let Some(&picked) = enabled.get((n as usize + offset) % enabled.len().max(1)) else { break };
+        let overdue = !leader_killed && enabled.contains(&Fault::Kill) && Instant::now() >= half_run;
+        let fault = if overdue { Fault::Kill } else { picked };
         let done = match fault {
-            Fault::Kill => lock(fleet).kill_one(),
+            Fault::Kill if kills.is_multiple_of(2) || overdue => {
+                kills += 1;
+                let worker = lock(leader).clone();
+                lock(fleet).kill_leader(worker.as_deref()).map(|hit| leader_killed |= hit)
+            }
+            Fault::Kill => {
+                kills += 1;
+                lock(fleet).kill_one()
+            }
             Fault::Stop => {
                 lock(fleet).pause_one(pause(args.lease_ms));
                 Ok(())
@@ -615,15 +685,17 @@ async fn drained<S: Storage>(storage: &S, ns: &Namespace, tasks: usize, victims:
     true
 }
 
-/// The final record of every ordinary task, from every tier (the hot copy
-/// wins if a half-done move left one in both; `copies` says so). A
-/// submitted task no list shows is looked up by id (at most 1,000 of them)
-/// and marked `unlisted`: a record stranded outside every index.
+/// The final record of every ordinary task and cron tick task, from every
+/// tier (the hot copy wins if a half-done move left one in both; `copies`
+/// says so), and the tick tasks' records. A submitted task no list shows is
+/// looked up by id (at most 1,000 of them) and marked `unlisted`: a record
+/// stranded outside every index.
 async fn read_finals<S: ChaosStore>(
     storage: &S,
     ns: &Namespace,
     submitted: &[String],
-) -> Result<(HashMap<String, Final>, Option<String>), AnyError> {
+) -> Result<(HashMap<String, Final>, Vec<TaskRecord>, Option<String>), AnyError> {
+    let mut ticks = Vec::new();
     let mut out: HashMap<String, Final> = HashMap::new();
     // A list that fails over one bad record hides every task: a violation,
     // not a setup error; the tasks are then read one by one.
@@ -633,12 +705,17 @@ async fn read_finals<S: ChaosStore>(
     };
     for (tier, records) in tiers {
         for t in records.into_iter().filter(|t| !is_victim(t.id.as_str())) {
-            out.entry(t.id.as_str().to_owned()).and_modify(|f| f.copies += 1).or_insert(Final {
-                state: t.state.to_string(),
-                fence: t.fence,
-                tier,
-                copies: 1,
-            });
+            if let Some(f) = out.get_mut(t.id.as_str()) {
+                f.copies += 1;
+                continue;
+            }
+            out.insert(
+                t.id.as_str().to_owned(),
+                Final { state: t.state.to_string(), fence: t.fence, tier, copies: 1 },
+            );
+            if crate::cron::is_tick(t.id.as_str()) {
+                ticks.push(t);
+            }
         }
     }
     let most = if list_error.is_some() { 20_000 } else { 1_000 };
@@ -653,7 +730,7 @@ async fn read_finals<S: ChaosStore>(
         let tier = if list_error.is_some() { "store" } else { "unlisted" };
         out.insert(id.clone(), Final { state, fence, tier, copies: 1 });
     }
-    Ok((out, list_error))
+    Ok((out, ticks, list_error))
 }
 
 /// Samples the tasks waiting in each tier every 250 ms while `on`; returns

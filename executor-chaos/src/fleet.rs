@@ -28,13 +28,16 @@ pub struct Fleet {
     /// The controller's ledger (faults).
     pub ledger: Ledger,
     workers: Vec<Owned>,
+    /// Each started worker's pid and ledger file (its `Up` line names its
+    /// executor's worker id).
+    ledgers: Vec<(u32, PathBuf)>,
     started: usize,
 }
 
 impl Fleet {
     /// An empty fleet.
     pub fn new(template: WorkerArgs, dir: PathBuf, ledger: Ledger) -> Self {
-        Self { template, dir, ledger, workers: Vec::new(), started: 0 }
+        Self { template, dir, ledger, workers: Vec::new(), ledgers: Vec::new(), started: 0 }
     }
 
     /// Records a fault event in the controller's ledger.
@@ -51,11 +54,12 @@ impl Fleet {
         let n = self.started;
         let t = &self.template;
         let out = File::create(self.dir.join(format!("worker-{n}.out")))?;
+        let ledger = self.dir.join(format!("worker-{n}.log"));
         let mut cmd = Command::new(std::env::current_exe()?);
         cmd.arg("worker")
             .args(["--storage", backend_name(t.storage), "--url", &t.url, "--ns", &t.ns])
             .arg("--ledger")
-            .arg(self.dir.join(format!("worker-{n}.log")))
+            .arg(&ledger)
             .args(["--lease-ms", &t.lease_ms.to_string(), "--concurrency", &t.concurrency.to_string()])
             .args(["--min-ms", &t.min_ms.to_string(), "--max-ms", &t.max_ms.to_string()])
             .args(t.cold_url.iter().flat_map(|u| ["--cold-url", u.as_str()]))
@@ -81,6 +85,7 @@ impl Fleet {
         let pid = child.pid();
         self.note("spawn", Some(pid), format!("worker-{n}"));
         self.workers.push(child);
+        self.ledgers.push((pid, ledger));
         Ok(pid)
     }
 
@@ -96,8 +101,32 @@ impl Fleet {
     /// The replacement could not be started.
     pub fn kill_one(&mut self) -> Result<(), AnyError> {
         let Some(&pid) = self.pids().choose(&mut rand::rng()) else { return Ok(()) };
+        self.kill(pid, "SIGKILL")
+    }
+
+    /// `kill -9` the live worker whose executor is `worker` (the namespace's
+    /// leader, as last sampled) and start a replacement; a random worker
+    /// when no live one is `worker` (its term outlives it by up to a lease).
+    /// Answers whether the leader was the one killed.
+    ///
+    /// # Errors
+    /// The replacement could not be started.
+    pub fn kill_leader(&mut self, worker: Option<&str>) -> Result<bool, AnyError> {
+        let live = self.pids();
+        let leader = worker.and_then(|w| {
+            self.ledgers.iter().filter(|(pid, _)| live.contains(pid)).find_map(|(pid, path)| {
+                (crate::ledger::up_worker(path).as_deref() == Some(w)).then_some(*pid)
+            })
+        });
+        match leader {
+            Some(pid) => self.kill(pid, "SIGKILL, the leader").map(|()| true),
+            None => self.kill_one().map(|()| false),
+        }
+    }
+
+    fn kill(&mut self, pid: u32, note: &str) -> Result<(), AnyError> {
         signal(pid, Signal::Kill);
-        self.note("kill", Some(pid), "SIGKILL");
+        self.note("kill", Some(pid), note);
         if let Some(w) = self.workers.iter_mut().find(|w| w.pid() == pid) {
             w.wait_exit(Duration::from_secs(5));
         }

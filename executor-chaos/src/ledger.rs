@@ -210,3 +210,15 @@ pub fn read_dir(dir: &Path) -> std::io::Result<(Vec<Event>, usize)> {
     }
     Ok((events, bad))
 }
+
+/// The worker id in the `Up` line of the ledger at `path` (a worker's first
+/// line, written once its executor is built); `None` before it is written.
+pub fn up_worker(path: &Path) -> Option<String> {
+    let file = File::open(path).ok()?;
+    // A worker writes `Up` before it claims anything: it is the first line.
+    let line = BufReader::new(file).lines().next()?.ok()?;
+    match serde_json::from_str::<Event>(&line).ok()? {
+        Event::Up { worker, .. } => Some(worker),
+        _ => None,
+    }
+}

@@ -4,7 +4,9 @@
 //! private store and K worker processes, submits M tasks, and while they run
 //! kills, pauses and restarts things; then it checks, from append-only
 //! ledgers the workers write and from the store, that no task was lost, no
-//! two attempts of a task ran at once, and every re-run had a cause.
+//! two attempts of a task ran at once, every re-run had a cause, and the
+//! run's per-second cron schedule gave one task per tick, a tick passing
+//! without one only during a leader outage ([`cron`]).
 //! `chaos worker` is the process it starts. See `docs/reliability.md`.
 //!
 //! The pieces are a library so the fault tests in `tests/` reuse them:
@@ -22,6 +24,7 @@
 
 pub mod check;
 pub mod controller;
+pub mod cron;
 pub mod first_start;
 pub mod fleet;
 pub mod ledger;

@@ -153,6 +153,7 @@ impl ChaosStore for MySqlStorage {
         for sql in [
             "DELETE FROM reliable_executor_tasks WHERE ns = ?",
             "DELETE FROM reliable_executor_leaders WHERE ns = ?",
+            "DELETE FROM reliable_executor_schedules WHERE ns = ?",
         ] {
             sqlx::query(sql)
                 .bind(ns.as_str())

@@ -115,6 +115,9 @@ pub fn print_summary(
         println!("victims deleted at the end: {}", r.victims_deleted);
         println!("victim outcomes: {:?}", r.victim_outcomes);
     }
+    if let Some(c) = &r.cron {
+        crate::cron::print(c);
+    }
     for note in &r.notes {
         println!("note: {note}");
     }

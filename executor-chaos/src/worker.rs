@@ -134,10 +134,11 @@ async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
         .claim_batch(args.concurrency)
         .lease(lease)
         .heartbeat_interval(lease / 4)
-        .housekeeping_interval((lease / 4).max(Duration::from_millis(100)))
+        .housekeeping_interval(housekeeping_interval(lease))
         .max_idle_wait(Duration::from_secs(1))
         .shutdown_grace(Duration::from_secs(2))
-        .handler(handler(ledger.clone(), &args));
+        .handler(handler(ledger.clone(), &args))
+        .handler(tick_handler(Arc::new(ledger.clone())));
     for h in crate::victims::handlers(&Arc::new(ledger.clone())) {
         builder = builder.handler(h);
     }
@@ -149,6 +150,42 @@ async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
     });
     executor.run_until(executor_core::shutdown_signal()).await?;
     Ok(())
+}
+
+/// The housekeeping interval of a worker with lease `lease`: how often its
+/// executor renews or takes the namespace's leadership, and so how often the
+/// leader's scheduler re-reads the schedules.
+pub fn housekeeping_interval(lease: Duration) -> Duration {
+    (lease / 4).max(Duration::from_millis(100))
+}
+
+/// The handler of the run's cron ticks ([`crate::cron::TICK_TASK`]): records
+/// its attempts in the ledger like the ordinary handler, so the checker's
+/// double-run and overlap rules cover the tick tasks too, then sleeps 5-50 ms.
+fn tick_handler(ledger: Arc<Ledger>) -> Handler {
+    // Faults never exhaust the attempts (as for the ordinary tasks): every
+    // tick task must end COMPLETED.
+    let options = executor_core::TaskOptions::new().retry_limit(executor_core::MAX_RETRY_LIMIT);
+    Handler::new(crate::cron::TICK_TASK, move |(): (), ctx: TaskContext| {
+        let ledger = Arc::clone(&ledger);
+        async move {
+            let pid = std::process::id();
+            let task = ctx.id().as_str().to_owned();
+            let fence = ctx.fence();
+            ledger.record(&Event::Start {
+                task: task.clone(),
+                fence,
+                attempt: ctx.attempt(),
+                pid,
+                t: now_ms(),
+            });
+            let guard = AbortGuard { ledger: Arc::clone(&ledger), task, fence, pid, done: false };
+            tokio::time::sleep(Duration::from_millis(rand::random_range(5..=50))).await;
+            guard.finish();
+            Ok::<(), TaskError>(())
+        }
+    })
+    .options(options)
 }
 
 fn handler(ledger: Ledger, args: &WorkerArgs) -> Handler {

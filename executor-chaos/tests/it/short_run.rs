@@ -8,6 +8,8 @@
 //! inside its claim and races first starts on fresh databases.
 //! Private servers on free loopback ports; the summary is printed (run with
 //! `--nocapture` to see it). One test, so the runs never share the 2 cores.
+//! Every run also fires a per-second cron schedule (issue 15) while the
+//! leader is killed: its figures are checked by [`check_cron`].
 
 use crate::common::{self, figure};
 
@@ -64,6 +66,7 @@ fn short_chaos_run_redis_mysql_tiered() -> Result<(), String> {
         .filter_map(|k| figure(&summary, k))
         .sum();
         assert!(faults >= 5, "too few faults were injected to mean anything: {summary}");
+        check_cron(&summary, seconds.parse().unwrap_or(0));
         if storage == "tiered" {
             // 30 % of 2,000; store faults go round the servers, so two of each hit both tiers.
             assert_eq!(figure(&summary, "delayed tasks:"), Some(600), "{summary}");
@@ -89,4 +92,30 @@ fn short_chaos_run_redis_mysql_tiered() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Issue 15: the run's per-second schedule gave one task per tick of its
+/// window (about the run's `seconds`), a tick missed only during a leader
+/// outage, at least one kill hit the leader, and the fire lag's p99 is within
+/// one housekeeping interval (500 ms at the default 2 s lease) plus the
+/// recovery (lease + housekeeping): 3,000 ms.
+fn check_cron(summary: &str, seconds: u64) {
+    let expected = figure(summary, "cron ticks expected:").unwrap_or(0);
+    let fired = figure(summary, "cron ticks fired:").unwrap_or(0);
+    let missing = figure(summary, "cron ticks missing:").unwrap_or(u64::MAX);
+    // The injector stops at its last fault, up to 1.5 fault intervals before
+    // `seconds` are up, and the drain may take no time.
+    assert!(expected + 5 >= seconds, "too few ticks in the window: {summary}");
+    assert_eq!(fired + missing, expected, "{summary}");
+    // Each outage costs a few ticks at most; most ticks fire on time.
+    assert!(fired * 2 >= expected, "{summary}");
+    assert_eq!(figure(summary, "cron ticks missing unexplained:"), Some(0), "{summary}");
+    assert_eq!(figure(summary, "cron tick tasks not completed:"), Some(0), "{summary}");
+    assert!(
+        figure(summary, "cron leader kills:").is_some_and(|n| n >= 1),
+        "the leader was never killed: {summary}"
+    );
+    let p99 = figure(summary, "cron fire lag p99 (ms):");
+    assert!(p99.is_some_and(|ms| ms <= 3_000), "fire lag p99 above 3,000 ms: {summary}");
+    assert!(summary.contains("(bound 3000)"), "{summary}");
 }
