@@ -110,10 +110,12 @@ impl<S: Storage> Scheduler<S> {
                 Err(e) => tracing::warn!(error = %e, "firing a schedule failed; retrying"),
             }
         }
-        // Waits measured on the store's clock, slept on this one: the
-        // drift over one wait is negligible, and each round re-reads `now`.
-        Ok(next
-            .map_or(Duration::MAX, |t| Duration::from_millis(t.as_millis().saturating_sub(now.as_millis()))))
+        // Waits measured on the store's clock (less the time this round
+        // took), slept on this one: the drift over one wait is negligible,
+        // and each round re-reads `now`.
+        Ok(next.map_or(Duration::MAX, |t| {
+            Duration::from_millis(t.as_millis().saturating_sub(clock().as_millis()))
+        }))
     }
 
     /// Handles the due ticks of one schedule; answers its next tick after
