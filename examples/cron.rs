@@ -65,6 +65,12 @@ struct Outcome {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
     let args = Args::parse();
     let ns = format!("cron-example-{}", std::process::id());
     let storage = args.store.connect().await?;

@@ -117,7 +117,14 @@ async fn watch_marker(
             continue;
         }
         match client.with_options(&options).bzpopmin::<Value, _>(key.as_str(), POP_TIMEOUT).await {
+            // fred turns BZPOPMIN's nil reply (its block ran out with no
+            // marker) into a `Timeout` error: that is no marker, not Redis
+            // being away, and the next pop starts at once. Treated as an
+            // outage it woke every waiter for nothing and left the marker
+            // unwatched for 100 ms, so a task submitted just after an idle
+            // second started up to 100 ms late.
             Ok(Value::Null) => {}
+            Err(e) if *e.kind() == fred::error::ErrorKind::Timeout => {}
             Ok(_) if waiters.load(Ordering::SeqCst) > 0 => tx.send_modify(|n| *n = n.wrapping_add(1)),
             Ok(_) => {
                 // Nobody here waits any more: leave the marker to other processes.

@@ -22,3 +22,4 @@ mod partitioned;
 mod restart;
 mod scripts;
 mod two_processes;
+mod wake;
