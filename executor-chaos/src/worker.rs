@@ -162,6 +162,16 @@ pub fn housekeeping_interval(lease: Duration) -> Duration {
 /// The handler of the run's cron ticks ([`crate::cron::TICK_TASK`]): records
 /// its attempts in the ledger like the ordinary handler, so the checker's
 /// double-run and overlap rules cover the tick tasks too, then sleeps 5-50 ms.
+/// Records an attempt's start in the ledger; the guard records its end
+/// (or that its future was dropped).
+fn started(ledger: &Arc<Ledger>, ctx: &TaskContext) -> AbortGuard {
+    let pid = std::process::id();
+    let task = ctx.id().as_str().to_owned();
+    let fence = ctx.fence();
+    ledger.record(&Event::Start { task: task.clone(), fence, attempt: ctx.attempt(), pid, t: now_ms() });
+    AbortGuard { ledger: Arc::clone(ledger), task, fence, pid, done: false }
+}
+
 fn tick_handler(ledger: Arc<Ledger>) -> Handler {
     // Faults never exhaust the attempts (as for the ordinary tasks): every
     // tick task must end COMPLETED.
@@ -169,17 +179,7 @@ fn tick_handler(ledger: Arc<Ledger>) -> Handler {
     Handler::new(crate::cron::TICK_TASK, move |(): (), ctx: TaskContext| {
         let ledger = Arc::clone(&ledger);
         async move {
-            let pid = std::process::id();
-            let task = ctx.id().as_str().to_owned();
-            let fence = ctx.fence();
-            ledger.record(&Event::Start {
-                task: task.clone(),
-                fence,
-                attempt: ctx.attempt(),
-                pid,
-                t: now_ms(),
-            });
-            let guard = AbortGuard { ledger: Arc::clone(&ledger), task, fence, pid, done: false };
+            let guard = started(&ledger, &ctx);
             tokio::time::sleep(Duration::from_millis(rand::random_range(5..=50))).await;
             guard.finish();
             Ok::<(), TaskError>(())
@@ -196,17 +196,7 @@ fn handler(ledger: Ledger, args: &WorkerArgs) -> Handler {
     Handler::new(TASK_NAME, move |index: u64, ctx: TaskContext| {
         let ledger = Arc::clone(&ledger);
         async move {
-            let pid = std::process::id();
-            let task = ctx.id().as_str().to_owned();
-            let fence = ctx.fence();
-            ledger.record(&Event::Start {
-                task: task.clone(),
-                fence,
-                attempt: ctx.attempt(),
-                pid,
-                t: now_ms(),
-            });
-            let guard = AbortGuard { ledger: Arc::clone(&ledger), task, fence, pid, done: false };
+            let guard = started(&ledger, &ctx);
             if block.is_zero() {
                 tokio::time::sleep(Duration::from_millis(rand::random_range(min..=max))).await;
             } else {
@@ -215,7 +205,13 @@ fn handler(ledger: Ledger, args: &WorkerArgs) -> Handler {
             }
             if ctx.attempt() == 1 && retries_far(index, retry_percent) {
                 let delay_ms = rand::random_range(RETRY_DELAY_MS);
-                ledger.record(&Event::Retry { task: guard.task.clone(), fence, delay_ms, pid, t: now_ms() });
+                ledger.record(&Event::Retry {
+                    task: guard.task.clone(),
+                    fence: guard.fence,
+                    delay_ms,
+                    pid: guard.pid,
+                    t: now_ms(),
+                });
                 guard.finish();
                 return Err(TaskError::retry_after(
                     "chaos: retry asked past the horizon",
