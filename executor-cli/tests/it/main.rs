@@ -1,0 +1,337 @@
+//! End to end: the `rex` binary against Redis, MariaDB and the memory
+//! store, its effects checked through the library.
+
+use std::time::Duration;
+
+use assert_cmd::Command;
+use executor_any::AnyStorage;
+use executor_core::{
+    Client, MemoryStorage, Namespace, TaskId, TaskState, WorkerId,
+    schedule::Schedule,
+    storage::{Finish, Storage},
+    testing::{new_task, unique_namespace},
+};
+use serde_json::Value;
+use tokio::runtime::Runtime;
+
+/// A namespace of its own on a store, purged when dropped (also when the
+/// test panics).
+struct Store {
+    url: String,
+    storage: AnyStorage,
+    client: Client<AnyStorage>,
+    rt: Runtime,
+}
+
+impl Store {
+    /// Connects to `url`, failing with `how_to_start` when the server does
+    /// not answer: a backend test never skips silently.
+    fn connect(url: &str, how_to_start: &str) -> Self {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("runtime: {e}"));
+        let storage = rt
+            .block_on(AnyStorage::connect(url))
+            .unwrap_or_else(|e| panic!("the store at {url} does not answer: {e}\n{how_to_start}"));
+        let client = Client::without_name_check(storage.clone(), unique_namespace("cli"));
+        Self { url: url.to_owned(), storage, client, rt }
+    }
+
+    fn ns(&self) -> &Namespace {
+        self.client.namespace()
+    }
+
+    /// `rex` on this store and namespace, through the environment.
+    fn rex(&self, args: &[&str]) -> Output {
+        let mut cmd = rex();
+        cmd.env("REX_URL", &self.url).env("REX_NAMESPACE", self.ns().as_str()).args(args);
+        run(cmd)
+    }
+
+    /// Submits a task `id` of handler `name`.
+    fn submit(&self, id: &str, name: &str) -> TaskId {
+        let mut task = new_task(id);
+        task.name = name.to_owned();
+        task.payload = format!(r#"{{"customer":"{id}","n":7}}"#).into_bytes();
+        self.rt.block_on(self.storage.submit(self.ns(), task)).unwrap_or_else(|e| panic!("submit {id}: {e}"));
+        TaskId::new(id).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Claims the one due task and finishes it with `finish`.
+    fn finish_next(&self, finish: Finish) {
+        let worker = WorkerId::generate();
+        let claimed = self
+            .rt
+            .block_on(self.storage.claim(self.ns(), &worker, 1, Duration::from_secs(60)))
+            .unwrap_or_else(|e| panic!("claim: {e}"));
+        let lease = claimed.first().and_then(|r| r.lease()).unwrap_or_else(|| panic!("nothing claimed"));
+        self.rt
+            .block_on(self.storage.finish(self.ns(), &lease, finish))
+            .unwrap_or_else(|e| panic!("finish: {e}"));
+    }
+
+    fn state(&self, id: &TaskId) -> Option<TaskState> {
+        self.rt
+            .block_on(self.client.status(id))
+            .unwrap_or_else(|e| panic!("status {id}: {e}"))
+            .map(|r| r.state)
+    }
+
+    fn count(&self, state: TaskState) -> u64 {
+        self.rt.block_on(self.client.counts()).unwrap_or_else(|e| panic!("counts: {e}")).get(state)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Err(e) = self.rt.block_on(self.storage.purge(self.client.namespace())) {
+            eprintln!("cleanup of {} failed: {e}", self.client.namespace());
+        }
+        // A MySQL pool's connections close through the runtime: drop the
+        // store inside it, leaving memory stores in its place.
+        let _inside = self.rt.enter();
+        let placeholder = AnyStorage::from(MemoryStorage::new());
+        drop(std::mem::replace(&mut self.storage, placeholder.clone()));
+        let ns = self.client.namespace().clone();
+        drop(std::mem::replace(&mut self.client, Client::without_name_check(placeholder, ns)));
+    }
+}
+
+/// What a run of `rex` left.
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    /// Exit 0, nothing on stderr; the stdout.
+    #[track_caller]
+    fn ok(&self) -> &str {
+        assert_eq!(self.code, Some(0), "rex failed: {}", self.stderr);
+        assert_eq!(self.stderr, "", "rex succeeded but wrote to stderr");
+        &self.stdout
+    }
+
+    /// Stdout as JSON, after [`Output::ok`].
+    #[track_caller]
+    fn json(&self) -> Value {
+        serde_json::from_str(self.ok()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+
+    /// Exit `code` and exactly one line on stderr, `rex: ...`; that line.
+    #[track_caller]
+    fn fails(&self, code: i32) -> &str {
+        assert_eq!(self.code, Some(code), "stdout: {}\nstderr: {}", self.stdout, self.stderr);
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "stderr must be one line: {:?}", self.stderr);
+        assert!(lines[0].starts_with("rex: "), "{:?}", lines[0]);
+        lines[0]
+    }
+}
+
+/// The `rex` binary with no store settings from the outer environment.
+fn rex() -> Command {
+    let mut cmd = Command::cargo_bin("rex").unwrap_or_else(|e| panic!("rex binary: {e}"));
+    cmd.env_remove("REX_URL").env_remove("REX_NAMESPACE").timeout(Duration::from_secs(60));
+    cmd
+}
+
+fn run(mut cmd: Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("running rex: {e}"));
+    Output {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = list
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|t| t["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Every command against one store, checked through the library.
+fn tour(store: &Store) {
+    // Dead letters first: claims take whichever task is due.
+    for id in ["f1", "f2", "f3"] {
+        store.submit(id, if id == "f3" { "charge" } else { "sync_crm" });
+    }
+    for _ in 0..3 {
+        store.finish_next(Finish::Failed { error: "CRM said 503".to_owned() });
+    }
+    let done = store.submit("c1", "sync_crm");
+    store.finish_next(Finish::Completed);
+    let waiting = store.submit("p1", "sync_crm");
+    let doomed = store.submit("p2", "sync_crm");
+
+    let counts = store.rex(&["counts", "--json"]).json();
+    assert_eq!((counts["FAILED"].as_u64(), counts["COMPLETED"].as_u64()), (Some(3), Some(1)), "{counts}");
+    assert_eq!((counts["CREATED"].as_u64(), counts["RUNNING"].as_u64()), (Some(2), Some(0)), "{counts}");
+    assert!(store.rex(&["counts"]).ok().contains("FAILED     3"));
+
+    let failed = store.rex(&["list", "--state", "failed", "--json"]).json();
+    assert_eq!(ids(&failed), ["f1", "f2", "f3"]);
+    let named = store.rex(&["list", "--state", "FAILED", "--name", "sync_crm", "--json"]).json();
+    assert_eq!(ids(&named), ["f1", "f2"]);
+    let limited = store.rex(&["list", "--state", "failed", "--limit", "2"]);
+    assert!(limited.ok().contains("there may be more FAILED tasks"), "{}", limited.stdout);
+    assert_eq!(limited.ok().lines().filter(|l| l.starts_with('f')).count(), 2);
+
+    let shown = store.rex(&["show", "f1"]);
+    for line in ["state            FAILED", "last_error       CRM said 503", "\"customer\": \"f1\""] {
+        assert!(shown.ok().contains(line), "no {line:?} in:\n{}", shown.stdout);
+    }
+    let shown = store.rex(&["show", "f1", "--json"]).json();
+    assert_eq!((shown["state"].as_str(), shown["payload"]["n"].as_u64()), (Some("FAILED"), Some(7)));
+    store.rex(&["show", "nope"]).fails(1);
+
+    assert!(store.rex(&["cancel", "p1"]).ok().contains("cancelled p1"));
+    assert_eq!(store.state(&waiting), Some(TaskState::Cancelled));
+    store.rex(&["cancel", "p1"]).fails(2);
+    store.rex(&["delete", "p2"]).ok();
+    assert_eq!(store.state(&doomed), None);
+    store.rex(&["delete", "p2"]).fails(1);
+
+    let requeued = store.rex(&["requeue", "--all-dead", "--json"]).json();
+    assert_eq!(requeued["requeued"].as_array().map(Vec::len), Some(3), "{requeued}");
+    assert_eq!((store.count(TaskState::Failed), store.count(TaskState::Pending)), (0, 3));
+    store.rex(&["requeue", "f1"]).fails(2);
+
+    let mut declined = rex();
+    declined.env("REX_URL", &store.url).env("REX_NAMESPACE", store.ns().as_str()).write_stdin("n\n");
+    declined.args(["purge", "--state", "completed", "--older-than", "0s"]);
+    let declined = run(declined);
+    assert_eq!(declined.code, Some(2), "{}", declined.stderr);
+    assert!(declined.stderr.starts_with("Delete 1 tasks? [y/N] "), "{:?}", declined.stderr);
+    assert_eq!(store.state(&done), Some(TaskState::Completed));
+    store.rex(&["purge", "--state", "completed", "--older-than", "7d", "--yes"]).ok();
+    assert_eq!(store.state(&done), Some(TaskState::Completed), "finished just now: not older than 7d");
+    let purged =
+        store.rex(&["purge", "--state", "completed", "--older-than", "0s", "--yes", "--json"]).json();
+    assert_eq!(purged["deleted"].as_u64(), Some(1));
+    assert_eq!(store.state(&done), None);
+
+    let nightly = Schedule::new("nightly", "report", "0 3 * * *", "Europe/Berlin")
+        .unwrap_or_else(|e| panic!("schedule: {e}"));
+    store.rt.block_on(store.client.schedules().put(nightly)).unwrap_or_else(|e| panic!("put schedule: {e}"));
+    let listed = store.rex(&["schedules", "--json"]).json();
+    assert_eq!(listed[0]["name"].as_str(), Some("nightly"), "{listed}");
+    assert_eq!(
+        (listed[0]["timezone"].as_str(), listed[0]["paused"].as_bool()),
+        (Some("Europe/Berlin"), Some(false))
+    );
+    assert!(listed[0]["next_fire"].as_u64().is_some(), "{listed}");
+    assert!(store.rex(&["schedules"]).ok().contains("0 3 * * *"));
+    store.rex(&["schedules", "pause", "nightly"]).ok();
+    assert_eq!(store.rex(&["schedules", "--json"]).json()[0]["paused"].as_bool(), Some(true));
+    store.rex(&["schedules", "resume", "nightly"]).ok();
+    assert_eq!(store.rex(&["schedules", "--json"]).json()[0]["paused"].as_bool(), Some(false));
+    store.rex(&["schedules", "remove", "nightly"]).ok();
+    assert_eq!(store.rex(&["schedules", "--json"]).json(), Value::Array(vec![]));
+    store.rex(&["schedules", "remove", "nightly"]).fails(1);
+
+    let watched = store.rex(&["watch", "--iterations", "2", "--interval", "100ms"]);
+    let lines: Vec<&str> = watched.ok().lines().collect();
+    assert_eq!(lines.len(), 2, "{}", watched.stdout);
+    assert!(lines[0].contains("PENDING=3 ") && lines[1].contains("PENDING=3 (+0.0/s)"), "{lines:?}");
+    assert!(!watched.stdout.contains('\x1b'), "no ANSI codes when stdout is not a terminal");
+}
+
+#[test]
+fn redis() {
+    let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let store = Store::connect(
+        &url,
+        "Start Redis with `redis-server --port 6379 --save '' --appendonly no --daemonize yes`, or run \
+         `scripts/test.sh`; point REDIS_URL elsewhere to use another server.",
+    );
+    tour(&store);
+}
+
+#[test]
+fn mariadb() {
+    let url = std::env::var("MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+    let store = Store::connect(
+        &url,
+        "Start MariaDB (`service mariadb start`) with a `test` database root can reach without a \
+         password, or run `scripts/test.sh`; point MYSQL_URL elsewhere to use another server.",
+    );
+    tour(&store);
+}
+
+#[test]
+fn memory_counts_of_an_empty_namespace() {
+    let mut cmd = rex();
+    cmd.args(["--url", "memory:", "--namespace", "empty", "counts", "--json"]);
+    let counts = run(cmd).json();
+    assert_eq!(counts.as_object().map(|o| o.len()), Some(8), "{counts}");
+    assert!(counts.as_object().is_some_and(|o| o.values().all(|n| n.as_u64() == Some(0))), "{counts}");
+}
+
+#[test]
+fn a_bad_url_is_a_usage_error() {
+    let mut cmd = rex();
+    cmd.args(["--url", "nope://", "--namespace", "app", "counts"]);
+    assert!(run(cmd).fails(2).contains("REX_URL"));
+}
+
+#[test]
+fn a_missing_url_names_rex_url() {
+    let mut cmd = rex();
+    cmd.args(["--namespace", "app", "counts"]);
+    assert!(run(cmd).fails(2).contains("REX_URL"));
+}
+
+#[test]
+fn an_unknown_id_is_not_found() {
+    let mut cmd = rex();
+    cmd.env("REX_URL", "memory:").env("REX_NAMESPACE", "app").args(["show", "nope"]);
+    assert!(run(cmd).fails(1).contains("task `nope` not found"));
+}
+
+#[test]
+fn a_store_that_is_down_is_exit_3() {
+    let mut cmd = rex();
+    cmd.args(["--url", "redis://127.0.0.1:1", "--namespace", "app", "counts"]);
+    run(cmd).fails(3);
+}
+
+#[test]
+fn completions_need_no_store() {
+    for shell in ["bash", "zsh", "fish"] {
+        let mut cmd = rex();
+        cmd.args(["completions", shell]);
+        let out = run(cmd);
+        assert!(out.ok().contains("requeue"), "{shell}: {}", out.stdout);
+    }
+}
+
+#[test]
+fn watch_on_memory_stops_after_its_iterations() {
+    let mut cmd = rex();
+    cmd.args([
+        "--url",
+        "memory:",
+        "--namespace",
+        "app",
+        "watch",
+        "--iterations",
+        "3",
+        "--interval",
+        "10ms",
+        "--json",
+    ]);
+    let out = run(cmd);
+    let lines: Vec<Value> =
+        out.ok().lines().map(|l| serde_json::from_str(l).unwrap_or(Value::Null)).collect();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    assert!(lines[0]["rates_per_s"].is_null() && lines[2]["rates_per_s"]["FAILED"].as_f64() == Some(0.0));
+}
