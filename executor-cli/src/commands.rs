@@ -10,7 +10,7 @@ use std::{
 use executor_any::AnyStorage;
 use executor_core::{
     CancelOutcome, Client, Error, ListQuery, Namespace, StateCounts, TaskId, TaskRecord, TaskState,
-    Timestamp, parse_duration,
+    parse_duration, storage::Storage,
 };
 use serde_json::json;
 
@@ -308,7 +308,7 @@ pub(crate) async fn delete(
 }
 
 /// `rex purge`: deletes the tasks of a finished state that finished before
-/// now minus `--older-than` (this machine's clock), after a confirmation.
+/// now minus `--older-than` (the store's clock), after a confirmation.
 pub(crate) async fn purge(
     client: &Client<AnyStorage>,
     args: &PurgeArgs,
@@ -321,8 +321,14 @@ pub(crate) async fn purge(
             "purge takes a finished state (COMPLETED, FAILED, TIMEOUT, ERROR, CANCELLED), not {state}"
         )));
     }
-    let age = parse_duration(&args.older_than).map_err(|e| CliError::store("bad --older-than", e))?;
-    let cutoff = Timestamp::now_system().saturating_sub(age);
+    let age = parse_duration(&args.older_than).map_err(|e| CliError::usage(format!("--older-than: {e}")))?;
+    // finished_at is on the store's clock: the cutoff is too.
+    let now = client
+        .storage()
+        .now(client.namespace())
+        .await
+        .map_err(|e| CliError::store("reading the store's clock", e))?;
+    let cutoff = now.saturating_sub(age);
     let (tasks, _) =
         collect(client, state, usize::MAX, true, |t| t.finished_at.is_some_and(|f| f <= cutoff)).await?;
     if !tasks.is_empty() && !args.yes && !confirm(tasks.len())? {

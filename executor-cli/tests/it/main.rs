@@ -284,6 +284,24 @@ fn a_bad_url_is_a_usage_error() {
 }
 
 #[test]
+fn a_bad_age_is_a_usage_error() {
+    let mut cmd = rex();
+    cmd.args([
+        "--url",
+        "memory:",
+        "--namespace",
+        "app",
+        "purge",
+        "--state",
+        "completed",
+        "--older-than",
+        "soon",
+        "--yes",
+    ]);
+    assert!(run(cmd).fails(2).contains("--older-than"));
+}
+
+#[test]
 fn a_missing_url_names_rex_url() {
     let mut cmd = rex();
     cmd.args(["--namespace", "app", "counts"]);
