@@ -194,10 +194,10 @@ async fn three_processes_a_day_of_minutes_leader_crashes_exactly_one_task_per_ti
 }
 
 fn rfc(t: Timestamp) -> String {
-    let s = Schedule::new("x", "x", "* * * * *", "UTC")
-        .and_then(|s| s.tick_id(t))
-        .map(|id| id.as_str().to_owned());
-    s.unwrap_or_default().trim_start_matches("x@").to_owned()
+    i64::try_from(t.as_millis())
+        .ok()
+        .and_then(|ms| jiff::Timestamp::from_millisecond(ms).ok())
+        .map_or_else(String::new, |i| i.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
 }
 
 /// What each policy fires after an outage of every process: `Skip` the

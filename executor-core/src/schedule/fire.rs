@@ -98,6 +98,10 @@ impl<S: Storage> Scheduler<S> {
     /// next tick of any of them.
     async fn fire_due(&self, term: &Leadership) -> Result<Duration> {
         let entries = self.storage.schedules(&self.ns).await?;
+        if entries.is_empty() {
+            // Nothing to fire: no clock read (the caller re-reads at the refresh).
+            return Ok(Duration::MAX);
+        }
         let now = self.storage.now(&self.ns).await?;
         // The store's now later in this round, without another round trip.
         let read_at = tokio::time::Instant::now();

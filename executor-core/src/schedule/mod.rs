@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub use api::{IntoSchedule, ScheduleBuilder, ScheduleInfo, Schedules};
 pub use cron::Cron;
 
-use crate::{Error, Result, TaskId, Timestamp};
+use crate::{Error, Result, TaskId, Timestamp, id::validate_key};
 
 /// The longest schedule name: room for `@` and the tick's instant in a
 /// task id of at most [`crate::MAX_ID_LEN`] bytes.
@@ -131,8 +131,7 @@ impl Schedule {
     /// [`Error::Invalid`] when `payload` is not JSON.
     pub fn payload_json(mut self, payload: impl Into<String>) -> Result<Self> {
         let payload = payload.into();
-        serde_json::from_str::<serde::de::IgnoredAny>(&payload)
-            .map_err(|e| Error::invalid("schedule payload", format!("not JSON: {e}")))?;
+        check_json(&payload)?;
         self.payload = payload;
         Ok(self)
     }
@@ -164,22 +163,14 @@ impl Schedule {
     /// # Errors
     /// [`Error::Invalid`], saying which field and why.
     pub fn validate(&self) -> Result<()> {
-        let name = &self.name;
-        if name.is_empty() || name.len() > MAX_SCHEDULE_NAME_LEN {
-            return Err(Error::invalid(
-                "schedule name",
-                format!("must be 1 to {MAX_SCHEDULE_NAME_LEN} bytes, got {}", name.len()),
-            ));
+        validate_key("schedule name", &self.name, MAX_SCHEDULE_NAME_LEN)?;
+        if self.name.contains('@') {
+            // `@` separates the name from the tick in the tasks' ids.
+            return Err(Error::invalid("schedule name", format!("`{}` contains '@'", self.name)));
         }
-        if let Some(c) = name.chars().find(|c| c.is_whitespace() || c.is_control() || *c == '@') {
-            return Err(Error::invalid("schedule name", format!("`{name}` contains {c:?}")));
-        }
-        if self.task.is_empty() || self.task.len() > crate::MAX_ID_LEN {
-            return Err(Error::invalid("schedule task", "the task name must be 1 to 200 bytes"));
-        }
+        validate_key("schedule task", &self.task, crate::MAX_ID_LEN)?;
         self.parsed()?;
-        serde_json::from_str::<serde::de::IgnoredAny>(&self.payload)
-            .map_err(|e| Error::invalid("schedule payload", format!("not JSON: {e}")))?;
+        check_json(&self.payload)?;
         if let Misfire::All { max } = self.misfire
             && !(1..=MAX_MISFIRE_ALL).contains(&max)
         {
@@ -201,6 +192,13 @@ impl Schedule {
     pub fn tick_id(&self, tick: Timestamp) -> Result<TaskId> {
         TaskId::new(format!("{}@{}", self.name, cron::rfc3339(tick)))
     }
+}
+
+/// Refuses a payload that is not JSON text.
+fn check_json(payload: &str) -> Result<()> {
+    serde_json::from_str::<serde::de::IgnoredAny>(payload)
+        .map(drop)
+        .map_err(|e| Error::invalid("schedule payload", format!("not JSON: {e}")))
 }
 
 /// A schedule as the store keeps it: the definition, whether it is paused,

@@ -41,8 +41,10 @@ async fn a_submit_after_an_idle_second_wakes_the_waiter() -> TestResult {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let task = TaskBuilder::new("wake", (), TaskOptions::new()).into_new_task()?;
     storage.submit(&ns, task).await?;
-    let waited = tokio::time::timeout(Duration::from_secs(10), waiter).await???;
+    // Woken by the submit, not by its 30 s max_wait.
+    let woken = tokio::time::timeout(Duration::from_secs(10), waiter).await;
     common::cleanup(&storage, &ns).await;
-    assert!(waited < Duration::from_secs(10), "the submit woke the waiter ({waited:?})");
+    let waited = woken.map_err(|_| "the submit did not wake the waiter within 10 s")???;
+    println!("woken {waited:?} after the submit's wait began");
     Ok(())
 }
