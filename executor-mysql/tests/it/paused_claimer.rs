@@ -52,6 +52,14 @@ const CYCLES: usize = 6;
 /// stopped once took more than 1 s to end on the server (40 row locks still
 /// held after 1 s), while alone it ends within milliseconds.
 const CHILD_LEASE: Duration = Duration::from_secs(2);
+/// How long after the stop the child's row locks must all be gone. The
+/// statement in flight at the stop still runs to its end on the server
+/// (milliseconds alone; once 2 s in a full CI run on 2 cores, with one
+/// row lock still listed). What the test guards against is a lock held
+/// for as long as the process stays stopped (the old claim's open
+/// transaction), which this bound still catches: the child stays stopped
+/// far longer.
+const LOCKS_FREED: Duration = Duration::from_secs(6);
 /// The healthy worker's lease: its work must never be reaped.
 const HEALTHY_LEASE: Duration = Duration::from_secs(3);
 /// Longest a healthy worker's call may take while the child is stopped.
@@ -238,9 +246,9 @@ async fn run(
         }
         signal(pid, "-STOP")?;
         let stopped = Instant::now();
-        // Within one lease the stopped child holds no row lock.
+        // Soon after the stop the child holds no row lock.
         let mut held = 0;
-        while stopped.elapsed() < CHILD_LEASE {
+        while stopped.elapsed() < LOCKS_FREED {
             held = child_locks(admin, db, ids).await?.0;
             if held == 0 {
                 break;
@@ -249,7 +257,7 @@ async fn run(
         }
         if held > 0 {
             return Err(format!(
-                "cycle {cycle}: the stopped child still holds {held} row locks after {CHILD_LEASE:?}"
+                "cycle {cycle}: the stopped child still holds {held} row locks after {LOCKS_FREED:?}"
             )
             .into());
         }
