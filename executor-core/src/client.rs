@@ -11,7 +11,8 @@ use std::{
 use serde::Serialize;
 
 use crate::{
-    CancelOutcome, Error, ListQuery, Namespace, Page, Registry, Result, RetryPolicy, StateCounts, Submitted,
+    CancelOutcome, Error, ListQuery, Namespace, Page, QueueInfo, QueueName, Registry, Result, RetryPolicy,
+    StateCounts, Submitted,
     TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
     listener::Listeners,
     metrics as m,
@@ -234,6 +235,50 @@ impl<S: Storage> Client<S> {
         self.inner.storage.workers(&self.inner.namespace).await
     }
 
+    /// Every queue of this namespace that has waiting tasks or is paused:
+    /// depth, due tasks, oldest due time, paused.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without queues.
+    pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
+        self.inner.storage.queues(&self.inner.namespace).await
+    }
+
+    /// Pauses `queue` on every process of this namespace: from the next
+    /// claim round on no task of it starts; running attempts finish, and
+    /// its tasks wait in order until [`Client::resume_queue`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), executor_core::Error> {
+    /// use executor_core::{Client, MemoryStorage, Namespace};
+    ///
+    /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-pause")?)?;
+    /// client.pause_queue("emails").await?;
+    /// assert!(client.queues().await?.iter().any(|q| q.queue.as_str() == "emails" && q.paused));
+    /// client.resume_queue("emails").await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad queue name; store failures;
+    /// [`Error::Unsupported`] from a store without queues.
+    pub async fn pause_queue(&self, queue: impl Into<String>) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        self.inner.storage.pause_queue(&self.inner.namespace, &queue, true).await
+    }
+
+    /// Resumes a paused queue: its tasks are claimed again from the next
+    /// claim round on.
+    ///
+    /// # Errors
+    /// As [`Client::pause_queue`].
+    pub async fn resume_queue(&self, queue: impl Into<String>) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        self.inner.storage.pause_queue(&self.inner.namespace, &queue, false).await
+    }
+
     /// The cron schedules of this namespace: add, replace, pause, resume,
     /// remove, list. See [`crate::schedule`].
     pub fn schedules(&self) -> crate::schedule::Schedules<S> {
@@ -444,6 +489,7 @@ pub struct TaskBuilder<P> {
     due: Due,
     mode: SubmitMode,
     max_wait: Option<Duration>,
+    queue: Option<String>,
     retry_overridden: bool,
     limit_overridden: bool,
 }
@@ -459,6 +505,7 @@ impl<P: Serialize> TaskBuilder<P> {
             due: Due::Now,
             mode: SubmitMode::Plain,
             max_wait: None,
+            queue: None,
             retry_overridden: false,
             limit_overridden: false,
         }
@@ -515,6 +562,20 @@ impl<P: Serialize> TaskBuilder<P> {
         self
     }
 
+    /// Puts the task in `queue` instead of the handler's (checked when the
+    /// task is built).
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = Some(queue.into());
+        self
+    }
+
+    /// Overrides the priority within the queue: 0 (the default) to
+    /// [`crate::MAX_PRIORITY`], higher claimed first.
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.options.priority = priority;
+        self
+    }
+
     /// A duplicate id returns the existing task instead of an error.
     pub fn idempotent(mut self) -> Self {
         self.mode = SubmitMode::Idempotent;
@@ -542,6 +603,9 @@ impl<P: Serialize> TaskBuilder<P> {
     /// [`Error::Invalid`] for a bad id or option; [`Error::Encode`] when the
     /// payload does not serialize.
     pub fn into_new_task(mut self) -> Result<NewTask> {
+        if let Some(q) = self.queue.take() {
+            self.options.queue = QueueName::new(q)?;
+        }
         self.options.validate()?;
         match (&mut self.mode, self.max_wait) {
             (SubmitMode::Debounce(d), Some(w)) => d.max_wait = Some(w),
@@ -563,6 +627,8 @@ impl<P: Serialize> TaskBuilder<P> {
         task.max_attempts = self.options.max_attempts();
         task.max_duration = self.options.max_duration;
         task.timeout = self.options.timeout;
+        task.queue = self.options.queue;
+        task.priority = self.options.priority;
         // The handler's default policy applies unless overridden, so a
         // custom default keeps working.
         task.retry = self.retry_overridden.then_some(self.options.retry);

@@ -107,6 +107,7 @@ mod memory;
 pub mod metrics;
 mod options;
 mod query;
+pub mod queue;
 mod registry;
 mod retry;
 pub mod schedule;
@@ -128,6 +129,10 @@ pub use id::{MAX_ID_LEN, MAX_NAMESPACE_LEN, Namespace, TaskId, WorkerId};
 pub use listener::Listener;
 pub use memory::MemoryStorage;
 pub use options::{DEFAULT_RETRY_LIMIT, MAX_RETRY_LIMIT, TaskOptions};
+pub use queue::{
+    ClaimPlan, DEFAULT_QUEUE, MAX_PRIORITY, MAX_QUEUE_LEN, MAX_QUEUES, MAX_WEIGHT, QueueInfo, QueueName, QueueSet,
+    QueueShare,
+};
 pub use query::{CancelOutcome, ListQuery, Page, Retention, StateCounts, Unreadable, WorkerInfo};
 pub use registry::{Handler, Registry};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};

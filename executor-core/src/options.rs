@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{Error, Result, RetryPolicy};
+use crate::{Error, QueueName, Result, RetryPolicy};
 
 /// Default retry limit: three retries after the first attempt.
 pub const DEFAULT_RETRY_LIMIT: u32 = 3;
@@ -48,6 +48,10 @@ pub struct TaskOptions {
     pub max_duration: Option<Duration>,
     /// Limit of one attempt; an attempt past it is retried.
     pub timeout: Option<Duration>,
+    /// The queue its tasks wait in.
+    pub queue: QueueName,
+    /// Their priority within the queue, 0..=[`crate::MAX_PRIORITY`].
+    pub priority: u8,
     /// `retry_limit` was set explicitly, so levels do not replace it.
     limit_set: bool,
 }
@@ -66,6 +70,8 @@ impl TaskOptions {
             retry: RetryPolicy::default(),
             max_duration: None,
             timeout: None,
+            queue: QueueName::default(),
+            priority: 0,
             limit_set: false,
         }
     }
@@ -98,6 +104,18 @@ impl TaskOptions {
     /// Sets the per-attempt timeout.
     pub fn timeout(mut self, d: Duration) -> Self {
         self.timeout = Some(d);
+        self
+    }
+
+    /// Sets the queue.
+    pub fn queue(mut self, queue: QueueName) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// Sets the priority (checked by [`TaskOptions::validate`]).
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
         self
     }
 
@@ -138,6 +156,7 @@ impl TaskOptions {
         if self.timeout == Some(Duration::ZERO) {
             return Err(Error::invalid("timeout", "must be longer than zero"));
         }
+        crate::queue::check_priority(self.priority)?;
         if let Some(d) = self.max_duration {
             crate::time::check_duration("max_duration", d)?;
         }

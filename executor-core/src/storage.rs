@@ -18,7 +18,8 @@
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, Error, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId,
+    CancelOutcome, ClaimPlan, Error, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
+    StateCounts, Submitted, TaskId,
     TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo, schedule::Schedule,
 };
 pub use crate::{
@@ -61,8 +62,8 @@ pub trait Storage: Send + Sync + 'static {
         }
     }
 
-    /// Claims up to `limit` due tasks (`CREATED`/`PENDING` with `due_at <= now`,
-    /// earliest due first) for `worker`: each becomes `RUNNING` with its fence
+    /// Claims up to `limit` due tasks of the default queue (`CREATED`/`PENDING`
+    /// with `due_at <= now`, highest priority first, then earliest due) for `worker`: each becomes `RUNNING` with its fence
     /// and attempts incremented, `started_at = now` and
     /// `lease_until = now + lease`. One atomic step per batch, so concurrent
     /// claimers never get the same task (invariant 2) and nothing is claimed
@@ -77,6 +78,59 @@ pub trait Storage: Send + Sync + 'static {
         limit: usize,
         lease: Duration,
     ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
+
+    /// Claims as `plan` says, in one atomic step (issue 16): up to each
+    /// share's quota from its queue, in order, then the rest of
+    /// `plan.limit` from the same queues in the same order. A paused queue
+    /// gives nothing. Within a queue: highest priority first, then earliest
+    /// due, then id. Otherwise as [`Storage::claim`]. The default serves a
+    /// plan of the default queue alone through [`Storage::claim`] and
+    /// refuses any other.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store with one queue.
+    fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send {
+        async move {
+            if plan.is_default_only() {
+                self.claim(ns, worker, plan.limit, lease).await
+            } else {
+                Err(Error::unsupported("claim_queues", "this store has the default queue only"))
+            }
+        }
+    }
+
+    /// Pauses (`true`) or resumes (`false`) `queue` for every process: from
+    /// the next claim on, no claim takes its tasks until it is resumed;
+    /// attempts running finish. Kept in the store, whether or not the queue
+    /// has tasks. Resuming a queue that is not paused does nothing.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without queues.
+    fn pause_queue(
+        &self,
+        ns: &Namespace,
+        queue: &QueueName,
+        paused: bool,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ns, queue, paused);
+        async { Err(Error::unsupported("pause_queue", "this store has no queue controls")) }
+    }
+
+    /// Every queue of `ns` that has waiting tasks or is paused, by name:
+    /// its depth, how many are due, its oldest due time, whether paused.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without queues.
+    fn queues(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send {
+        let _ = ns;
+        async { Err(Error::unsupported("queues", "this store has no queue controls")) }
+    }
 
     /// Extends every lease in `leases` to `now + lease` and reports the ones
     /// that are lost (fence moved on, task no longer `RUNNING`) and the ones
@@ -353,6 +407,30 @@ pub trait Storage: Send + Sync + 'static {
     /// # Errors
     /// Store failures.
     fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> impl Future<Output = Result<()>> + Send;
+
+    /// As [`Storage::wait_for_work`] for a claimer that serves `queues`
+    /// only: due tasks of other queues and of paused ones do not end the
+    /// wait at once (they would make it spin), though any wake-up may.
+    /// The default waits as [`Storage::wait_for_work`] when `queues` is the
+    /// default queue alone.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store with one queue
+    /// asked for others.
+    fn wait_for_queues(
+        &self,
+        ns: &Namespace,
+        queues: &[QueueName],
+        max_wait: Duration,
+    ) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            if queues.iter().all(QueueName::is_default) {
+                self.wait_for_work(ns, max_wait).await
+            } else {
+                Err(Error::unsupported("wait_for_queues", "this store has the default queue only"))
+            }
+        }
+    }
 }
 
 /// The ability to serve as a tier of [`crate::TieredStorage`]: list waiting

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Error, MAX_RETRY_LIMIT, Result, RetryPolicy, TaskId, TaskState, Timestamp, WorkerId,
+    Error, MAX_RETRY_LIMIT, QueueName, Result, RetryPolicy, TaskId, TaskState, Timestamp, WorkerId,
     time::{check_duration, check_instant},
 };
 
@@ -59,6 +59,13 @@ pub struct TaskRecord {
     pub cancel_requested: bool,
     /// The debounce key it was submitted under, if any.
     pub debounce_key: Option<String>,
+    /// The queue it waits in ([`crate::DEFAULT_QUEUE`] unless named).
+    #[serde(default)]
+    pub queue: QueueName,
+    /// Its priority within the queue, 0..=[`crate::MAX_PRIORITY`], higher
+    /// first.
+    #[serde(default)]
+    pub priority: u8,
 }
 
 impl TaskRecord {
@@ -110,6 +117,8 @@ impl TaskRecord {
             lease_until: None,
             cancel_requested: false,
             debounce_key: None,
+            queue: QueueName::default(),
+            priority: 0,
         }
     }
 
@@ -256,6 +265,11 @@ pub struct NewTask {
     pub retry: Option<RetryPolicy>,
     /// Plain, idempotent or debounced.
     pub mode: SubmitMode,
+    /// The queue it waits in ([`crate::DEFAULT_QUEUE`] unless named).
+    pub queue: QueueName,
+    /// Its priority within the queue, 0..=[`crate::MAX_PRIORITY`], higher
+    /// first.
+    pub priority: u8,
 }
 
 impl NewTask {
@@ -284,6 +298,8 @@ impl NewTask {
             timeout: None,
             retry: None,
             mode: SubmitMode::Plain,
+            queue: QueueName::default(),
+            priority: 0,
         }
     }
 
@@ -310,6 +326,7 @@ impl NewTask {
     pub fn validate(&self) -> Result<()> {
         crate::id::validate_key("task id", self.id.as_str(), crate::MAX_ID_LEN)?;
         crate::id::validate_key("task name", &self.name, crate::MAX_ID_LEN)?;
+        crate::queue::check_priority(self.priority)?;
         if self.max_attempts == 0 || self.max_attempts > MAX_RETRY_LIMIT + 1 {
             return Err(Error::invalid(
                 "max_attempts",

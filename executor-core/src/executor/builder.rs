@@ -4,7 +4,8 @@ use std::{fmt, sync::Arc, time::Duration};
 
 use super::{Executor, config::Config};
 use crate::{
-    Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, Registry, Result, Retention, WorkerId,
+    Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, QueueName, QueueSet, Registry, Result,
+    Retention, WorkerId,
     data::DataMap, listener::Listeners, storage::Storage,
 };
 
@@ -36,6 +37,7 @@ pub struct ExecutorBuilder<S> {
     listeners: Vec<Arc<dyn Listener>>,
     max_payload: usize,
     data: DataMap,
+    queues: Option<Result<QueueSet>>,
 }
 
 impl<S> fmt::Debug for ExecutorBuilder<S> {
@@ -58,6 +60,7 @@ impl<S: Storage> ExecutorBuilder<S> {
             handlers: Vec::new(),
             expected: Vec::new(),
             listeners: Vec::new(),
+            queues: None,
             max_payload: DEFAULT_MAX_PAYLOAD,
             data: DataMap::default(),
         }
@@ -251,6 +254,52 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
+    /// Serves exactly these queues, weighted: while every one has due
+    /// tasks, each gets `weight / sum of weights` of the claims (weights
+    /// 1..=1,000); one with nothing due gives its part to the others, and
+    /// none starves. Without this (or [`ExecutorBuilder::strict_queues`]),
+    /// an executor serves the default queue and every queue its handlers'
+    /// attributes name, weight 1 each. A process serving only some queues
+    /// claims nothing else: in a mixed fleet, each worker serves the queues
+    /// whose handlers it has.
+    ///
+    /// ```
+    /// use executor_core::{Executor, MemoryStorage};
+    ///
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let executor = Executor::builder(MemoryStorage::new())
+    ///     .queues([("critical", 6), ("default", 3), ("low", 1)])
+    ///     .build()
+    ///     .await?;
+    /// assert_eq!(executor.queues().queues().count(), 3);
+    /// # Ok::<(), executor_core::Error>(()) })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// A bad name, a weight outside 1..=1,000, a queue named twice or more
+    /// than 64 queues fail [`ExecutorBuilder::build`].
+    pub fn queues<Q>(mut self, queues: impl IntoIterator<Item = (Q, u32)>) -> Self
+    where
+        Q: TryInto<QueueName>,
+        Error: From<Q::Error>,
+    {
+        self.queues = Some(QueueSet::weighted(queues));
+        self
+    }
+
+    /// Serves exactly these queues in strict order: a claim takes from a
+    /// queue only when every queue before it has nothing due (a queue late
+    /// in the list can starve while earlier ones are busy, by design).
+    /// Errors as [`ExecutorBuilder::queues`].
+    pub fn strict_queues<Q>(mut self, queues: impl IntoIterator<Item = Q>) -> Self
+    where
+        Q: TryInto<QueueName>,
+        Error: From<Q::Error>,
+    {
+        self.queues = Some(QueueSet::strict(queues));
+        self
+    }
+
     /// Adds a listener.
     pub fn listener(mut self, listener: impl Listener) -> Self {
         self.listeners.push(Arc::new(listener));
@@ -289,6 +338,19 @@ impl<S: Storage> ExecutorBuilder<S> {
                  #[reliable_task] functions live in another crate, reference it (`use my_handlers as _;`)"
             );
         }
+        let mut config = self.config;
+        config.queues = match self.queues {
+            Some(set) => set?,
+            None => {
+                let mut set = QueueSet::default_only();
+                for name in registry.names() {
+                    if let Some(h) = registry.get(name) {
+                        set.ensure(&h.default_options().queue);
+                    }
+                }
+                set
+            }
+        };
         crate::metrics::describe();
         let registry = Arc::new(registry);
         let listeners = Listeners::new(self.listeners);
@@ -299,6 +361,6 @@ impl<S: Storage> ExecutorBuilder<S> {
             self.max_payload,
             listeners,
         );
-        Ok(Executor::from_parts(client, registry, worker, self.config, Arc::new(self.data)))
+        Ok(Executor::from_parts(client, registry, worker, config, Arc::new(self.data)))
     }
 }

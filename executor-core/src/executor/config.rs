@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::Retention;
+use crate::{QueueSet, Retention};
 
 /// Settings of an [`crate::Executor`], set through [`crate::ExecutorBuilder`].
 #[derive(Clone, Debug)]
@@ -23,6 +23,9 @@ pub(crate) struct Config {
     pub(crate) unknown_task_grace: Duration,
     pub(crate) misfire_grace: Duration,
     pub(crate) retention: Retention,
+    /// The queues served; set at build (default: the default queue and
+    /// every queue the handlers name).
+    pub(crate) queues: QueueSet,
 }
 
 impl Default for Config {
@@ -44,6 +47,7 @@ impl Default for Config {
             unknown_task_grace: Duration::from_secs(3_600),
             misfire_grace: Duration::from_secs(60),
             retention: Retention::default(),
+            queues: QueueSet::default_only(),
         }
     }
 }

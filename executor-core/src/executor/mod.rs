@@ -101,6 +101,12 @@ impl<S: Storage> Executor<S> {
         self.inner.client.namespace()
     }
 
+    /// The queues this executor serves and how it shares its claims among
+    /// them.
+    pub fn queues(&self) -> &crate::QueueSet {
+        &self.inner.config.queues
+    }
+
     /// This process's worker id (owner of its leases).
     pub fn worker_id(&self) -> &WorkerId {
         &self.inner.worker

@@ -15,7 +15,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{Executor, attempt, heartbeat, housekeeping};
 use crate::{
-    Error, Result, TaskId,
+    Error, QueueName, Result, TaskId,
     storage::{Lease, Storage},
 };
 
@@ -262,6 +262,10 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
     let ns = executor.namespace();
     let worker = executor.worker_id();
     let config = shared.config();
+    let mut queues = config.queues.clone();
+    // The default queue alone takes the store's plain claim and wait.
+    let default_only = queues.queues().all(|(q, _)| q.is_default());
+    let served: Vec<QueueName> = queues.queues().map(|(q, _)| q.clone()).collect();
     let mut error_pause = Duration::from_millis(50);
     loop {
         let first = tokio::select! {
@@ -286,7 +290,13 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
         let claimed = tokio::select! {
             biased;
             () = stop.cancelled() => return,
-            r = storage.claim(ns, worker, wanted, config.lease) => r,
+            r = async {
+                if default_only {
+                    storage.claim(ns, worker, wanted, config.lease).await
+                } else {
+                    storage.claim_queues(ns, worker, &queues.plan(wanted), config.lease).await
+                }
+            } => r,
         };
         match claimed {
             Ok(tasks) => {
@@ -307,7 +317,13 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
                     tokio::select! {
                         biased;
                         () = stop.cancelled() => return,
-                        r = storage.wait_for_work(ns, config.max_idle_wait) => {
+                        r = async {
+                            if default_only {
+                                storage.wait_for_work(ns, config.max_idle_wait).await
+                            } else {
+                                storage.wait_for_queues(ns, &served, config.max_idle_wait).await
+                            }
+                        } => {
                             if let Err(e) = r {
                                 tracing::warn!(error = %e, "wait for work failed");
                                 tokio::select! {

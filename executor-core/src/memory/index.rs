@@ -1,9 +1,12 @@
 //! Ordered indexes over one namespace's tasks, so claim, reap, trim and list
 //! touch only the tasks they return (O(log n) each), even with many tasks.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{TaskId, TaskRecord, TaskState, Timestamp};
+use crate::{MAX_PRIORITY, QueueName, TaskId, TaskRecord, TaskState, Timestamp};
+
+/// One priority level of one queue: waiting tasks by due time, then `seq`.
+pub(super) type Level = BTreeSet<(Timestamp, u64, TaskId)>;
 
 /// Every index a task record can be in. A record is inserted after each
 /// change and removed before the next, with the same `seq`.
@@ -12,6 +15,9 @@ pub(super) struct Indexes {
     /// Waiting tasks (`CREATED`/`PENDING`) by due time; `seq` keeps
     /// submission order among equal due times.
     pub(super) due: BTreeSet<(Timestamp, u64, TaskId)>,
+    /// The same tasks per queue and priority (rank 0 is the highest
+    /// priority): a claim walks only its queues' levels.
+    pub(super) queues: BTreeMap<QueueName, BTreeMap<u8, Level>>,
     /// `RUNNING` tasks by lease expiry.
     pub(super) leases: BTreeSet<(Timestamp, TaskId)>,
     /// `COMPLETED` and `CANCELLED` tasks by `finished_at`.
@@ -41,6 +47,12 @@ impl Indexes {
         match rec.state {
             TaskState::Created | TaskState::Pending => {
                 self.due.insert((rec.due_at, seq, rec.id.clone()));
+                self.queues
+                    .entry(rec.queue.clone())
+                    .or_default()
+                    .entry(rank(rec.priority))
+                    .or_default()
+                    .insert((rec.due_at, seq, rec.id.clone()));
             }
             TaskState::Running => {
                 self.leases.insert((rec.lease_until.unwrap_or_default(), rec.id.clone()));
@@ -60,6 +72,18 @@ impl Indexes {
         match rec.state {
             TaskState::Created | TaskState::Pending => {
                 self.due.remove(&(rec.due_at, seq, rec.id.clone()));
+                if let Some(levels) = self.queues.get_mut(&rec.queue) {
+                    let r = rank(rec.priority);
+                    if let Some(level) = levels.get_mut(&r) {
+                        level.remove(&(rec.due_at, seq, rec.id.clone()));
+                        if level.is_empty() {
+                            levels.remove(&r);
+                        }
+                    }
+                    if levels.is_empty() {
+                        self.queues.remove(&rec.queue);
+                    }
+                }
             }
             TaskState::Running => {
                 self.leases.remove(&(rec.lease_until.unwrap_or_default(), rec.id.clone()));
@@ -73,8 +97,27 @@ impl Indexes {
         }
     }
 
+    /// The first due task of `queue` (highest priority, then earliest due,
+    /// then submission), if one is due at `now`.
+    pub(super) fn first_due(&self, queue: &QueueName, now: Timestamp) -> Option<TaskId> {
+        self.queues
+            .get(queue)?
+            .values()
+            .find_map(|level| level.first().filter(|(due, _, _)| *due <= now).map(|(_, _, id)| id.clone()))
+    }
+
+    /// The earliest due time of a waiting task of `queue`.
+    pub(super) fn earliest_due_in(&self, queue: &QueueName) -> Option<Timestamp> {
+        self.queues.get(queue)?.values().filter_map(|level| level.first().map(|(due, _, _)| *due)).min()
+    }
+
     /// The earliest due time of a waiting task.
     pub(super) fn earliest_due(&self) -> Option<Timestamp> {
         self.due.first().map(|(due, _, _)| *due)
     }
+}
+
+/// Index order of a priority: the highest priority sorts first.
+fn rank(priority: u8) -> u8 {
+    MAX_PRIORITY.saturating_sub(priority)
 }

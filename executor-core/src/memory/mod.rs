@@ -17,7 +17,8 @@ use std::{
 use tokio::sync::Notify;
 
 use crate::{
-    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention, StateCounts,
+    Submitted, TaskId, TaskRecord,
     TaskState, Timestamp, WorkerId, WorkerInfo,
     schedule::Schedule,
     storage::{
@@ -125,6 +126,43 @@ impl MemoryStorage {
         f(&mut space, self.now())
     }
 
+    /// Sleeps until the earliest due time (of every queue, or of `queues`
+    /// that are not paused), a wake-up, or `max_wait`.
+    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
+        let store = self.namespace(ns);
+        let clock = self.shared.clock;
+        let woken = store.work.notified();
+        tokio::pin!(woken);
+        // Registered before looking at the due index, so a wake-up between the
+        // look and the sleep is not missed.
+        woken.as_mut().enable();
+        let earliest = {
+            let space = store.lock();
+            match queues {
+                None => space.idx.earliest_due(),
+                Some(queues) => queues
+                    .iter()
+                    .filter(|q| !space.paused.contains(*q))
+                    .filter_map(|q| space.idx.earliest_due_in(q))
+                    .min(),
+            }
+        };
+        let now = tokio::time::Instant::now();
+        // A wait too long for an `Instant` (Duration::MAX) is a year: the
+        // caller gets a spurious return, which the contract allows.
+        let give_up = now.checked_add(max_wait).unwrap_or(now + Duration::from_secs(365 * 86_400));
+        let until = match earliest {
+            Some(due) if due <= clock.now() => return Ok(()),
+            Some(due) => clock.instant_of(due).map_or(give_up, |at| at.min(give_up)),
+            None => give_up,
+        };
+        tokio::select! {
+            () = woken => {}
+            () = tokio::time::sleep_until(until) => {}
+        }
+        Ok(())
+    }
+
     /// Tells idle claimers of `ns` that work may be due.
     fn wake(&self, ns: &Namespace) {
         self.namespace(ns).work.notify_waiters();
@@ -157,7 +195,36 @@ impl Storage for MemoryStorage {
         limit: usize,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        Ok(self.with(ns, |space, now| space.claim(now, worker, limit, lease)))
+        let plan = ClaimPlan::single(QueueName::default(), limit);
+        Ok(self.with(ns, |space, now| space.claim(now, worker, &plan, lease)))
+    }
+
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        Ok(self.with(ns, |space, now| space.claim(now, worker, plan, lease)))
+    }
+
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        self.with(ns, |space, _| {
+            if paused {
+                space.paused.insert(queue.clone());
+            } else {
+                space.paused.remove(queue);
+            }
+        });
+        if !paused {
+            self.wake(ns);
+        }
+        Ok(())
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        Ok(self.with(ns, |space, now| space.queues(now)))
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -303,28 +370,13 @@ impl Storage for MemoryStorage {
     /// time, a wake-up from a submit, retry, release, requeue or reap, or
     /// `max_wait`, whichever is first (invariant 4).
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        let store = self.namespace(ns);
-        let clock = self.shared.clock;
-        let woken = store.work.notified();
-        tokio::pin!(woken);
-        // Registered before looking at the due index, so a wake-up between the
-        // look and the sleep is not missed.
-        woken.as_mut().enable();
-        let earliest = store.lock().idx.earliest_due();
-        let now = tokio::time::Instant::now();
-        // A wait too long for an `Instant` (Duration::MAX) is a year: the
-        // caller gets a spurious return, which the contract allows.
-        let give_up = now.checked_add(max_wait).unwrap_or(now + Duration::from_secs(365 * 86_400));
-        let until = match earliest {
-            Some(due) if due <= clock.now() => return Ok(()),
-            Some(due) => clock.instant_of(due).map_or(give_up, |at| at.min(give_up)),
-            None => give_up,
-        };
-        tokio::select! {
-            () = woken => {}
-            () = tokio::time::sleep_until(until) => {}
-        }
-        Ok(())
+        self.wait(ns, None, max_wait).await
+    }
+
+    /// As `wait_for_work`, looking only at the due times of `queues` that
+    /// are not paused.
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.wait(ns, Some(queues), max_wait).await
     }
 }
 

@@ -1,11 +1,11 @@
 //! One namespace's tasks and the state changes on them. Every method runs
 //! inside the namespace's critical section, so each is one atomic step.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::{
-    CancelOutcome, Error, Result, SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
-    WorkerId,
+    CancelOutcome, ClaimPlan, Error, QueueInfo, QueueName, Result, SubmitOutcome, Submitted, TaskId,
+    TaskRecord, TaskState, Timestamp, WorkerId,
     storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, ScheduleEntry, SubmitMode},
 };
 
@@ -26,6 +26,8 @@ pub(super) struct Space {
     pub(super) workers: HashMap<WorkerId, (Vec<String>, Timestamp)>,
     /// Cron schedules by name.
     pub(super) schedules: BTreeMap<String, ScheduleEntry>,
+    /// Queues paused fleet-wide.
+    pub(super) paused: BTreeSet<QueueName>,
 }
 
 /// A stored task and the sequence number it was indexed with.
@@ -144,26 +146,45 @@ impl Space {
             lease_until: None,
             cancel_requested: false,
             debounce_key,
+            queue: task.queue,
+            priority: task.priority,
         });
         Ok(Submitted::new(id, SubmitOutcome::Created))
     }
 
-    /// Claims up to `limit` due tasks, earliest due first (invariants 2 and 4).
+    /// Claims as `plan` says (invariants 2 and 4): each share's quota from
+    /// its queue, then the rest of the limit from the same queues in order.
     pub(super) fn claim(
         &mut self,
         now: Timestamp,
         worker: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Vec<TaskRecord> {
-        let mut out = Vec::with_capacity(limit.min(1024));
-        while out.len() < limit {
-            let Some((due, _, id)) = self.idx.due.first().cloned() else { break };
-            if due > now {
-                break;
-            }
-            // Popped first so an entry without a task can never stall the loop.
-            self.idx.due.pop_first();
+        let mut out = Vec::with_capacity(plan.limit.min(1024));
+        let shares = plan.shares.iter().filter(|s| !self.paused.contains(&s.queue)).collect::<Vec<_>>();
+        for share in &shares {
+            let upto = (out.len() + share.quota).min(plan.limit);
+            self.take(&share.queue, upto, now, worker, lease, &mut out);
+        }
+        for share in &shares {
+            self.take(&share.queue, plan.limit, now, worker, lease, &mut out);
+        }
+        out
+    }
+
+    /// Claims due tasks of `queue` into `out` until it holds `upto`.
+    fn take(
+        &mut self,
+        queue: &QueueName,
+        upto: usize,
+        now: Timestamp,
+        worker: &WorkerId,
+        lease: Duration,
+        out: &mut Vec<TaskRecord>,
+    ) {
+        while out.len() < upto {
+            let Some(id) = self.idx.first_due(queue, now) else { break };
             let claimed = self.change(&id, |r| {
                 r.state = TaskState::Running;
                 r.fence += 1;
@@ -174,12 +195,32 @@ impl Space {
                 r.cancel_requested = false;
                 r.clone()
             });
-            if let Some(rec) = claimed {
-                self.unbind_key(&rec);
-                out.push(rec);
+            // An index entry without its task cannot happen (both change
+            // together); stop rather than spin if it ever did.
+            let Some(rec) = claimed else { break };
+            self.unbind_key(&rec);
+            out.push(rec);
+        }
+    }
+
+    /// The queues with waiting tasks or paused, by name.
+    pub(super) fn queues(&self, now: Timestamp) -> Vec<QueueInfo> {
+        let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
+        for (queue, levels) in &self.idx.queues {
+            let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone()));
+            for level in levels.values() {
+                info.waiting += level.len() as u64;
+                let due = level.iter().take_while(|(d, _, _)| *d <= now).count() as u64;
+                info.due += due;
+                if let Some((first, _, _)) = level.first().filter(|_| due > 0) {
+                    info.oldest_due = Some(info.oldest_due.map_or(*first, |o| o.min(*first)));
+                }
             }
         }
-        out
+        for queue in &self.paused {
+            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone())).paused = true;
+        }
+        out.into_values().collect()
     }
 
     /// Renews the current leases; reports lost ones and cancel requests.

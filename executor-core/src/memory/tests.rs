@@ -26,6 +26,8 @@ fn task(id: &str) -> NewTask {
         timeout: None,
         retry: None,
         mode: SubmitMode::Plain,
+        queue: crate::QueueName::default(),
+        priority: 0,
     };
     if let Ok(id) = TaskId::new(id) {
         t.id = id;

@@ -393,6 +393,33 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         self.inner.wait_for_work(ns, max_wait).await
     }
+
+    async fn wait_for_queues(
+        &self,
+        ns: &Namespace,
+        queues: &[crate::QueueName],
+        max_wait: Duration,
+    ) -> Result<()> {
+        self.inner.wait_for_queues(ns, queues, max_wait).await
+    }
+
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &crate::ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.inner.claim_queues(ns, worker, plan, lease).await
+    }
+
+    async fn pause_queue(&self, ns: &Namespace, queue: &crate::QueueName, paused: bool) -> Result<()> {
+        self.inner.pause_queue(ns, queue, paused).await
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::QueueInfo>> {
+        self.inner.queues(ns).await
+    }
 }
 
 impl<S: TierStorage, I: Intercept<S> + 'static> TierStorage for Intercepted<S, I> {

@@ -37,6 +37,7 @@ mod concurrency;
 mod housekeeping;
 mod intercept;
 mod queries;
+mod queues;
 mod schedules;
 mod submission;
 mod support;
@@ -56,6 +57,7 @@ pub use concurrency::*;
 pub use housekeeping::*;
 pub use intercept::{Intercept, Intercepted};
 pub use queries::*;
+pub use queues::*;
 pub use schedules::*;
 pub use submission::*;
 pub use tiering::*;
@@ -189,6 +191,29 @@ macro_rules! schedule_conformance_tests {
     };
 }
 
+/// Generates the checks of named queues, priorities, claim plans and pause
+/// (`claim_queues`, `pause_queue`, `queues`, `wait_for_queues`, issue 16)
+/// for a store that has queues; same arguments as
+/// [`storage_conformance_tests!`].
+#[macro_export]
+macro_rules! queue_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            queue_priority_order,
+            queue_claims_only_named_queues,
+            queue_plan_quotas_then_fill,
+            queue_weighted_claims_match_weights,
+            queue_pause_stops_claims_and_resume_restarts,
+            queue_stats,
+            queue_kept_through_every_return,
+            queue_cancel_and_delete_leave_it,
+            queue_wait_ignores_other_and_paused_queues,
+            queue_bad_priority_refused,
+        }
+    };
+}
+
 /// Expands [`storage_conformance_tests!`]: one test per named check.
 #[doc(hidden)]
 #[macro_export]
@@ -306,5 +331,7 @@ pub fn new_task(id: &str) -> NewTask {
         timeout: None,
         retry: None,
         mode: SubmitMode::Plain,
+        queue: crate::QueueName::default(),
+        priority: 0,
     }
 }

@@ -465,4 +465,49 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         self.hot.wait_for_work(ns, max_wait).await
     }
+
+    async fn wait_for_queues(
+        &self,
+        ns: &Namespace,
+        queues: &[crate::QueueName],
+        max_wait: Duration,
+    ) -> Result<()> {
+        self.hot.wait_for_queues(ns, queues, max_wait).await
+    }
+
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &crate::ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.hot.claim_queues(ns, worker, plan, lease).await
+    }
+
+    async fn pause_queue(&self, ns: &Namespace, queue: &crate::QueueName, paused: bool) -> Result<()> {
+        self.hot.pause_queue(ns, queue, paused).await
+    }
+
+    /// The hot store's queues (pause lives there), with the far-future
+    /// tasks the cold store keeps added to their queues' waiting counts.
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::QueueInfo>> {
+        let mut out = self.hot.queues(ns).await?;
+        for cold in self.cold.queues(ns).await? {
+            match out.iter_mut().find(|q| q.queue == cold.queue) {
+                Some(q) => {
+                    q.waiting += cold.waiting;
+                    q.due += cold.due;
+                    q.oldest_due = match (q.oldest_due, cold.oldest_due) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                None if cold.waiting > 0 => out.push(crate::QueueInfo { paused: false, ..cold }),
+                None => {}
+            }
+        }
+        out.sort_by(|a, b| a.queue.cmp(&b.queue));
+        Ok(out)
+    }
 }

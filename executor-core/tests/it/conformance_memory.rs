@@ -15,6 +15,7 @@ async fn cleanup(storage: &MemoryStorage, ns: &Namespace) {
 executor_core::storage_conformance_tests!(fresh, cleanup);
 executor_core::tier_conformance_tests!(fresh, cleanup);
 executor_core::schedule_conformance_tests!(fresh, cleanup);
+executor_core::queue_conformance_tests!(fresh, cleanup);
 
 /// The whole suite again on a `TieredStorage` of two memory stores.
 mod tiered {
@@ -31,4 +32,5 @@ mod tiered {
 
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
+    executor_core::queue_conformance_tests!(fresh, cleanup);
 }

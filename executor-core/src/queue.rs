@@ -1,0 +1,436 @@
+//! Named queues and priorities (issue 16): which queue a task waits in, the
+//! order within a queue, and how an executor shares its claims among the
+//! queues it serves.
+//!
+//! A task belongs to one queue ([`DEFAULT_QUEUE`] unless its handler's
+//! attribute or its submit names another) and has a priority from 0 to
+//! [`MAX_PRIORITY`]. Within a queue, due tasks are claimed highest priority
+//! first, then earliest due, then (same due millisecond) by id, which is
+//! submission order for generated (UUID v7) ids. An executor serves a
+//! [`QueueSet`]: weighted (claims shared in proportion to the weights while
+//! every queue has work) or strict (a queue is claimed from only when the
+//! ones before it have no due task). Pausing a queue ([`crate::Client::pause_queue`])
+//! stops its claims on every process; its tasks wait, in order.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result, Timestamp};
+
+/// The queue of a task whose handler and submit name none.
+pub const DEFAULT_QUEUE: &str = "default";
+
+/// The highest priority. Priorities run from 0 (the default, claimed last)
+/// to 9 (claimed first) within a queue; priorities never order tasks of
+/// different queues (weights and strict order do that).
+pub const MAX_PRIORITY: u8 = 9;
+
+/// Longest queue name, in bytes.
+pub const MAX_QUEUE_LEN: usize = 64;
+
+/// Most queues one executor serves (each is a step of every claim).
+pub const MAX_QUEUES: usize = 64;
+
+/// Largest weight of a queue in a weighted [`QueueSet`].
+pub const MAX_WEIGHT: u32 = 1_000;
+
+/// A queue's name: 1 to 64 bytes of ASCII letters, digits, `-`, `_`, `.`
+/// or `:`.
+///
+/// ```
+/// use executor_core::QueueName;
+///
+/// assert_eq!(QueueName::new("emails")?.as_str(), "emails");
+/// assert_eq!(QueueName::default().as_str(), "default");
+/// assert!(QueueName::new("e mails").is_err());
+/// assert!(QueueName::new("").is_err());
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct QueueName(String);
+
+impl QueueName {
+    /// Validates a queue name.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for an empty or too long name or a character other
+    /// than ASCII letters, digits, `-`, `_`, `.` or `:`.
+    pub fn new(name: impl Into<String>) -> Result<Self> {
+        let name = name.into();
+        if name.is_empty() || name.len() > MAX_QUEUE_LEN {
+            return Err(Error::invalid("queue", format!("`{name}` must be 1 to {MAX_QUEUE_LEN} bytes long")));
+        }
+        if let Some(c) =
+            name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+        {
+            return Err(Error::invalid(
+                "queue",
+                format!("`{name}` contains {c:?}; use letters, digits, `-`, `_`, `.` or `:`"),
+            ));
+        }
+        Ok(Self(name))
+    }
+
+    /// The queue as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether this is [`DEFAULT_QUEUE`].
+    pub fn is_default(&self) -> bool {
+        self.0 == DEFAULT_QUEUE
+    }
+}
+
+impl Default for QueueName {
+    fn default() -> Self {
+        Self(DEFAULT_QUEUE.to_owned())
+    }
+}
+
+impl TryFrom<String> for QueueName {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Self> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<&str> for QueueName {
+    type Error = Error;
+    fn try_from(s: &str) -> Result<Self> {
+        Self::new(s)
+    }
+}
+
+impl From<QueueName> for String {
+    fn from(q: QueueName) -> Self {
+        q.0
+    }
+}
+
+impl fmt::Display for QueueName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for QueueName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// Checks a priority.
+///
+/// # Errors
+/// [`Error::Invalid`] above [`MAX_PRIORITY`].
+pub fn check_priority(priority: u8) -> Result<()> {
+    if priority > MAX_PRIORITY {
+        return Err(Error::invalid("priority", format!("{priority} is outside 0..={MAX_PRIORITY}")));
+    }
+    Ok(())
+}
+
+/// One queue's part of a [`ClaimPlan`]: up to `quota` tasks are taken from
+/// it before any queue's remainder is filled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueShare {
+    /// The queue.
+    pub queue: QueueName,
+    /// How many of the batch this queue gets first, if it has them.
+    pub quota: usize,
+}
+
+impl QueueShare {
+    /// A share of `quota` tasks from `queue`.
+    pub fn new(queue: QueueName, quota: usize) -> Self {
+        Self { queue, quota }
+    }
+}
+
+/// What one claim takes, and from where: the store claims up to `quota`
+/// due tasks from each share's queue, in the order given, then fills what
+/// is left of `limit` from the same queues again in the same order, all in
+/// one atomic step. Paused queues give nothing. Within a queue: highest
+/// priority first, then earliest due, then id.
+///
+/// ```
+/// use executor_core::{ClaimPlan, QueueName};
+///
+/// let plan = ClaimPlan::single(QueueName::default(), 10);
+/// assert_eq!(plan.limit, 10);
+/// assert_eq!(plan.shares.len(), 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimPlan {
+    /// The queues in the order they are claimed from.
+    pub shares: Vec<QueueShare>,
+    /// Most tasks the claim takes in all.
+    pub limit: usize,
+}
+
+impl ClaimPlan {
+    /// A plan over `shares` taking at most `limit` tasks.
+    pub fn new(shares: Vec<QueueShare>, limit: usize) -> Self {
+        Self { shares, limit }
+    }
+
+    /// Up to `limit` tasks from `queue` alone.
+    pub fn single(queue: QueueName, limit: usize) -> Self {
+        Self { shares: vec![QueueShare::new(queue, limit)], limit }
+    }
+
+    /// Whether the plan claims from the default queue only (what
+    /// [`crate::storage::Storage::claim`] does).
+    pub fn is_default_only(&self) -> bool {
+        self.shares.iter().all(|s| s.queue.is_default())
+    }
+}
+
+/// How an executor shares its claims among the queues it serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Order {
+    /// In proportion to the weights (smooth weighted round robin).
+    Weighted,
+    /// Each queue only when the ones before it have nothing due.
+    Strict,
+}
+
+/// The queues an executor serves and how its claims are shared among them.
+/// Built by [`crate::ExecutorBuilder::queues`] (weighted) or
+/// [`crate::ExecutorBuilder::strict_queues`] (strict order).
+///
+/// Weighted: every claim's batch is split by smooth weighted round robin
+/// (the algorithm nginx uses for upstreams), so over many claims each queue
+/// gets `weight / sum of weights` of the claims while every queue has due
+/// work, and none starves: a queue of weight 1 beside one of weight 1,000
+/// still gets one claim in 1,001. A queue without due work gives its slots
+/// to the others in the same claim, so no capacity idles.
+///
+/// ```
+/// use executor_core::QueueSet;
+///
+/// let mut set = QueueSet::weighted([("critical", 6), ("default", 3), ("low", 1)])?;
+/// let mut got = std::collections::HashMap::new();
+/// for _ in 0..100 {
+///     for share in set.plan(10).shares {
+///         *got.entry(share.queue.to_string()).or_insert(0) += share.quota;
+///     }
+/// }
+/// assert_eq!(got["critical"], 600);
+/// assert_eq!(got["default"], 300);
+/// assert_eq!(got["low"], 100);
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct QueueSet {
+    queues: Vec<(QueueName, u32)>,
+    order: Order,
+    /// Smooth weighted round robin: each queue's current weight.
+    current: Vec<i64>,
+}
+
+impl QueueSet {
+    /// Serves the default queue alone.
+    pub fn default_only() -> Self {
+        Self { queues: vec![(QueueName::default(), 1)], order: Order::Strict, current: vec![0] }
+    }
+
+    /// Weighted queues.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad or repeated name, a weight outside
+    /// 1..=[`MAX_WEIGHT`], no queue at all, or more than [`MAX_QUEUES`].
+    pub fn weighted<Q>(queues: impl IntoIterator<Item = (Q, u32)>) -> Result<Self>
+    where
+        Q: TryInto<QueueName>,
+        Error: From<Q::Error>,
+    {
+        let mut out = Vec::new();
+        for (q, w) in queues {
+            let q: QueueName = q.try_into()?;
+            if w == 0 || w > MAX_WEIGHT {
+                return Err(Error::invalid(
+                    "queue weight",
+                    format!("{w} for `{q}` is outside 1..={MAX_WEIGHT}"),
+                ));
+            }
+            out.push((q, w));
+        }
+        Self::checked(out, Order::Weighted)
+    }
+
+    /// Strict order: a claim takes from the first queue while it has due
+    /// tasks, from the second only when the first has none, and so on.
+    ///
+    /// # Errors
+    /// As [`QueueSet::weighted`].
+    pub fn strict<Q>(queues: impl IntoIterator<Item = Q>) -> Result<Self>
+    where
+        Q: TryInto<QueueName>,
+        Error: From<Q::Error>,
+    {
+        let mut out = Vec::new();
+        for q in queues {
+            out.push((q.try_into()?, 1));
+        }
+        Self::checked(out, Order::Strict)
+    }
+
+    fn checked(queues: Vec<(QueueName, u32)>, order: Order) -> Result<Self> {
+        if queues.is_empty() {
+            return Err(Error::invalid("queues", "name at least one queue"));
+        }
+        if queues.len() > MAX_QUEUES {
+            return Err(Error::invalid("queues", format!("{} queues; at most {MAX_QUEUES}", queues.len())));
+        }
+        for (i, (q, _)) in queues.iter().enumerate() {
+            if queues[..i].iter().any(|(p, _)| p == q) {
+                return Err(Error::invalid("queues", format!("`{q}` is named twice")));
+            }
+        }
+        let current = vec![0; queues.len()];
+        Ok(Self { queues, order, current })
+    }
+
+    /// Adds `queue` with weight 1 at the end, unless it is served already.
+    pub(crate) fn ensure(&mut self, queue: &QueueName) {
+        if self.queues.len() < MAX_QUEUES && !self.queues.iter().any(|(q, _)| q == queue) {
+            self.queues.push((queue.clone(), 1));
+            self.current.push(0);
+        }
+    }
+
+    /// The queues served, with their weights (1 each in strict order), in
+    /// the order given.
+    pub fn queues(&self) -> impl Iterator<Item = (&QueueName, u32)> {
+        self.queues.iter().map(|(q, w)| (q, *w))
+    }
+
+    /// Whether the order is strict.
+    pub fn is_strict(&self) -> bool {
+        self.order == Order::Strict
+    }
+
+    /// Whether `queue` is served.
+    pub fn serves(&self, queue: &QueueName) -> bool {
+        self.queues.iter().any(|(q, _)| q == queue)
+    }
+
+    /// The plan of the next claim of up to `limit` tasks. Weighted: the
+    /// slots are dealt by smooth weighted round robin (state kept between
+    /// calls), and the queues are ordered by their share, largest first, so
+    /// the fill of slots a queue could not use also follows the weights.
+    /// Strict: every quota is zero and the fill goes in the given order.
+    pub fn plan(&mut self, limit: usize) -> ClaimPlan {
+        if self.order == Order::Strict || self.queues.len() == 1 {
+            let shares = self.queues.iter().map(|(q, _)| QueueShare::new(q.clone(), 0)).collect();
+            return ClaimPlan::new(shares, limit);
+        }
+        let total: i64 = self.queues.iter().map(|(_, w)| i64::from(*w)).sum();
+        let mut quota = vec![0usize; self.queues.len()];
+        for _ in 0..limit {
+            let mut best = 0;
+            for (i, (_, w)) in self.queues.iter().enumerate() {
+                self.current[i] += i64::from(*w);
+                if self.current[i] > self.current[best] {
+                    best = i;
+                }
+            }
+            self.current[best] -= total;
+            quota[best] += 1;
+        }
+        let mut idx: Vec<usize> = (0..self.queues.len()).collect();
+        // Largest quota first; among equals, the one furthest behind.
+        idx.sort_by(|a, b| quota[*b].cmp(&quota[*a]).then(self.current[*b].cmp(&self.current[*a])));
+        let shares = idx.into_iter().map(|i| QueueShare::new(self.queues[i].0.clone(), quota[i])).collect();
+        ClaimPlan::new(shares, limit)
+    }
+}
+
+/// One queue of a namespace as an operator sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct QueueInfo {
+    /// The queue.
+    pub queue: QueueName,
+    /// Tasks waiting in it (`CREATED` or `PENDING`), due or not.
+    pub waiting: u64,
+    /// Of those, the ones due now.
+    pub due: u64,
+    /// The due time of its earliest waiting task that is due: how long the
+    /// queue's oldest due task has waited is the store's now minus this
+    /// (Sidekiq's "latency").
+    pub oldest_due: Option<Timestamp>,
+    /// Whether it is paused fleet-wide.
+    pub paused: bool,
+}
+
+impl QueueInfo {
+    /// An empty, unpaused queue.
+    pub fn new(queue: QueueName) -> Self {
+        Self { queue, waiting: 0, due: 0, oldest_due: None, paused: false }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(set: &mut QueueSet, claims: usize, limit: usize) -> Vec<usize> {
+        let names: Vec<QueueName> = set.queues().map(|(q, _)| q.clone()).collect();
+        let mut got = vec![0; names.len()];
+        for _ in 0..claims {
+            let plan = set.plan(limit);
+            assert_eq!(plan.shares.iter().map(|s| s.quota).sum::<usize>(), limit);
+            for s in plan.shares {
+                let i = names.iter().position(|q| *q == s.queue).expect("a served queue");
+                got[i] += s.quota;
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn weights_hold_for_any_batch_size() {
+        for limit in [1, 2, 3, 7, 64] {
+            let mut set = QueueSet::weighted([("a", 6), ("b", 3), ("c", 1)]).unwrap();
+            let got = totals(&mut set, 1000, limit);
+            let all = (1000 * limit) as f64;
+            for (g, w) in got.iter().zip([0.6, 0.3, 0.1]) {
+                assert!((*g as f64 / all - w).abs() < 0.01, "limit {limit}: {got:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_queue_starves() {
+        let mut set = QueueSet::weighted([("big", 1000), ("small", 1)]).unwrap();
+        let got = totals(&mut set, 1001, 1);
+        assert_eq!(got, vec![1000, 1]);
+    }
+
+    #[test]
+    fn strict_has_no_quotas() {
+        let mut set = QueueSet::strict(["a", "b"]).unwrap();
+        let plan = set.plan(5);
+        assert!(plan.shares.iter().all(|s| s.quota == 0));
+        assert_eq!(plan.shares[0].queue.as_str(), "a");
+        assert!(set.is_strict());
+    }
+
+    #[test]
+    fn bad_sets_are_refused() {
+        assert!(QueueSet::weighted([("a", 0)]).is_err());
+        assert!(QueueSet::weighted([("a", MAX_WEIGHT + 1)]).is_err());
+        assert!(QueueSet::weighted::<&str>([]).is_err());
+        assert!(QueueSet::strict(["a", "a"]).is_err());
+        assert!(QueueSet::strict(["a b"]).is_err());
+        assert!(check_priority(MAX_PRIORITY + 1).is_err());
+        assert!(check_priority(MAX_PRIORITY).is_ok());
+    }
+}
