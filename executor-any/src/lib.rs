@@ -26,8 +26,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts,
-    Submitted, TaskId, TaskRecord, TaskState, TieredStorage, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueInfo, QueueName, Result,
+    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, TieredStorage, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
@@ -350,6 +350,28 @@ impl Storage for AnyStorage {
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         each!(self, s => s.wait_for_work(ns, max_wait).await)
+    }
+
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        each!(self, s => s.wait_for_queues(ns, queues, max_wait).await)
+    }
+
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        each!(self, s => s.claim_queues(ns, worker, plan, lease).await)
+    }
+
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        each!(self, s => s.pause_queue(ns, queue, paused).await)
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        each!(self, s => s.queues(ns).await)
     }
 }
 

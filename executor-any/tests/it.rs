@@ -1,5 +1,5 @@
 //! `AnyStorage` keeps the storage contract whatever it holds: the whole
-//! conformance suite and the cron schedule checks through `memory:`, and a
+//! conformance suite, the cron schedule and the queue checks through `memory:`, and a
 //! round trip through each server URL; unknown schemes and dead servers get
 //! one clear error.
 
@@ -29,6 +29,7 @@ mod conformance {
     use super::{cleanup, fresh};
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
+    executor_core::queue_conformance_tests!(fresh, cleanup);
 }
 
 fn env_or(var: &str, default: &str) -> String {
