@@ -129,11 +129,11 @@ pub use id::{MAX_ID_LEN, MAX_NAMESPACE_LEN, Namespace, TaskId, WorkerId};
 pub use listener::Listener;
 pub use memory::MemoryStorage;
 pub use options::{DEFAULT_RETRY_LIMIT, MAX_RETRY_LIMIT, TaskOptions};
-pub use queue::{
-    ClaimPlan, DEFAULT_QUEUE, MAX_PRIORITY, MAX_QUEUE_LEN, MAX_QUEUES, MAX_WEIGHT, QueueInfo, QueueName, QueueSet,
-    QueueShare,
-};
 pub use query::{CancelOutcome, ListQuery, Page, Retention, StateCounts, Unreadable, WorkerInfo};
+pub use queue::{
+    ClaimPlan, DEFAULT_QUEUE, MAX_PRIORITY, MAX_QUEUE_LEN, MAX_QUEUES, MAX_WEIGHT, QueueInfo, QueueName,
+    QueueSet, QueueShare,
+};
 pub use registry::{Handler, Registry};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
 pub use state::TaskState;
@@ -171,8 +171,8 @@ pub mod __private {
     pub use crate::schedule::ScheduleBuilder;
     pub use crate::storage::NewTask;
     pub use crate::{
-        Data, Error, IntoTaskResult, RetryPolicy, Submit, Submitted, TaskBuilder, TaskContext, TaskError,
-        TaskId, TaskOptions,
+        Data, Error, IntoTaskResult, QueueName, RetryPolicy, Submit, Submitted, TaskBuilder, TaskContext,
+        TaskError, TaskId, TaskOptions,
     };
     pub use crate::{client::submit_built, data::DataNeed};
 }

@@ -290,6 +290,13 @@ fn options(args: &TaskAttr, p: &TokenStream) -> TokenStream {
         let d = ms(d);
         options = quote!(#options.timeout(#d));
     }
+    if let Some(q) = &args.queue {
+        // Checked above with the same rule, so the default is never taken.
+        options = quote!(#options.queue(#p::QueueName::new(#q).unwrap_or_default()));
+    }
+    if let Some(n) = args.priority {
+        options = quote!(#options.priority(#n));
+    }
     options
 }
 

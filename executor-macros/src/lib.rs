@@ -64,6 +64,8 @@ use proc_macro::TokenStream;
 /// | `levels` | one delay per retry, the last repeats | `levels = ["10s", "1m", "10m", "1h"]` |
 /// | `max_duration` | deadline from creation; past it the task ends `TIMEOUT` | `max_duration = "60s"` |
 /// | `timeout` | limit of one attempt; an attempt past it is retried | `timeout = "10s"` |
+/// | `queue` | the queue its tasks wait in (default `"default"`); executors serve it unless given other queues | `queue = "emails"` |
+/// | `priority` | 0 (default) to 9 within its queue, higher claimed first | `priority = 5` |
 /// | `crate` | where `executor_core` is, if renamed | `crate = ::my_executor` |
 ///
 /// Durations are a whole number and a unit: `"500ms"`, `"2s"`, `"1m"`, `"1h"`, `"1d"`.

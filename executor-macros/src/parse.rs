@@ -20,9 +20,15 @@ const MAX_NAME_LEN: usize = 191;
 const MAX_RETRY_LIMIT: u32 = 10_000;
 
 /// Every key the attribute accepts, as the unknown-key error lists them.
-pub(crate) const VALID_KEYS: &str = "name, retry_limit, retry_interval, exponential(..), levels, max_duration, timeout, cron, timezone, crate";
+pub(crate) const VALID_KEYS: &str = "name, retry_limit, retry_interval, exponential(..), levels, max_duration, timeout, queue, priority, cron, timezone, crate";
 
-const KEYS: [&str; 10] = [
+/// Longest queue name, in bytes (`executor_core::MAX_QUEUE_LEN`).
+const MAX_QUEUE_LEN: usize = 64;
+
+/// Highest priority (`executor_core::MAX_PRIORITY`).
+const MAX_PRIORITY: u8 = 9;
+
+const KEYS: [&str; 12] = [
     "name",
     "retry_limit",
     "retry_interval",
@@ -30,6 +36,8 @@ const KEYS: [&str; 10] = [
     "levels",
     "max_duration",
     "timeout",
+    "queue",
+    "priority",
     "cron",
     "timezone",
     "crate",
@@ -48,6 +56,10 @@ pub(crate) struct TaskAttr {
     pub(crate) max_duration: Option<u64>,
     /// Per-attempt `timeout` in milliseconds.
     pub(crate) timeout: Option<u64>,
+    /// `queue = ".."`: the queue its tasks wait in, checked.
+    pub(crate) queue: Option<String>,
+    /// `priority = N`: 0..=9, higher claimed first.
+    pub(crate) priority: Option<u8>,
     /// `cron = ".."`: the schedule's expression, checked.
     pub(crate) cron: Option<String>,
     /// `timezone = ".."`: the schedule's zone, checked (default `UTC`).
@@ -171,6 +183,8 @@ impl TaskAttr {
             }
             "max_duration" => self.max_duration = positive_duration(&value, key, errors),
             "timeout" => self.timeout = positive_duration(&value, key, errors),
+            "queue" => self.queue = queue(&value, errors),
+            "priority" => self.priority = priority(&value, errors),
             "cron" => self.cron = cron(&value, errors),
             "timezone" => {
                 self.timezone = timezone(&value, errors);
@@ -280,6 +294,8 @@ fn example(key: &str) -> &'static str {
         "levels" => "levels = [\"10s\", \"1m\", \"10m\", \"1h\"]",
         "max_duration" => "max_duration = \"60s\"",
         "timeout" => "timeout = \"10s\"",
+        "queue" => "queue = \"emails\"",
+        "priority" => "priority = 5",
         "cron" => "cron = \"0 0 2 * * *\"",
         "timezone" => "timezone = \"Europe/Berlin\"",
         _ => "crate = ::executor_core",
@@ -409,6 +425,41 @@ fn timezone(value: &Expr, errors: &mut Errors) -> Option<String> {
                      \"America/New_York\" or \"UTC\""
                 ),
             );
+            None
+        }
+    }
+}
+
+fn queue(value: &Expr, errors: &mut Errors) -> Option<String> {
+    let Some(lit) = lit_str(value) else {
+        errors.at(value, "`queue` takes a string: queue = \"emails\"");
+        return None;
+    };
+    let queue = lit.value();
+    if queue.is_empty() || queue.len() > MAX_QUEUE_LEN {
+        errors.at(lit, format!("`queue` must be 1 to {MAX_QUEUE_LEN} bytes long, e.g. queue = \"emails\""));
+        return None;
+    }
+    if let Some(c) =
+        queue.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+    {
+        errors.at(lit, format!("`queue` contains {c:?}; use letters, digits, `-`, `_`, `.` or `:`"));
+        return None;
+    }
+    Some(queue)
+}
+
+fn priority(value: &Expr, errors: &mut Errors) -> Option<u8> {
+    let help =
+        format!("priority is 0 (the default) to {MAX_PRIORITY}, higher claimed first, e.g. priority = 5");
+    let Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) = value else {
+        errors.at(value, format!("expected a whole number; {help}"));
+        return None;
+    };
+    match int.base10_parse::<u8>() {
+        Ok(n) if n <= MAX_PRIORITY => Some(n),
+        _ => {
+            errors.at(int, format!("priority must be at most {MAX_PRIORITY}; {help}"));
             None
         }
     }

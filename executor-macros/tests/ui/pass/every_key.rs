@@ -9,6 +9,8 @@ use executor_core::{RetryPolicy, reliable_task};
     retry_interval = "500ms",
     max_duration = "1h",
     timeout = "10s",
+    queue = "emails.v2:eu",
+    priority = 9,
     crate = ::executor_core
 )]
 async fn fixed() {}
@@ -32,6 +34,13 @@ fn main() -> Result<(), executor_core::Error> {
     assert_eq!(o.retry, RetryPolicy::fixed(Duration::from_millis(500)));
     assert_eq!(o.max_duration, Some(Duration::from_secs(3600)));
     assert_eq!(o.timeout, Some(Duration::from_secs(10)));
+    assert_eq!((o.queue.as_str(), o.priority), ("emails.v2:eu", 9));
+    assert_eq!((exponential::options().queue.as_str(), exponential::options().priority), ("default", 0));
+    let task = fixed::with().priority(3).queue("other").into_new_task()?;
+    assert_eq!((task.queue.as_str(), task.priority), ("other", 3));
+    assert_eq!(fixed::with().into_new_task()?.queue.as_str(), "emails.v2:eu");
+    assert!(fixed::with().queue("bad queue").into_new_task().is_err());
+    assert!(fixed::with().priority(10).into_new_task().is_err());
     let exp = RetryPolicy::exponential(Duration::from_secs(1), 2.0, Duration::from_secs(60))?.with_jitter(0.2)?;
     assert_eq!(exponential::options().retry, exp);
     let secs = [10, 60, 600, 3600].map(Duration::from_secs);
