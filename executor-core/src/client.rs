@@ -12,8 +12,7 @@ use serde::Serialize;
 
 use crate::{
     CancelOutcome, Error, ListQuery, Namespace, Page, QueueInfo, QueueName, Registry, Result, RetryPolicy,
-    StateCounts, Submitted,
-    TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
+    StateCounts, Submitted, TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
     listener::Listeners,
     metrics as m,
     storage::{Debounce, Due, NewTask, Storage, SubmitMode},

@@ -71,6 +71,17 @@ pub const SCHEDULE_SKIPPED: &str = "reliable_executor_schedule_skipped_total";
 /// Histogram: fire time minus tick time on the store's clock, by schedule.
 pub const SCHEDULE_LAG_SECONDS: &str = "reliable_executor_schedule_lag_seconds";
 
+/// Gauge: waiting tasks (`CREATED`/`PENDING`, due or not) per queue, by
+/// namespace and queue, sampled by the leader.
+pub const QUEUE_DEPTH: &str = "reliable_executor_queue_depth";
+/// Gauge: of those, the tasks due now.
+pub const QUEUE_DUE: &str = "reliable_executor_queue_due";
+/// Gauge: how long the oldest due task of a queue has waited (store now
+/// minus its due time; Sidekiq's "latency"), 0 when none is due.
+pub const QUEUE_LATENCY_SECONDS: &str = "reliable_executor_queue_latency_seconds";
+/// Gauge: 1 while a queue is paused, else 0.
+pub const QUEUE_PAUSED: &str = "reliable_executor_queue_paused";
+
 /// Registers help text and units for every metric. The executor calls it
 /// at build time; call it yourself before scraping from a producer-only process.
 pub fn describe() {
@@ -129,6 +140,14 @@ pub fn describe() {
         Unit::Seconds,
         "How late a cron tick was submitted (fire time minus tick time, store clock), by schedule."
     );
+    describe_gauge!(QUEUE_DEPTH, "Waiting tasks per queue (due or not), sampled by the leader.");
+    describe_gauge!(QUEUE_DUE, "Tasks due now per queue, sampled by the leader.");
+    describe_gauge!(
+        QUEUE_LATENCY_SECONDS,
+        Unit::Seconds,
+        "How long the oldest due task of each queue has waited (store clock), sampled by the leader."
+    );
+    describe_gauge!(QUEUE_PAUSED, "1 while a queue is paused fleet-wide, else 0.");
     describe_gauge!(
         HANDLER_SETS,
         "Distinct handler sets among a namespace's workers (set by its leader); above 1 while they differ."
@@ -217,4 +236,31 @@ pub(crate) fn task_counts(ns: &Namespace, counts: &StateCounts) {
         gauge!(TASKS, "namespace" => ns.as_str().to_owned(), "state" => state.as_str())
             .set(counts.get(state) as f64);
     }
+}
+
+/// Sets the queue gauges from one sample; queues of an earlier sample that
+/// are gone (drained, resumed and empty) are set to zero.
+pub(crate) fn queues(
+    ns: &Namespace,
+    queues: &[crate::QueueInfo],
+    now: crate::Timestamp,
+    seen: &mut std::collections::BTreeSet<crate::QueueName>,
+) {
+    let set = |q: &crate::QueueName, depth: f64, due: f64, latency: f64, paused: f64| {
+        let labels = [("namespace", ns.as_str().to_owned()), ("queue", q.as_str().to_owned())];
+        gauge!(QUEUE_DEPTH, &labels).set(depth);
+        gauge!(QUEUE_DUE, &labels).set(due);
+        gauge!(QUEUE_LATENCY_SECONDS, &labels).set(latency);
+        gauge!(QUEUE_PAUSED, &labels).set(paused);
+    };
+    let mut now_seen = std::collections::BTreeSet::new();
+    for q in queues {
+        let latency = q.oldest_due.map_or(0.0, |due| now.since(due).as_secs_f64());
+        set(&q.queue, q.waiting as f64, q.due as f64, latency, if q.paused { 1.0 } else { 0.0 });
+        now_seen.insert(q.queue.clone());
+    }
+    for gone in seen.difference(&now_seen) {
+        set(gone, 0.0, 0.0, 0.0, 0.0);
+    }
+    *seen = now_seen;
 }

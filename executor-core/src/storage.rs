@@ -19,8 +19,8 @@ use std::{future::Future, time::Duration};
 
 use crate::{
     CancelOutcome, ClaimPlan, Error, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
-    StateCounts, Submitted, TaskId,
-    TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo, schedule::Schedule,
+    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
+    schedule::Schedule,
 };
 pub use crate::{
     group_commit::{GroupCommit, MAX_GROUP},

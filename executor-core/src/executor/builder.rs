@@ -5,8 +5,7 @@ use std::{fmt, sync::Arc, time::Duration};
 use super::{Executor, config::Config};
 use crate::{
     Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, QueueName, QueueSet, Registry, Result,
-    Retention, WorkerId,
-    data::DataMap, listener::Listeners, storage::Storage,
+    Retention, WorkerId, data::DataMap, listener::Listeners, storage::Storage,
 };
 
 /// Builds an [`Executor`]. Start with [`Executor::builder`].

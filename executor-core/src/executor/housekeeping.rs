@@ -113,6 +113,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
     // than one call a `trim_every` removes them.
     let mut trim_backlog = false;
     let mut last_counts: Option<Instant> = None;
+    let mut queues_seen = std::collections::BTreeSet::new();
     let mut names: Vec<String> = shared.executor.registry().names().into_iter().map(str::to_owned).collect();
     names.sort();
     let mut last_announce: Option<Instant> = None;
@@ -188,6 +189,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
                 Ok(c) => m::task_counts(&ns, &c),
                 Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
             }
+            sample_queues(&*storage, &ns, &mut queues_seen).await;
             match storage.workers(&ns).await {
                 Ok(workers) => {
                     let sets = WorkerInfo::handler_sets(&workers);
@@ -211,4 +213,33 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         }
         m::leader(&ns, false);
     }
+}
+
+/// Samples the queue gauges (depth, due, latency on the store's clock,
+/// paused); a store without queues is skipped quietly.
+async fn sample_queues<S: Storage>(
+    storage: &S,
+    ns: &crate::Namespace,
+    seen: &mut std::collections::BTreeSet<crate::QueueName>,
+) {
+    let queues = match storage.queues(ns).await {
+        Ok(q) => q,
+        Err(crate::Error::Unsupported { .. }) => return,
+        Err(e) => {
+            tracing::warn!(error = %e, "sampling queues failed");
+            return;
+        }
+    };
+    let now = if queues.iter().any(|q| q.oldest_due.is_some()) {
+        match storage.now(ns).await {
+            Ok(now) => now,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the store's clock for queue latency failed");
+                return;
+            }
+        }
+    } else {
+        crate::Timestamp::default()
+    };
+    m::queues(ns, &queues, now, seen);
 }

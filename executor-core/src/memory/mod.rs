@@ -17,9 +17,8 @@ use std::{
 use tokio::sync::Notify;
 
 use crate::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention, StateCounts,
-    Submitted, TaskId, TaskRecord,
-    TaskState, Timestamp, WorkerId, WorkerInfo,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
+    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,

@@ -235,7 +235,10 @@ pub async fn queue_kept_through_every_return<S: Storage>(s: &S, ns: &Namespace) 
     let again = |what: &'static str| {
         let only_keep = only_keep.clone();
         async move {
-            assert!(ok("claim default", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(), "{what}: not in default");
+            assert!(
+                ok("claim default", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+                "{what}: not in default"
+            );
             let got = claim_plan(s, ns, &only_keep).await;
             let rec = got.into_iter().next().unwrap_or_else(|| panic!("{what}: back in `keep`"));
             assert_eq!((rec.queue.as_str(), rec.priority), ("keep", 4), "{what}: {rec:?}");
