@@ -26,8 +26,15 @@ use rand::{Rng, SeedableRng, rngs::StdRng};
 
 type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
-/// Every minute, in the attribute: stored by each executor when it starts.
-#[reliable_task(name = "minutely", cron = "*/1 * * * *", timezone = "Europe/Berlin")]
+/// Every minute, in the attribute: stored by each executor when it starts;
+/// its ticks' tasks wait in the handler's queue, at its priority.
+#[reliable_task(
+    name = "minutely",
+    cron = "*/1 * * * *",
+    timezone = "Europe/Berlin",
+    queue = "ticks",
+    priority = 3
+)]
 async fn minutely() {}
 
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -189,6 +196,9 @@ async fn three_processes_a_day_of_minutes_leader_crashes_exactly_one_task_per_ti
     let not_done: Vec<_> =
         tasks.iter().filter(|(id, s)| expected.contains(id) && *s != TaskState::Completed).collect();
     assert!(not_done.is_empty(), "every tick's task ran: {not_done:?}");
+    let some = expected.iter().next().ok_or("no tick")?;
+    let rec = memory.get(&ns, &executor_core::TaskId::new(some.clone())?).await?.ok_or("no task")?;
+    assert_eq!((rec.queue.as_str(), rec.priority), ("ticks", 3), "a tick's task has the handler's queue");
     println!("1,440 ticks over 24 simulated hours, {crashes} leader crashes: one task each");
     Ok(())
 }

@@ -243,6 +243,8 @@ impl<S: Storage> Scheduler<S> {
         task.max_attempts = options.max_attempts();
         task.max_duration = options.max_duration;
         task.timeout = options.timeout;
+        task.queue = options.queue;
+        task.priority = options.priority;
         task.mode = SubmitMode::Idempotent;
         task
     }
