@@ -3,18 +3,18 @@
 use std::{collections::HashMap, time::Duration};
 
 use executor_core::{
-    Namespace, Result, TaskRecord, TaskState, WorkerId,
+    ClaimPlan, MAX_PRIORITY, Namespace, QueueName, Result, TaskRecord, TaskState, WorkerId,
     storage::{Heartbeat, Lease},
 };
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::{MySql, QueryBuilder, Row, mysql::MySqlRow};
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
     sql::{
-        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, ms, now_ms, push_in_list, task_columns,
-        tasks,
+        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, ms, now_ms, push_in_list, queues, ranks,
+        task_columns, tasks,
     },
 };
 
@@ -25,26 +25,8 @@ const MAX_BATCH: usize = 1000;
 const ROUNDS: usize = 3;
 
 impl MySqlStorage {
-    /// Claims up to `limit` due tasks in three autocommit statements, none of
-    /// which waits for the client while it holds a lock (invariant 9: a claimer
-    /// stopped at any point holds nothing; the tasks it claimed come back
-    /// through the reaper one lease later):
-    ///
-    /// 1. `SELECT id ... WHERE ready_at <= now ORDER BY ready_at LIMIT 2n FOR
-    ///    UPDATE SKIP LOCKED`: candidates no one is changing right now (the
-    ///    locks end with the statement);
-    /// 2. `UPDATE ... WHERE id IN (candidates) AND ready_at <= now ORDER BY
-    ///    ready_at LIMIT n`, stamping a fresh token: the condition is checked
-    ///    again under the row lock, so two claimers never take the same task
-    ///    (invariant 2) and nothing is taken before it is due (invariant 4, on
-    ///    the server's clock);
-    /// 3. the claimed rows read back by their ids and the token.
-    ///
-    /// Candidates are fetched twice over so that a concurrent claimer that
-    /// picked the same ones leaves this one the rest; a claim that lost
-    /// candidates that way tries again, up to [`ROUNDS`] times. A waiting row
-    /// whose counters are at their column's maximum, or that does not parse,
-    /// is moved to `ERROR` with the reason, so it can never block the queue.
+    /// Claims up to `limit` due tasks of the default queue: a plan of that
+    /// queue alone, so the same three statements as any one-queue claim.
     pub(crate) async fn claim(
         &self,
         ns: &Namespace,
@@ -52,14 +34,54 @@ impl MySqlStorage {
         limit: usize,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        let mut claimed = Vec::new();
-        let mut want = limit.min(MAX_BATCH);
+        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
+    }
+
+    /// Claims as `plan` says in three autocommit statements, none of which
+    /// waits for the client while it holds a lock (invariant 9: a claimer
+    /// stopped at any point holds nothing; the tasks it claimed come back
+    /// through the reaper one lease later):
+    ///
+    /// 1. per queue of the plan, `SELECT id ... WHERE queue = ? AND
+    ///    queue_rank IN (0..9) AND ready_at <= now AND NOT EXISTS (a paused
+    ///    row for the queue) ORDER BY queue_rank, ready_at, id LIMIT 2n FOR
+    ///    UPDATE SKIP LOCKED`, the queues' selects joined by `UNION ALL` into
+    ///    one statement: candidates no one is changing right now (the locks
+    ///    end with the statement), in claim order, none from a paused queue
+    ///    (the pause is read by the claim itself, so it holds from the next
+    ///    claim statement on);
+    /// 2. `UPDATE ... WHERE id IN (ids) AND ready_at <= now ORDER BY
+    ///    queue_rank, ready_at, id LIMIT n`, stamping a fresh token: the
+    ///    condition is checked again under the row lock, so two claimers
+    ///    never take the same task (invariant 2) and nothing is taken before
+    ///    it is due (invariant 4, on the server's clock). With one queue the
+    ///    ids are every candidate and the first `n` still waiting are taken;
+    ///    with several, they are the ones the plan picks (each share's quota
+    ///    in order, then the rest of the limit from the same queues in order);
+    /// 3. the claimed rows read back by their ids and the token, returned in
+    ///    claim order.
+    ///
+    /// Candidates are fetched twice over so that a concurrent claimer that
+    /// picked the same ones leaves this one the rest; a claim that lost
+    /// candidates that way tries again for what it still wants, up to
+    /// [`ROUNDS`] times. A waiting row whose counters are at their column's
+    /// maximum, or that does not parse, is moved to `ERROR` with the
+    /// reason, so it can never block the queue.
+    pub(crate) async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        let mut claimed: Vec<TaskRecord> = Vec::new();
+        let mut want = Want::new(plan);
         for _ in 0..ROUNDS {
-            if want == 0 {
+            if want.limit == 0 || want.queues.is_empty() {
                 break;
             }
-            let round = error::retry_lock_conflicts(|| claim_once(self, ns, worker, want, lease)).await?;
-            want -= round.tasks.len().min(want);
+            let round = error::retry_lock_conflicts(|| claim_once(self, ns, worker, &want, lease)).await?;
+            want.took(&round.tasks);
             claimed.extend(round.tasks);
             if !round.lost_race {
                 break;
@@ -91,39 +113,137 @@ struct Round {
     lost_race: bool,
 }
 
+/// What a claim still wants: each queue of the plan once, in the order of
+/// its first share, with its quota (a queue named twice gets the sum), and
+/// the limit.
+struct Want {
+    queues: Vec<(QueueName, usize)>,
+    limit: usize,
+}
+
+impl Want {
+    fn new(plan: &ClaimPlan) -> Self {
+        let mut queues: Vec<(QueueName, usize)> = Vec::with_capacity(plan.shares.len());
+        for share in &plan.shares {
+            match queues.iter_mut().find(|(q, _)| *q == share.queue) {
+                Some((_, quota)) => *quota = quota.saturating_add(share.quota),
+                None => queues.push((share.queue.clone(), share.quota)),
+            }
+        }
+        Self { queues, limit: plan.limit.min(MAX_BATCH) }
+    }
+
+    /// Takes what a round claimed off the quotas and the limit.
+    fn took(&mut self, tasks: &[TaskRecord]) {
+        self.limit -= tasks.len().min(self.limit);
+        for t in tasks {
+            if let Some((_, quota)) = self.queues.iter_mut().find(|(q, _)| *q == t.queue) {
+                *quota = quota.saturating_sub(1);
+            }
+        }
+    }
+
+    /// The candidates to take, in claim order: `per_queue[i]` holds queue
+    /// `i`'s candidates in its claim order. Each queue's quota first, in
+    /// order, then the rest of the limit from the same queues in order.
+    fn pick(&self, mut per_queue: Vec<std::collections::VecDeque<String>>) -> Vec<String> {
+        let mut out = Vec::with_capacity(self.limit);
+        for (i, (_, quota)) in self.queues.iter().enumerate() {
+            let Some(from) = per_queue.get_mut(i) else { break };
+            let upto = (out.len() + quota).min(self.limit);
+            while out.len() < upto {
+                let Some(id) = from.pop_front() else { break };
+                out.push(id);
+            }
+        }
+        for from in &mut per_queue {
+            while out.len() < self.limit {
+                let Some(id) = from.pop_front() else { break };
+                out.push(id);
+            }
+        }
+        out
+    }
+}
+
 async fn claim_once(
     s: &MySqlStorage,
     ns: &Namespace,
     worker: &WorkerId,
-    limit: usize,
+    want: &Want,
     lease: Duration,
 ) -> Result<Round> {
-    let rows = sqlx::query(concat!(
-        "SELECT id, attempts, fence FROM ",
-        tasks!(),
-        " WHERE ns = ? AND ready_at <= ",
-        now_ms!(),
-        " ORDER BY ready_at LIMIT ? FOR UPDATE SKIP LOCKED"
-    ))
-    .bind(ns.as_str())
-    .bind(u32::try_from((limit * 2).min(2 * MAX_BATCH)).unwrap_or(u32::MAX))
-    .fetch_all_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
-    let mut candidates = Vec::with_capacity(rows.len());
+    let limit = want.limit;
+    let per_branch = u32::try_from((limit * 2).min(2 * MAX_BATCH)).unwrap_or(u32::MAX);
+    let several = want.queues.len() > 1;
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new("");
+    for (i, (queue, _)) in want.queues.iter().enumerate() {
+        if i > 0 {
+            qb.push(" UNION ALL ");
+        }
+        if several {
+            qb.push("(");
+        }
+        qb.push("SELECT CAST(")
+            .push_bind(i64::try_from(i).unwrap_or(i64::MAX))
+            .push(concat!(
+                " AS SIGNED) AS branch, id, attempts, fence, priority FROM ",
+                tasks!(),
+                " WHERE ns = "
+            ))
+            .push_bind(ns.as_str().to_owned())
+            .push(" AND queue = ")
+            .push_bind(queue.as_str().to_owned())
+            .push(concat!(
+                " AND queue_rank IN ",
+                ranks!(),
+                " AND ready_at <= ",
+                now_ms!(),
+                " AND NOT EXISTS (SELECT 1 FROM ",
+                queues!(),
+                " p WHERE p.ns = "
+            ))
+            .push_bind(ns.as_str().to_owned())
+            .push(" AND p.queue = ")
+            .push_bind(queue.as_str().to_owned())
+            .push(" AND p.paused = 1) ORDER BY queue_rank, ready_at, id LIMIT ")
+            .push_bind(per_branch)
+            .push(" FOR UPDATE SKIP LOCKED");
+        if several {
+            qb.push(")");
+        }
+    }
+    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let mut per_queue = vec![std::collections::VecDeque::new(); want.queues.len()];
     for r in &rows {
         let id = row::raw_id(r);
+        let branch: i64 = r.try_get("branch").map_err(error::storage)?;
         let attempts: u32 = r.try_get("attempts").map_err(error::storage)?;
         let fence: u64 = r.try_get("fence").map_err(error::storage)?;
+        let priority: u8 = r.try_get("priority").map_err(error::storage)?;
         if attempts == MAX_ATTEMPTS_COLUMN || fence == MAX_FENCE_COLUMN {
             // Bumping it would fail the claim "out of range", every time.
             let reason = format!("attempts {attempts} or fence {fence} is at its column's maximum");
             to_error(s, ns, &id, None, &reason).await?;
-        } else {
-            candidates.push(id);
+        } else if priority > MAX_PRIORITY {
+            // Written with the checks off: any UPDATE of the row fails
+            // `ck_tasks_priority`, so claiming it would fail the whole batch.
+            let reason = format!("priority {priority} is outside 0..={MAX_PRIORITY}");
+            to_error(s, ns, &id, None, &reason).await?;
+        } else if let Some(from) = usize::try_from(branch).ok().and_then(|b| per_queue.get_mut(b)) {
+            from.push_back(id);
         }
     }
-    if candidates.is_empty() {
+    // One queue: every candidate, of which the UPDATE takes the first
+    // `limit` still waiting. Several: exactly the ones the plan picks.
+    let (candidates, take) = if several {
+        let picked = want.pick(per_queue);
+        let n = picked.len();
+        (picked, n)
+    } else {
+        (per_queue.into_iter().flatten().collect::<Vec<_>>(), limit)
+    };
+    if candidates.is_empty() || take == 0 {
         return Ok(Round { tasks: Vec::new(), lost_race: false });
     }
     let token = sql::token();
@@ -149,10 +269,10 @@ async fn claim_once(
         .push_bind(MAX_ATTEMPTS_COLUMN)
         .push(" AND fence < ")
         .push_bind(MAX_FENCE_COLUMN)
-        .push(" ORDER BY ready_at LIMIT ")
-        .push_bind(u32::try_from(limit).unwrap_or(u32::MAX));
+        .push(" ORDER BY queue_rank, ready_at, id LIMIT ")
+        .push_bind(u32::try_from(take).unwrap_or(u32::MAX));
     let changed = qb.build().execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
-    let lost_race = changed < u64::try_from(limit.min(candidates.len())).unwrap_or(u64::MAX);
+    let lost_race = changed < u64::try_from(take.min(candidates.len())).unwrap_or(u64::MAX);
     if changed == 0 {
         return Ok(Round { tasks: Vec::new(), lost_race });
     }
@@ -162,10 +282,26 @@ async fn claim_once(
     push_in_list(&mut qb, candidates.iter().map(String::as_str));
     // RUNNING: a claimer stopped between its UPDATE and this read for
     // longer than the lease finds its tasks reaped and does not run them.
-    qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token).push(" ORDER BY due_at, id");
+    qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token);
     let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
-    let mut tasks = Vec::with_capacity(rows.len());
-    for r in &rows {
+    // Back in claim order: the order the candidates were picked in.
+    let position: HashMap<&str, usize> =
+        candidates.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+    let mut read: Vec<(usize, &MySqlRow)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.try_get::<&str, _>("id")
+                    .ok()
+                    .and_then(|id| position.get(id).copied())
+                    .unwrap_or(usize::MAX),
+                r,
+            )
+        })
+        .collect();
+    read.sort_by_key(|(at, _)| *at);
+    let mut tasks = Vec::with_capacity(read.len());
+    for (_, r) in read {
         match row::task_from_row(r) {
             Ok(task) => tasks.push(task),
             Err(reason) => to_error(s, ns, &row::raw_id(r), Some(token), &reason).await?,
@@ -177,7 +313,10 @@ async fn claim_once(
 /// Moves a row that cannot run to `ERROR` with the reason (invariant 6).
 /// `token`: the claim that took it (the row is `RUNNING` under that claim);
 /// `None`: it is still waiting. The fence is not bumped: it may be the very
-/// value that overflows, and no other worker holds a lease on the row.
+/// value that overflows, and no other worker holds a lease on the row. A
+/// priority above 9 (written with the checks off) is brought into range,
+/// since `ck_tasks_priority` refuses any UPDATE of the row otherwise; the
+/// reason keeps the value it had.
 pub(crate) async fn to_error(
     s: &MySqlStorage,
     ns: &Namespace,
@@ -191,7 +330,7 @@ pub(crate) async fn to_error(
         tasks!(),
         " SET finished_at = ",
         now_ms!(),
-        ", last_error = ?, worker = NULL, lease_until = NULL, state = 'ERROR' \
+        ", last_error = ?, worker = NULL, lease_until = NULL, priority = LEAST(priority, 9), state = 'ERROR' \
          WHERE ns = ? AND id = ? AND LENGTH(id) = ? AND IF(? IS NULL, state IN ('CREATED', 'PENDING'), \
          state = 'RUNNING' AND claim_token = ?)"
     ))

@@ -35,6 +35,7 @@ mod housekeeping;
 mod leader;
 mod options;
 mod query;
+mod queues;
 mod row;
 mod schedule;
 mod sql;
@@ -46,8 +47,8 @@ mod wake;
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
-    TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
+    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
@@ -77,6 +78,24 @@ impl Storage for MySqlStorage {
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
         MySqlStorage::claim(self, ns, worker, limit, lease).await
+    }
+
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        MySqlStorage::claim_queues(self, ns, worker, plan, lease).await
+    }
+
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        MySqlStorage::pause_queue(self, ns, queue, paused).await
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        MySqlStorage::queues(self, ns).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -188,6 +207,10 @@ impl Storage for MySqlStorage {
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         MySqlStorage::wait_for_work(self, ns, max_wait).await
+    }
+
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        MySqlStorage::wait_for_queues(self, ns, queues, max_wait).await
     }
 }
 

@@ -3,7 +3,7 @@
 //! callers turn into [`executor_core::Error::Corrupt`] or an `ERROR` state;
 //! nothing here panics.
 
-use executor_core::{Error, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
+use executor_core::{Error, QueueName, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
 use sqlx::{Row, mysql::MySqlRow};
 
 /// Reads one row selected with `task_columns!()`.
@@ -44,6 +44,10 @@ pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
     task.lease_until = opt_time(row, "lease_until")?;
     task.cancel_requested = col(row, "cancel_requested")?;
     task.debounce_key = col(row, "debounce_key")?;
+    let queue: String = col(row, "queue")?;
+    task.queue = QueueName::new(queue).map_err(|e| e.to_string())?;
+    task.priority = col(row, "priority")?;
+    executor_core::queue::check_priority(task.priority).map_err(|e| e.to_string())?;
     Ok(task)
 }
 

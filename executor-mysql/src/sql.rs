@@ -30,6 +30,24 @@ macro_rules! schedules {
     };
 }
 
+/// The paused queues (issue 16).
+macro_rules! queues {
+    () => {
+        "reliable_executor_queues"
+    };
+}
+
+/// Every rank a waiting task can have (`queue_rank = 9 - priority`): an IN
+/// list rather than a range, so `queue_rank IN RANKS AND ready_at <= now`
+/// is ten ranges of `ix_queue` whose rows come in claim order (a range on
+/// `queue_rank` alone would leave `ready_at` to a filter and read every
+/// waiting task of the queue that is not yet due).
+macro_rules! ranks {
+    () => {
+        "(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
+    };
+}
+
 /// The server's clock in epoch milliseconds. `NOW(3)` is fixed for the
 /// length of a statement, so the optimizer treats this as a constant and
 /// range-scans on it.
@@ -44,7 +62,7 @@ macro_rules! task_columns {
     () => {
         "id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
          finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-         debounce_key"
+         debounce_key, queue, priority"
     };
 }
 
@@ -60,7 +78,7 @@ macro_rules! by_task {
     };
 }
 
-pub(crate) use {by_task, leaders, now_ms, schedules, task_columns, tasks, workers};
+pub(crate) use {by_task, leaders, now_ms, queues, ranks, schedules, task_columns, tasks, workers};
 
 /// Binds the three values of [`by_task!`].
 pub(crate) fn bind_task<'q>(

@@ -172,12 +172,13 @@ impl MySqlStorage {
             concat!(
                 "SELECT ",
                 crate::sql::task_columns!(),
-                ", claim_token, ready_at, waiting_key FROM ",
+                ", claim_token, ready_at, waiting_key, queue_rank FROM ",
                 crate::sql::tasks!(),
                 " LIMIT 0"
             ),
             concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
             concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
+            concat!("SELECT ns, queue, paused FROM ", crate::sql::queues!(), " LIMIT 0"),
             concat!(
                 "SELECT ns, name, definition, paused, cursor_ms, fence, last_task FROM ",
                 crate::sql::schedules!(),
@@ -227,8 +228,8 @@ impl MySqlStorage {
             .copied()
     }
 
-    /// Deletes every task, the leadership row, the workers' announcements
-    /// and the cron schedules of `ns`, tasks in batches of 10,000 rows so
+    /// Deletes every task, the leadership row, the workers' announcements,
+    /// the cron schedules and the paused queues of `ns`, tasks in batches of 10,000 rows so
     /// no statement holds locks for long. Returns the number of tasks
     /// deleted. For tests and for retiring a namespace; running
     /// executors on `ns` lose their tasks.
@@ -253,6 +254,7 @@ impl MySqlStorage {
             concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = ?"),
             concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = ?"),
             concat!("DELETE FROM ", crate::sql::schedules!(), " WHERE ns = ?"),
+            concat!("DELETE FROM ", crate::sql::queues!(), " WHERE ns = ?"),
         ] {
             sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         }

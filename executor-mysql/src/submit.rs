@@ -35,6 +35,8 @@ struct Checked {
     timeout: Option<i64>,
     retry: Option<String>,
     mode: SubmitMode,
+    queue: String,
+    priority: u8,
 }
 
 impl Checked {
@@ -49,6 +51,7 @@ impl Checked {
             + self.name.len()
             + self.retry.as_ref().map_or(0, String::len)
             + key
+            + self.queue.len()
             + ROW_OVERHEAD
     }
 }
@@ -114,6 +117,8 @@ fn validate(task: NewTask, limit: usize) -> Result<Checked> {
         timeout: task.timeout.map(ms),
         retry,
         mode: task.mode,
+        queue: task.queue.into(),
+        priority: task.priority,
     })
 }
 
@@ -215,7 +220,7 @@ fn insert_head() -> QueryBuilder<MySql> {
         "INSERT INTO ",
         tasks!(),
         " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-         debounce_key) "
+         debounce_key, queue, priority) "
     ))
 }
 
@@ -236,7 +241,9 @@ fn push_row(b: &mut sqlx::query_builder::Separated<'_, MySql, &'static str>, ns:
         .push_bind_unseparated(r.max_duration)
         .push_bind(r.timeout)
         .push_bind(r.retry.clone())
-        .push("NULL");
+        .push("NULL")
+        .push_bind(r.queue.clone())
+        .push_bind(r.priority);
 }
 
 async fn insert_chunk(
@@ -311,13 +318,13 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
             "INSERT INTO ",
             tasks!(),
             " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-             debounce_key) VALUES (?, ?, ?, 'CREATED', ?, ?, ",
+             debounce_key, queue, priority) VALUES (?, ?, ?, 'CREATED', ?, ?, ",
             now_ms!(),
             ", ",
             now_ms!(),
             " + LEAST(?, COALESCE(?, ?)), ",
             now_ms!(),
-            " + ?, ?, ?, ?)"
+            " + ?, ?, ?, ?, ?, ?)"
         ))
         .bind(ns.as_str())
         .bind(row.id.as_str())
@@ -331,6 +338,8 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
         .bind(row.timeout)
         .bind(&row.retry)
         .bind(&d.key)
+        .bind(&row.queue)
+        .bind(row.priority)
         .execute_on(&s.conns)
         .await;
         match inserted {

@@ -2,7 +2,7 @@
 //! one of its tiers (MySQL is the seed's cold tier for long delays).
 
 use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp, storage::MAX_FENCE};
-use sqlx::Row;
+use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
     MySqlStorage,
@@ -10,7 +10,7 @@ use crate::{
     error, row,
     sql::{
         ID_COLUMN_CHARS, MAX_ATTEMPTS_COLUMN, NAME_COLUMN_CHARS, bind_task, by_task, clip_error, ms, now_ms,
-        task_columns, tasks, ts,
+        push_in_list, ranks, task_columns, tasks, ts,
     },
 };
 
@@ -25,28 +25,42 @@ impl MySqlStorage {
         Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
     }
 
-    /// Waiting tasks due before `before`, earliest first: one range of
-    /// `ix_ready`. Rows that do not parse are left out (and logged) rather than
-    /// stopping every promotion behind them.
+    /// Waiting tasks due before `before`, earliest first, in two
+    /// statements: the queues with waiting tasks (a loose index scan), then
+    /// their ranges of `ix_queue` up to `before` (ten per queue, so only
+    /// the tasks due before it are read), the first `limit` ids sorted by
+    /// due time in the index alone and their rows joined by primary key.
+    /// Rows that do not parse are left out (and logged) rather than stopping
+    /// every promotion behind them.
     pub(crate) async fn due_before(
         &self,
         ns: &Namespace,
         before: Timestamp,
         limit: usize,
     ) -> Result<Vec<TaskRecord>> {
-        let rows = sqlx::query(concat!(
+        let waiting = self.waiting_queues(ns).await?;
+        if waiting.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
             "SELECT ",
             task_columns!(),
             " FROM ",
             tasks!(),
-            " WHERE ns = ? AND ready_at < ? ORDER BY ready_at LIMIT ?"
-        ))
-        .bind(ns.as_str())
-        .bind(ts(before))
-        .bind(u32::try_from(limit.min(10_000)).unwrap_or(10_000))
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+            " JOIN (SELECT id AS due_id FROM ",
+            tasks!(),
+            " WHERE ns = "
+        ));
+        qb.push_bind(ns.as_str().to_owned()).push(" AND queue IN ");
+        push_in_list(&mut qb, waiting.iter().map(String::as_str));
+        qb.push(concat!(" AND queue_rank IN ", ranks!(), " AND ready_at < "))
+            .push_bind(ts(before))
+            .push(" ORDER BY ready_at LIMIT ")
+            .push_bind(u32::try_from(limit.min(10_000)).unwrap_or(10_000))
+            .push(") due ON id = due.due_id WHERE ns = ")
+            .push_bind(ns.as_str().to_owned())
+            .push(" ORDER BY ready_at");
+        let rows = qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)?;
         // A row no tier could take (counters at their column's maximum, or
         // fields that do not parse) is moved to ERROR with the reason, as
         // claim does, so it is dead-lettered instead of waiting for ever in
@@ -79,6 +93,7 @@ impl MySqlStorage {
         if record.payload.len() > limit {
             return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
         }
+        executor_core::queue::check_priority(record.priority)?;
         if record.name.chars().count() > NAME_COLUMN_CHARS
             || record.debounce_key.as_ref().is_some_and(|k| k.chars().count() > ID_COLUMN_CHARS)
         {
@@ -97,7 +112,7 @@ impl MySqlStorage {
                 tasks!(),
                 " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
                  finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-                 debounce_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                 debounce_key, queue, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ))
             .bind(ns.as_str())
             .bind(record.id.as_str())
@@ -119,6 +134,8 @@ impl MySqlStorage {
             .bind(record.lease_until.map(ts))
             .bind(record.cancel_requested)
             .bind(&key)
+            .bind(record.queue.as_str())
+            .bind(record.priority)
             .execute_on(&self.conns)
             .await;
             match done {

@@ -4,15 +4,15 @@
 
 use std::time::Duration;
 
-use executor_core::{Namespace, Result};
-use sqlx::Row;
+use executor_core::{Namespace, QueueName, Result};
+use sqlx::{MySql, QueryBuilder, Row};
 use tokio::time::Instant;
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error,
-    sql::{now_ms, tasks},
+    sql::{now_ms, push_in_list, queues, tasks},
 };
 
 impl MySqlStorage {
@@ -20,11 +20,28 @@ impl MySqlStorage {
     /// - at once when this process submits, retries, requeues or reaps (the
     ///   in-process [`tokio::sync::Notify`]);
     /// - when the earliest waiting task's due time arrives (read from the
-    ///   `ix_ready` index, one index dive per poll);
+    ///   `ix_queue` index: a loose index scan, one dive per waiting queue and
+    ///   priority);
     /// - otherwise the poll interval starts at `poll_min` and doubles up to
     ///   `poll_max`, so work submitted by another process starts within
     ///   `poll_max` of becoming due (invariant 4 across processes).
     pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.wait(ns, None, max_wait).await
+    }
+
+    /// As [`MySqlStorage::wait_for_work`], with the earliest due time taken
+    /// over `queues` that are not paused only, so due tasks of other or
+    /// paused queues do not end the wait at once (the claimer would spin).
+    pub(crate) async fn wait_for_queues(
+        &self,
+        ns: &Namespace,
+        queues: &[QueueName],
+        max_wait: Duration,
+    ) -> Result<()> {
+        self.wait(ns, Some(queues), max_wait).await
+    }
+
+    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
         // `max_wait` may be anything up to Duration::MAX (an executor's
         // `max_idle_wait`): an Instant that far out does not exist.
         let end = Instant::now().checked_add(max_wait);
@@ -35,18 +52,14 @@ impl MySqlStorage {
             let notified = self.wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let row = sqlx::query(concat!(
-                "SELECT MIN(ready_at) - ",
-                now_ms!(),
-                " AS wait_ms FROM ",
-                tasks!(),
-                " WHERE ns = ?"
-            ))
-            .bind(ns.as_str())
-            .fetch_one_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-            let wait_ms: Option<i64> = row.try_get("wait_ms").map_err(error::storage)?;
+            // A claimer that serves no queue has nothing to look up.
+            let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
+                None
+            } else {
+                let row =
+                    next_due(ns, queues).build().fetch_one_on(&self.conns).await.map_err(error::storage)?;
+                row.try_get("wait_ms").map_err(error::storage)?
+            };
             let until_due = match wait_ms {
                 Some(ms) if ms <= 0 => return Ok(()),
                 Some(ms) => Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
@@ -69,4 +82,36 @@ impl MySqlStorage {
             interval = interval.saturating_mul(2).min(self.opts.poll_max);
         }
     }
+}
+
+/// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
+/// `queues` that are not paused) less now; NULL when none waits. The inner
+/// query is a loose index scan of `ix_queue` (`Using index for group-by`):
+/// one dive per waiting (queue, rank), whatever the number of tasks.
+fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> QueryBuilder<MySql> {
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+        "SELECT MIN(d.due) - ",
+        now_ms!(),
+        " AS wait_ms FROM (SELECT queue, MIN(ready_at) AS due FROM ",
+        tasks!(),
+        " WHERE ns = "
+    ));
+    qb.push_bind(ns.as_str().to_owned());
+    match queues {
+        None => {
+            qb.push(" AND queue_rank <= 9 GROUP BY ns, queue, queue_rank) d");
+        }
+        Some(queues) => {
+            qb.push(" AND queue IN ");
+            push_in_list(&mut qb, queues.iter().map(QueueName::as_str));
+            qb.push(concat!(
+                " AND queue_rank <= 9 GROUP BY ns, queue, queue_rank) d WHERE NOT EXISTS (SELECT 1 FROM ",
+                queues!(),
+                " p WHERE p.ns = "
+            ))
+            .push_bind(ns.as_str().to_owned())
+            .push(" AND p.queue = d.queue AND p.paused = 1)");
+        }
+    }
+    qb
 }

@@ -314,3 +314,110 @@ async fn out_of_range_durations_are_invalid_not_retryable() -> TestResult {
     cleanup(&storage, &ns).await;
     Ok(())
 }
+
+/// Issue 16: a hand-edited queue or priority never blocks a claim. A queue
+/// name with a trailing space still matches its queue (`ascii_bin` pads
+/// with spaces) but is no valid name: the claim moves the row to ERROR
+/// with the reason and hands out its neighbours. A priority above 9 is
+/// refused by `ck_tasks_priority`; with the checks off (MariaDB's
+/// `check_constraint_checks`), the claim dead-letters it before its UPDATE
+/// (which the constraint would refuse, failing the batch). A
+/// waiting row whose queue is no valid name at all is left out of
+/// `queues` instead of failing it.
+#[tokio::test]
+async fn corrupt_queue_or_priority_never_blocks_a_claim() -> TestResult {
+    use executor_core::{ClaimPlan, QueueName};
+
+    let (storage, ns) = fresh().await;
+    let mail = QueueName::new("mail")?;
+    for (id, priority) in [("bad-queue", 9), ("bad-prio", 8), ("good-1", 5), ("good-2", 0), ("stray", 0)] {
+        let mut t = testing::new_task(id);
+        t.queue = mail.clone();
+        t.priority = priority;
+        storage.submit(&ns, t).await?;
+    }
+    edit(
+        &storage,
+        "UPDATE reliable_executor_tasks SET queue = 'mail ' WHERE ns = ? AND id = ?",
+        ns.as_str(),
+        "bad-queue",
+    )
+    .await?;
+    edit(
+        &storage,
+        "UPDATE reliable_executor_tasks SET queue = 'no such/queue' WHERE ns = ? AND id = ?",
+        ns.as_str(),
+        "stray",
+    )
+    .await?;
+    let refused = edit(
+        &storage,
+        "UPDATE reliable_executor_tasks SET priority = 12 WHERE ns = ? AND id = ?",
+        ns.as_str(),
+        "bad-prio",
+    )
+    .await;
+    assert!(refused.is_err(), "ck_tasks_priority refuses a priority of 12");
+    // MariaDB can turn the checks off for a session; MySQL cannot, and
+    // there the row simply keeps its valid priority.
+    let mut conn = storage.pool().acquire().await?;
+    let edited = if sqlx::query("SET SESSION check_constraint_checks = 0").execute(&mut *conn).await.is_ok() {
+        sqlx::query("UPDATE reliable_executor_tasks SET priority = 12 WHERE ns = ? AND id = 'bad-prio'")
+            .bind(ns.as_str())
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("SET SESSION check_constraint_checks = 1").execute(&mut *conn).await?;
+        true
+    } else {
+        false
+    };
+    drop(conn);
+
+    let infos = storage.queues(&ns).await?;
+    assert!(infos.iter().all(|i| i.queue.as_str() == "mail"), "the stray row is left out: {infos:?}");
+
+    let me = WorkerId::generate();
+    let claimed =
+        storage.claim_queues(&ns, &me, &ClaimPlan::single(mail.clone(), 10), Duration::from_secs(30)).await?;
+    let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
+    if edited {
+        assert_eq!(ids, ["good-1", "good-2"], "the neighbours are claimed, in priority order");
+    } else {
+        assert_eq!(ids, ["bad-prio", "good-1", "good-2"]);
+    }
+    assert!(
+        storage
+            .claim_queues(&ns, &me, &ClaimPlan::single(mail, 10), Duration::from_secs(30))
+            .await?
+            .is_empty()
+    );
+    let mut dead = vec![("bad-queue", "queue")];
+    if edited {
+        dead.push(("bad-prio", "priority"));
+    }
+    for (id, what) in dead {
+        let row: (String, Option<String>) =
+            sqlx::query_as("SELECT state, last_error FROM reliable_executor_tasks WHERE ns = ? AND id = ?")
+                .bind(ns.as_str())
+                .bind(id)
+                .fetch_one(storage.pool())
+                .await?;
+        let reason = row.1.unwrap_or_default();
+        assert_eq!(row.0, "ERROR", "{id}");
+        assert!(reason.contains("corrupt record") && reason.contains(what), "{id}: {reason}");
+        if id == "bad-queue" {
+            match storage.get(&ns, &TaskId::new(id)?).await {
+                Err(Error::Corrupt { reason, .. }) => assert!(reason.contains(what), "{id}: {reason}"),
+                other => panic!("{id}: expected Corrupt, got {other:?}"),
+            }
+        } else {
+            // Brought into range so the row can be written at all; the
+            // reason keeps the value.
+            let rec = storage.get(&ns, &TaskId::new(id)?).await?.ok_or("bad-prio is gone")?;
+            assert_eq!((rec.state, rec.priority), (TaskState::Error, 9));
+            assert!(rec.last_error.unwrap_or_default().contains("priority 12"));
+        }
+    }
+    cleanup(&storage, &ns).await;
+    Ok(())
+}

@@ -1,4 +1,4 @@
-//! The storage and cron schedule conformance suites of executor-core
+//! The storage, cron schedule and queue conformance suites of executor-core
 //! against a real MySQL or MariaDB (`MYSQL_URL`, default
 //! `mysql://root@127.0.0.1:3306/test`), one namespace per test, deleted
 //! afterwards.
@@ -7,6 +7,7 @@ use crate::support::{cleanup, fresh};
 
 executor_core::storage_conformance_tests!(fresh, cleanup);
 executor_core::schedule_conformance_tests!(fresh, cleanup);
+executor_core::queue_conformance_tests!(fresh, cleanup);
 
 /// The tier methods, for use as a tier of `TieredStorage`.
 mod tier {
