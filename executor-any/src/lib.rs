@@ -26,8 +26,9 @@
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueInfo, QueueName, Result,
-    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, TieredStorage, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueInfo, QueueLimits,
+    QueueName, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, TieredStorage,
+    Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
@@ -368,6 +369,10 @@ impl Storage for AnyStorage {
 
     async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         each!(self, s => s.pause_queue(ns, queue, paused).await)
+    }
+
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        each!(self, s => s.set_queue_limits(ns, queue, limits).await)
     }
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {

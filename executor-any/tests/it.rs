@@ -30,6 +30,7 @@ mod conformance {
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
+    executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }
 
 fn env_or(var: &str, default: &str) -> String {

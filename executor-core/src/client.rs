@@ -11,8 +11,8 @@ use std::{
 use serde::Serialize;
 
 use crate::{
-    CancelOutcome, Error, ListQuery, Namespace, Page, QueueInfo, QueueName, Registry, Result, RetryPolicy,
-    StateCounts, Submitted, TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
+    CancelOutcome, Error, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Registry, Result,
+    RetryPolicy, StateCounts, Submitted, TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
     listener::Listeners,
     metrics as m,
     storage::{Debounce, Due, NewTask, Storage, SubmitMode},
@@ -276,6 +276,35 @@ impl<S: Storage> Client<S> {
     pub async fn resume_queue(&self, queue: impl Into<String>) -> Result<()> {
         let queue = QueueName::new(queue)?;
         self.inner.storage.pause_queue(&self.inner.namespace, &queue, false).await
+    }
+
+    /// Sets `queue`'s fleet-wide limits, enforced by the store inside every
+    /// claim of every process: at most `concurrency` of its tasks running
+    /// at once, at most `rate` starts per interval (token bucket).
+    /// [`QueueLimits::default`] removes them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), executor_core::Error> {
+    /// use executor_core::{Client, MemoryStorage, Namespace, QueueLimits, RateLimit};
+    ///
+    /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-limits")?)?;
+    /// // At most 4 report builds at once, and 50 payment calls a second, fleet-wide.
+    /// client.set_queue_limits("reports", QueueLimits::new().concurrency(4)).await?;
+    /// client.set_queue_limits("payments", QueueLimits::new().rate(RateLimit::per_second(50)?)).await?;
+    /// let reports = client.queues().await?.into_iter().find(|q| q.queue.as_str() == "reports");
+    /// assert_eq!(reports.map(|q| q.limits.concurrency), Some(Some(4)));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad queue name or limit; store failures;
+    /// [`Error::Unsupported`] from a store without queue limits.
+    pub async fn set_queue_limits(&self, queue: impl Into<String>, limits: QueueLimits) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        limits.validate()?;
+        self.inner.storage.set_queue_limits(&self.inner.namespace, &queue, &limits).await
     }
 
     /// The cron schedules of this namespace: add, replace, pause, resume,

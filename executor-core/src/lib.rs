@@ -131,8 +131,8 @@ pub use memory::MemoryStorage;
 pub use options::{DEFAULT_RETRY_LIMIT, MAX_RETRY_LIMIT, TaskOptions};
 pub use query::{CancelOutcome, ListQuery, Page, Retention, StateCounts, Unreadable, WorkerInfo};
 pub use queue::{
-    ClaimPlan, DEFAULT_QUEUE, MAX_PRIORITY, MAX_QUEUE_LEN, MAX_QUEUES, MAX_WEIGHT, QueueInfo, QueueName,
-    QueueSet, QueueShare,
+    ClaimPlan, DEFAULT_QUEUE, MAX_CONCURRENCY_LIMIT, MAX_PRIORITY, MAX_QUEUE_LEN, MAX_QUEUES, MAX_RATE_PER,
+    MAX_RATE_STARTS, MAX_WEIGHT, QueueInfo, QueueLimits, QueueName, QueueSet, QueueShare, RateLimit,
 };
 pub use registry::{Handler, Registry};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};

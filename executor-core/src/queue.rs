@@ -12,7 +12,7 @@
 //! ones before it have no due task). Pausing a queue ([`crate::Client::pause_queue`])
 //! stops its claims on every process; its tasks wait, in order.
 
-use std::fmt;
+use std::{fmt, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
@@ -352,6 +352,187 @@ impl QueueSet {
     }
 }
 
+/// Longest interval of a [`RateLimit`]: one day.
+pub const MAX_RATE_PER: Duration = Duration::from_secs(86_400);
+
+/// Most starts a [`RateLimit`] allows per interval, and its largest burst.
+pub const MAX_RATE_STARTS: u32 = 1_000_000;
+
+/// A fleet-wide rate limit of one queue: a token bucket of `burst` tokens
+/// that refills at `starts` per `per`, continuously, on the store's clock.
+/// Each task a claim takes from the queue costs one token; a claim takes no
+/// more tasks than whole tokens are left. So over any long interval the
+/// queue starts `starts / per` tasks (within a token), and never more than
+/// `burst` at once after an idle spell. Token bucket rather than sliding
+/// window: it keeps one number and one time per queue, and a full bucket
+/// lets a queue that was idle catch up at once by at most `burst`.
+///
+/// ```
+/// use std::time::Duration;
+/// use executor_core::RateLimit;
+///
+/// let fifty = RateLimit::per_second(50)?;
+/// assert_eq!((fifty.starts, fifty.per, fifty.burst), (50, Duration::from_secs(1), 50));
+/// let smooth = RateLimit::new(600, Duration::from_secs(60))?.burst(1)?;
+/// assert_eq!(smooth.burst, 1);
+/// assert!(RateLimit::per_second(0).is_err());
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RateLimit {
+    /// Tasks started per `per`.
+    pub starts: u32,
+    /// The interval, in milliseconds when serialized.
+    #[serde(with = "duration_ms")]
+    pub per: Duration,
+    /// The bucket's size: most tasks started at once after an idle spell.
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// `starts` per `per`, with a burst of `starts`.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for `starts` outside 1..=1,000,000 or `per`
+    /// outside 1 ms..=1 day.
+    pub fn new(starts: u32, per: Duration) -> Result<Self> {
+        let r = Self { starts, per, burst: starts };
+        r.validate()?;
+        Ok(r)
+    }
+
+    /// `starts` per second, with a burst of `starts`.
+    ///
+    /// # Errors
+    /// As [`RateLimit::new`].
+    pub fn per_second(starts: u32) -> Result<Self> {
+        Self::new(starts, Duration::from_secs(1))
+    }
+
+    /// Sets the bucket's size.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] outside 1..=1,000,000.
+    pub fn burst(mut self, burst: u32) -> Result<Self> {
+        self.burst = burst;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Checks the ranges.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the field and its range.
+    pub fn validate(&self) -> Result<()> {
+        if self.starts == 0 || self.starts > MAX_RATE_STARTS {
+            return Err(Error::invalid(
+                "rate starts",
+                format!("{} is outside 1..={MAX_RATE_STARTS}", self.starts),
+            ));
+        }
+        if self.burst == 0 || self.burst > MAX_RATE_STARTS {
+            return Err(Error::invalid(
+                "rate burst",
+                format!("{} is outside 1..={MAX_RATE_STARTS}", self.burst),
+            ));
+        }
+        if self.per < Duration::from_millis(1) || self.per > MAX_RATE_PER {
+            return Err(Error::invalid("rate interval", format!("{:?} is outside 1ms..=1 day", self.per)));
+        }
+        Ok(())
+    }
+
+    /// Tokens the bucket gains in `elapsed`.
+    pub fn refill(&self, elapsed: Duration) -> f64 {
+        elapsed.as_secs_f64() * f64::from(self.starts) / self.per.as_secs_f64()
+    }
+}
+
+/// Most attempts of one queue running at once across the fleet.
+pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
+
+/// A queue's fleet-wide limits, kept in the store and enforced inside the
+/// claim, atomically: set them with [`crate::Client::set_queue_limits`].
+/// `None` is no limit; the default is none at all.
+///
+/// ```
+/// use executor_core::{QueueLimits, RateLimit};
+///
+/// let limits = QueueLimits::new().concurrency(4).rate(RateLimit::per_second(50)?);
+/// assert!(limits.validate().is_ok());
+/// assert!(QueueLimits::new().concurrency(0).validate().is_err());
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct QueueLimits {
+    /// At most this many tasks of the queue `RUNNING` at once, counted in
+    /// the store: a crashed worker's tasks count until the reaper moves
+    /// them (one lease later).
+    pub concurrency: Option<u32>,
+    /// At most this many starts per interval.
+    pub rate: Option<RateLimit>,
+}
+
+impl QueueLimits {
+    /// No limits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the concurrency limit.
+    pub fn concurrency(mut self, n: u32) -> Self {
+        self.concurrency = Some(n);
+        self
+    }
+
+    /// Sets the rate limit.
+    pub fn rate(mut self, rate: RateLimit) -> Self {
+        self.rate = Some(rate);
+        self
+    }
+
+    /// Whether no limit is set.
+    pub fn is_none(&self) -> bool {
+        self.concurrency.is_none() && self.rate.is_none()
+    }
+
+    /// Checks the ranges.
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a concurrency outside 1..=1,000,000 or a bad
+    /// rate.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(n) = self.concurrency
+            && (n == 0 || n > MAX_CONCURRENCY_LIMIT)
+        {
+            return Err(Error::invalid(
+                "concurrency limit",
+                format!("{n} is outside 1..={MAX_CONCURRENCY_LIMIT}; pause the queue to stop it"),
+            ));
+        }
+        if let Some(r) = &self.rate {
+            r.validate()?;
+        }
+        Ok(())
+    }
+}
+
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(crate::time::millis(*d))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_millis)
+    }
+}
+
 /// One queue of a namespace as an operator sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -368,12 +549,26 @@ pub struct QueueInfo {
     pub oldest_due: Option<Timestamp>,
     /// Whether it is paused fleet-wide.
     pub paused: bool,
+    /// Its tasks `RUNNING` now, across the fleet.
+    #[serde(default)]
+    pub running: u64,
+    /// Its fleet-wide limits.
+    #[serde(default)]
+    pub limits: QueueLimits,
 }
 
 impl QueueInfo {
-    /// An empty, unpaused queue.
+    /// An empty, unpaused, unlimited queue.
     pub fn new(queue: QueueName) -> Self {
-        Self { queue, waiting: 0, due: 0, oldest_due: None, paused: false }
+        Self {
+            queue,
+            waiting: 0,
+            due: 0,
+            oldest_due: None,
+            paused: false,
+            running: 0,
+            limits: QueueLimits::new(),
+        }
     }
 }
 

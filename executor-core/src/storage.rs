@@ -18,8 +18,8 @@
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, ClaimPlan, Error, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
-    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
+    CancelOutcome, ClaimPlan, Error, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
+    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
     schedule::Schedule,
 };
 pub use crate::{
@@ -122,8 +122,32 @@ pub trait Storage: Send + Sync + 'static {
         async { Err(Error::unsupported("pause_queue", "this store has no queue controls")) }
     }
 
-    /// Every queue of `ns` that has waiting tasks or is paused, by name:
-    /// its depth, how many are due, its oldest due time, whether paused.
+    /// Sets `queue`'s fleet-wide limits (issue 16), replacing the ones it
+    /// had; [`QueueLimits::default`] removes them. From the next claim on,
+    /// every claim takes no more of the queue's tasks than its concurrency
+    /// limit leaves (tasks `RUNNING` in the store count until they finish
+    /// or are reaped) and than whole tokens are left in its rate bucket
+    /// (refilled on the store's clock; a queue that had no rate starts with
+    /// a full bucket, one that had keeps its tokens, capped at the new
+    /// burst), in the same atomic step that claims. The caller has
+    /// validated `limits`.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without queue
+    /// limits.
+    fn set_queue_limits(
+        &self,
+        ns: &Namespace,
+        queue: &QueueName,
+        limits: &QueueLimits,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ns, queue, limits);
+        async { Err(Error::unsupported("set_queue_limits", "this store has no queue limits")) }
+    }
+
+    /// Every queue of `ns` that has waiting or running tasks, is paused or
+    /// has limits, by name: its depth, how many are due, its oldest due
+    /// time, whether paused, its running tasks and its limits.
     ///
     /// # Errors
     /// Store failures; [`Error::Unsupported`] from a store without queues.

@@ -317,13 +317,10 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
                     tokio::select! {
                         biased;
                         () = stop.cancelled() => return,
-                        r = async {
-                            if default_only {
-                                storage.wait_for_work(ns, config.max_idle_wait).await
-                            } else {
-                                storage.wait_for_queues(ns, &served, config.max_idle_wait).await
-                            }
-                        } => {
+                        // Queue-aware even for the default queue alone: a
+                        // due task of a paused or limited queue must not end
+                        // the wait at once (the loop would spin).
+                        r = storage.wait_for_queues(ns, &served, config.max_idle_wait) => {
                             if let Err(e) = r {
                                 tracing::warn!(error = %e, "wait for work failed");
                                 tokio::select! {

@@ -18,6 +18,8 @@ pub(super) struct Indexes {
     /// The same tasks per queue and priority (rank 0 is the highest
     /// priority): a claim walks only its queues' levels.
     pub(super) queues: BTreeMap<QueueName, BTreeMap<u8, Level>>,
+    /// `RUNNING` tasks per queue, for concurrency limits.
+    pub(super) running: BTreeMap<QueueName, u64>,
     /// `RUNNING` tasks by lease expiry.
     pub(super) leases: BTreeSet<(Timestamp, TaskId)>,
     /// `COMPLETED` and `CANCELLED` tasks by `finished_at`.
@@ -56,6 +58,7 @@ impl Indexes {
             }
             TaskState::Running => {
                 self.leases.insert((rec.lease_until.unwrap_or_default(), rec.id.clone()));
+                *self.running.entry(rec.queue.clone()).or_insert(0) += 1;
             }
             TaskState::Completed | TaskState::Cancelled => {
                 self.done.insert((rec.finished_at.unwrap_or_default(), rec.id.clone()));
@@ -87,6 +90,12 @@ impl Indexes {
             }
             TaskState::Running => {
                 self.leases.remove(&(rec.lease_until.unwrap_or_default(), rec.id.clone()));
+                if let Some(n) = self.running.get_mut(&rec.queue) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        self.running.remove(&rec.queue);
+                    }
+                }
             }
             TaskState::Completed | TaskState::Cancelled => {
                 self.done.remove(&(rec.finished_at.unwrap_or_default(), rec.id.clone()));

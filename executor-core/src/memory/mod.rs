@@ -17,8 +17,8 @@ use std::{
 use tokio::sync::Notify;
 
 use crate::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
-    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
+    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
@@ -136,14 +136,13 @@ impl MemoryStorage {
         // look and the sleep is not missed.
         woken.as_mut().enable();
         let earliest = {
-            let space = store.lock();
+            let mut space = store.lock();
             match queues {
                 None => space.idx.earliest_due(),
-                Some(queues) => queues
-                    .iter()
-                    .filter(|q| !space.paused.contains(*q))
-                    .filter_map(|q| space.idx.earliest_due_in(q))
-                    .min(),
+                Some(queues) => {
+                    let now = clock.now();
+                    queues.iter().filter_map(|q| space.next_claimable(q, now)).min()
+                }
             }
         };
         let now = tokio::time::Instant::now();
@@ -219,6 +218,13 @@ impl Storage for MemoryStorage {
         if !paused {
             self.wake(ns);
         }
+        Ok(())
+    }
+
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        limits.validate()?;
+        self.with(ns, |space, now| space.set_limits(queue, *limits, now));
+        self.wake(ns);
         Ok(())
     }
 

@@ -4,13 +4,45 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::{
-    CancelOutcome, ClaimPlan, Error, QueueInfo, QueueName, Result, SubmitOutcome, Submitted, TaskId,
-    TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, Error, QueueInfo, QueueLimits, QueueName, Result, SubmitOutcome, Submitted,
+    TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, ScheduleEntry, SubmitMode},
 };
 
 use super::index::Indexes;
 use std::time::Duration;
+
+impl Limited {
+    /// Adds the tokens earned since the last look, up to the burst.
+    fn refill(&mut self, now: Timestamp) {
+        if let Some(rate) = self.limits.rate {
+            let earned = rate.refill(now.since(self.at));
+            self.tokens = (self.tokens + earned).min(f64::from(rate.burst));
+        }
+        self.at = self.at.max(now);
+    }
+
+    /// How many tasks a claim may take now, with `running` of them running.
+    fn allowance(&mut self, running: u64, now: Timestamp) -> usize {
+        let mut allowed = usize::MAX;
+        if let Some(n) = self.limits.concurrency {
+            allowed = usize::try_from(u64::from(n).saturating_sub(running)).unwrap_or(usize::MAX);
+        }
+        if self.limits.rate.is_some() {
+            self.refill(now);
+            // Whole tokens only; the float never exceeds the burst (u32).
+            allowed = allowed.min(self.tokens.max(0.0).floor() as usize);
+        }
+        allowed
+    }
+
+    /// Takes the tokens of `n` started tasks.
+    fn spend(&mut self, n: usize) {
+        if self.limits.rate.is_some() {
+            self.tokens = (self.tokens - n as f64).max(0.0);
+        }
+    }
+}
 
 /// The tasks of one namespace, their indexes, debounce keys and leadership.
 #[derive(Debug, Default)]
@@ -28,6 +60,17 @@ pub(super) struct Space {
     pub(super) schedules: BTreeMap<String, ScheduleEntry>,
     /// Queues paused fleet-wide.
     pub(super) paused: BTreeSet<QueueName>,
+    /// Queues with limits, and their rate buckets.
+    pub(super) limits: BTreeMap<QueueName, Limited>,
+}
+
+/// A queue's limits and its token bucket.
+#[derive(Debug)]
+pub(super) struct Limited {
+    limits: QueueLimits,
+    /// Tokens left as of `at`.
+    tokens: f64,
+    at: Timestamp,
 }
 
 /// A stored task and the sequence number it was indexed with.
@@ -165,12 +208,80 @@ impl Space {
         let shares = plan.shares.iter().filter(|s| !self.paused.contains(&s.queue)).collect::<Vec<_>>();
         for share in &shares {
             let upto = (out.len() + share.quota).min(plan.limit);
-            self.take(&share.queue, upto, now, worker, lease, &mut out);
+            self.take_limited(&share.queue, upto, now, worker, lease, &mut out);
         }
         for share in &shares {
-            self.take(&share.queue, plan.limit, now, worker, lease, &mut out);
+            self.take_limited(&share.queue, plan.limit, now, worker, lease, &mut out);
         }
         out
+    }
+
+    /// [`Space::take`] within `queue`'s limits: no more than its
+    /// concurrency limit leaves and than whole tokens are in its bucket;
+    /// the tokens used are taken out.
+    fn take_limited(
+        &mut self,
+        queue: &QueueName,
+        upto: usize,
+        now: Timestamp,
+        worker: &WorkerId,
+        lease: Duration,
+        out: &mut Vec<TaskRecord>,
+    ) {
+        let running = self.idx.running.get(queue).copied().unwrap_or(0);
+        let allowed = match self.limits.get_mut(queue) {
+            None => usize::MAX,
+            Some(l) => l.allowance(running, now),
+        };
+        let before = out.len();
+        self.take(queue, upto.min(before.saturating_add(allowed)), now, worker, lease, out);
+        if let Some(l) = self.limits.get_mut(queue) {
+            l.spend(out.len() - before);
+        }
+    }
+
+    /// When a claim of `queue` could next take a task: its earliest due
+    /// time, later if its bucket is empty (when a token is earned), `None`
+    /// when it is paused, empty or at its concurrency limit (a finish frees
+    /// the slot, and the finishing process claims again itself).
+    pub(super) fn next_claimable(&mut self, queue: &QueueName, now: Timestamp) -> Option<Timestamp> {
+        if self.paused.contains(queue) {
+            return None;
+        }
+        let due = self.idx.earliest_due_in(queue)?;
+        let running = self.idx.running.get(queue).copied().unwrap_or(0);
+        let Some(l) = self.limits.get_mut(queue) else { return Some(due) };
+        if l.allowance(running, now) > 0 {
+            return Some(due);
+        }
+        match (l.limits.concurrency, l.limits.rate) {
+            (Some(n), _) if running >= u64::from(n) => None,
+            (_, Some(rate)) => {
+                let missing = (1.0 - l.tokens).max(0.0);
+                // A millisecond more, so the wake finds the token earned.
+                let wait = Duration::from_secs_f64(missing * rate.per.as_secs_f64() / f64::from(rate.starts))
+                    + Duration::from_millis(1);
+                Some(due.max(now.saturating_add(wait)))
+            }
+            _ => Some(due),
+        }
+    }
+
+    /// Sets or clears `queue`'s limits (see `Storage::set_queue_limits`).
+    pub(super) fn set_limits(&mut self, queue: &QueueName, limits: QueueLimits, now: Timestamp) {
+        if limits.is_none() {
+            self.limits.remove(queue);
+            return;
+        }
+        let tokens = match (self.limits.get_mut(queue), limits.rate) {
+            (Some(old), Some(rate)) if old.limits.rate.is_some() => {
+                old.refill(now);
+                old.tokens.min(f64::from(rate.burst))
+            }
+            (_, Some(rate)) => f64::from(rate.burst),
+            (_, None) => 0.0,
+        };
+        self.limits.insert(queue.clone(), Limited { limits, tokens, at: now });
     }
 
     /// Claims due tasks of `queue` into `out` until it holds `upto`.
@@ -219,6 +330,12 @@ impl Space {
         }
         for queue in &self.paused {
             out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone())).paused = true;
+        }
+        for (queue, n) in &self.idx.running {
+            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone())).running = *n;
+        }
+        for (queue, l) in &self.limits {
+            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone())).limits = l.limits;
         }
         out.into_values().collect()
     }

@@ -417,6 +417,15 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.inner.pause_queue(ns, queue, paused).await
     }
 
+    async fn set_queue_limits(
+        &self,
+        ns: &Namespace,
+        queue: &crate::QueueName,
+        limits: &crate::QueueLimits,
+    ) -> Result<()> {
+        self.inner.set_queue_limits(ns, queue, limits).await
+    }
+
     async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::QueueInfo>> {
         self.inner.queues(ns).await
     }

@@ -214,6 +214,21 @@ macro_rules! queue_conformance_tests {
     };
 }
 
+/// Generates the checks of fleet-wide queue limits (`set_queue_limits`:
+/// concurrency and rate, enforced inside the claim) for a store that has
+/// them; same arguments as [`storage_conformance_tests!`].
+#[macro_export]
+macro_rules! queue_limit_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            queue_concurrency_limit_holds,
+            queue_concurrency_slot_returns_after_reap,
+            queue_rate_limit_is_a_token_bucket,
+        }
+    };
+}
+
 /// Expands [`storage_conformance_tests!`]: one test per named check.
 #[doc(hidden)]
 #[macro_export]

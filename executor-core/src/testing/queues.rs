@@ -219,6 +219,9 @@ pub async fn queue_stats<S: Storage>(s: &S, ns: &Namespace) {
     assert!(got.as_millis().abs_diff(oldest.as_millis()) <= 1, "oldest due {got} is {oldest}");
     let done = claim_plan(s, ns, &plan(&[("stats", 0), ("default", 0)], 10)).await;
     assert_eq!(done.len(), 3);
+    for t in &done {
+        ok("complete", s.finish(ns, &lease(t), Finish::Completed).await);
+    }
     let infos = ok("queues", s.queues(ns).await);
     let stats = infos.iter().find(|i| i.queue.as_str() == "stats").unwrap_or_else(|| panic!("{infos:?}"));
     assert_eq!((stats.waiting, stats.due, stats.oldest_due), (1, 0, None), "only the later task: {stats:?}");
@@ -329,4 +332,118 @@ pub async fn queue_bad_priority_refused<S: Storage>(s: &S, ns: &Namespace) {
     let id = submit(s, ns, top).await;
     let rec = record(s, ns, &id).await;
     assert_eq!((rec.queue.as_str().len(), rec.priority), (crate::MAX_QUEUE_LEN, crate::MAX_PRIORITY));
+}
+
+async fn set_limits<S: Storage>(s: &S, ns: &Namespace, queue: &str, limits: crate::QueueLimits) {
+    ok("set_queue_limits", s.set_queue_limits(ns, &q(queue), &limits).await);
+}
+
+async fn info<S: Storage>(s: &S, ns: &Namespace, queue: &str) -> Option<crate::QueueInfo> {
+    ok("queues", s.queues(ns).await).into_iter().find(|i| i.queue.as_str() == queue)
+}
+
+/// A concurrency limit of N: no claim takes a task of the queue while N of
+/// its tasks run, whatever the plan; a finish, a retry or a reap gives the
+/// slot back; another queue in the same plan is not held up; raising and
+/// clearing the limit takes effect at the next claim; an idle claimer is
+/// not woken by due tasks of a queue at its limit.
+pub async fn queue_concurrency_limit_holds<S: Storage>(s: &S, ns: &Namespace) {
+    set_limits(s, ns, "lim", crate::QueueLimits::new().concurrency(2)).await;
+    let mut tasks: Vec<NewTask> = (0..8).map(|i| in_queue(&format!("lim-{i}"), "lim", 0)).collect();
+    tasks.extend((0..20).map(|i| in_queue(&format!("free-{i}"), "free", 0)));
+    submit_all(s, ns, tasks).await;
+    let got = claim_plan(s, ns, &plan(&[("lim", 10), ("free", 10)], 21)).await;
+    let per = count_by_queue(&got);
+    assert_eq!(
+        (per.get("lim"), per.get("free")),
+        (Some(&2), Some(&19)),
+        "2 of lim, the rest from free: {per:?}"
+    );
+    assert!(claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await.is_empty(), "lim is at its limit");
+    let running = info(s, ns, "lim").await.unwrap_or_else(|| panic!("lim is listed"));
+    assert_eq!((running.running, running.limits.concurrency), (2, Some(2)), "{running:?}");
+
+    // An idle claimer of lim alone is not woken by its due tasks.
+    let _ = s.wait_for_queues(ns, &[q("lim")], Duration::from_millis(50)).await;
+    let started = tokio::time::Instant::now();
+    ok("wait", s.wait_for_queues(ns, &[q("lim")], Duration::from_millis(400)).await);
+    assert!(started.elapsed() >= Duration::from_millis(200), "a queue at its limit ended the wait");
+
+    let lims: Vec<&TaskRecord> = got.iter().filter(|t| t.queue.as_str() == "lim").collect();
+    ok("complete", s.finish(ns, &lease(lims[0]), Finish::Completed).await);
+    assert_eq!(claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await.len(), 1, "a finish frees one slot");
+    let retry = Finish::Retry { delay: Duration::ZERO, error: "again".to_owned() };
+    ok("retry", s.finish(ns, &lease(lims[1]), retry).await);
+    let third = claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await;
+    assert_eq!(third.len(), 1, "a retry frees its slot");
+    assert!(claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await.is_empty(), "at the limit again");
+
+    // Raising the limit lets two more run; clearing it lets the rest run.
+    set_limits(s, ns, "lim", crate::QueueLimits::new().concurrency(4)).await;
+    assert_eq!(claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await.len(), 2, "raised to 4");
+    set_limits(s, ns, "lim", crate::QueueLimits::new()).await;
+    let rest = claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await;
+    assert_eq!(rest.len(), 3, "no limit: the other three (8 - 1 done - 4 running)");
+    let cleared = info(s, ns, "lim").await.unwrap_or_else(|| panic!("lim runs tasks"));
+    assert_eq!((cleared.running, cleared.limits), (7, crate::QueueLimits::new()), "{cleared:?}");
+}
+
+/// A slot held by a task whose worker died comes back when the reaper
+/// moves the task, one lease later, and not before.
+pub async fn queue_concurrency_slot_returns_after_reap<S: Storage>(s: &S, ns: &Namespace) {
+    set_limits(s, ns, "crash", crate::QueueLimits::new().concurrency(1)).await;
+    for i in 0..2 {
+        let mut t = in_queue(&format!("crash-{i}"), "crash", 0);
+        t.max_attempts = 5;
+        submit(s, ns, t).await;
+    }
+    let short = plan(&[("crash", 1)], 1);
+    let first = ok("claim", s.claim_queues(ns, &worker(), &short, Duration::from_millis(300)).await);
+    assert_eq!(first.len(), 1);
+    ok("reap early", s.reap(ns, 100).await);
+    assert!(claim_plan(s, ns, &short).await.is_empty(), "the slot is held while the lease runs");
+    super::wait_until(Duration::from_secs(10), || async {
+        let _ = s.reap(ns, 100).await;
+        record(s, ns, &first[0].id).await.state == TaskState::Pending
+    })
+    .await;
+    assert_eq!(claim_plan(s, ns, &short).await.len(), 1, "the reaped task's slot is free again");
+}
+
+/// A rate limit is a token bucket: a full bucket's worth at once, then the
+/// refill rate, never more than the bucket after an idle spell; other
+/// queues are not held up.
+pub async fn queue_rate_limit_is_a_token_bucket<S: Storage>(s: &S, ns: &Namespace) {
+    let rate = crate::RateLimit::new(20, Duration::from_secs(1))
+        .and_then(|r| r.burst(10))
+        .unwrap_or_else(|e| panic!("rate: {e}"));
+    set_limits(s, ns, "rl", crate::QueueLimits::new().rate(rate)).await;
+    let mut tasks: Vec<NewTask> = (0..200).map(|i| in_queue(&format!("rl-{i:03}"), "rl", 0)).collect();
+    tasks.extend((0..10).map(|i| in_queue(&format!("other-{i}"), "other", 0)));
+    submit_all(s, ns, tasks).await;
+    let both = claim_plan(s, ns, &plan(&[("rl", 50), ("other", 50)], 100)).await;
+    let per = count_by_queue(&both);
+    assert_eq!(
+        (per.get("rl"), per.get("other")),
+        (Some(&10), Some(&10)),
+        "the full bucket, and all of other: {per:?}"
+    );
+    let started = tokio::time::Instant::now();
+    let mut total = 10;
+    while started.elapsed() < Duration::from_millis(1_500) {
+        total += claim_plan(s, ns, &plan(&[("rl", 50)], 50)).await.len();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let expected = 10.0 + 20.0 * secs;
+    assert!(
+        (total as f64) <= expected + 2.0 && (total as f64) >= expected - 6.0,
+        "{total} started in {secs:.2}s at 20/s after a bucket of 10: expected about {expected:.0}"
+    );
+    // An idle spell fills the bucket up to its size, no further.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let burst = claim_plan(s, ns, &plan(&[("rl", 50)], 50)).await.len();
+    assert!((10..=11).contains(&burst), "after 1.2 s idle a claim takes the bucket (10), got {burst}");
+    let shown = info(s, ns, "rl").await.unwrap_or_else(|| panic!("rl is listed"));
+    assert_eq!(shown.limits.rate, Some(rate), "{shown:?}");
 }

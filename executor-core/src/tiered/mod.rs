@@ -489,6 +489,15 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         self.hot.pause_queue(ns, queue, paused).await
     }
 
+    async fn set_queue_limits(
+        &self,
+        ns: &Namespace,
+        queue: &crate::QueueName,
+        limits: &crate::QueueLimits,
+    ) -> Result<()> {
+        self.hot.set_queue_limits(ns, queue, limits).await
+    }
+
     /// The hot store's queues (pause lives there), with the far-future
     /// tasks the cold store keeps added to their queues' waiting counts.
     async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::QueueInfo>> {

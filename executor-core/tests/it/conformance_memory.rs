@@ -16,6 +16,7 @@ executor_core::storage_conformance_tests!(fresh, cleanup);
 executor_core::tier_conformance_tests!(fresh, cleanup);
 executor_core::schedule_conformance_tests!(fresh, cleanup);
 executor_core::queue_conformance_tests!(fresh, cleanup);
+executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 
 /// The whole suite again on a `TieredStorage` of two memory stores.
 mod tiered {
@@ -33,4 +34,5 @@ mod tiered {
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
+    executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }
