@@ -12,6 +12,7 @@ mod defaults;
 mod failures;
 mod hardening;
 mod lifecycle;
+mod limits;
 mod queues;
 mod retention;
 mod retries;
