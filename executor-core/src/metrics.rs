@@ -81,6 +81,9 @@ pub const QUEUE_DUE: &str = "reliable_executor_queue_due";
 pub const QUEUE_LATENCY_SECONDS: &str = "reliable_executor_queue_latency_seconds";
 /// Gauge: 1 while a queue is paused, else 0.
 pub const QUEUE_PAUSED: &str = "reliable_executor_queue_paused";
+/// Gauge: tasks of a queue running now across the fleet (what a
+/// concurrency limit counts).
+pub const QUEUE_RUNNING: &str = "reliable_executor_queue_running";
 
 /// Registers help text and units for every metric. The executor calls it
 /// at build time; call it yourself before scraping from a producer-only process.
@@ -148,6 +151,10 @@ pub fn describe() {
         "How long the oldest due task of each queue has waited (store clock), sampled by the leader."
     );
     describe_gauge!(QUEUE_PAUSED, "1 while a queue is paused fleet-wide, else 0.");
+    describe_gauge!(
+        QUEUE_RUNNING,
+        "Tasks of each queue running now across the fleet, sampled by the leader."
+    );
     describe_gauge!(
         HANDLER_SETS,
         "Distinct handler sets among a namespace's workers (set by its leader); above 1 while they differ."
@@ -246,21 +253,29 @@ pub(crate) fn queues(
     now: crate::Timestamp,
     seen: &mut std::collections::BTreeSet<crate::QueueName>,
 ) {
-    let set = |q: &crate::QueueName, depth: f64, due: f64, latency: f64, paused: f64| {
+    let set = |q: &crate::QueueName, depth: f64, due: f64, latency: f64, paused: f64, running: f64| {
         let labels = [("namespace", ns.as_str().to_owned()), ("queue", q.as_str().to_owned())];
         gauge!(QUEUE_DEPTH, &labels).set(depth);
         gauge!(QUEUE_DUE, &labels).set(due);
         gauge!(QUEUE_LATENCY_SECONDS, &labels).set(latency);
         gauge!(QUEUE_PAUSED, &labels).set(paused);
+        gauge!(QUEUE_RUNNING, &labels).set(running);
     };
     let mut now_seen = std::collections::BTreeSet::new();
     for q in queues {
         let latency = q.oldest_due.map_or(0.0, |due| now.since(due).as_secs_f64());
-        set(&q.queue, q.waiting as f64, q.due as f64, latency, if q.paused { 1.0 } else { 0.0 });
+        set(
+            &q.queue,
+            q.waiting as f64,
+            q.due as f64,
+            latency,
+            if q.paused { 1.0 } else { 0.0 },
+            q.running as f64,
+        );
         now_seen.insert(q.queue.clone());
     }
     for gone in seen.difference(&now_seen) {
-        set(gone, 0.0, 0.0, 0.0, 0.0);
+        set(gone, 0.0, 0.0, 0.0, 0.0, 0.0);
     }
     *seen = now_seen;
 }
