@@ -6,7 +6,7 @@
 local id, nonce = ARGV[3], ARGV[4]
 check_keys()
 local tkey = task_key(id)
-local rec = fields(tkey, 's', 'k', 'u')
+local rec = fields(tkey, 's', 'k', 'u', 'g', 'v')
 -- A record it cannot read is set aside (common.lua) and answered as corrupt.
 local function corrupt(reason, is_hash)
   set_aside(id, nil, reason, is_hash, nil, now_ms())
@@ -23,7 +23,7 @@ if not STATES[st] then return corrupt('unknown state `' .. shown(st) .. '`', tru
 if st == 'CREATED' or st == 'PENDING' then
   local now = now_ms()
   redis.call('HSET', tkey, 's', 'CANCELLED', 'z', int(now), 'u', nonce)
-  redis.call('ZREM', KEYS[1], id)
+  remove_waiting(id, rec[4], rec[5])
   redis.call('ZADD', KEYS[4], int(now), id)
   if k and redis.call('HGET', KEYS[5], k) == id then redis.call('HDEL', KEYS[5], k) end
   move(st, 'CANCELLED')

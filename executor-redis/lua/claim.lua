@@ -1,12 +1,38 @@
 -- claim: up to ARGV[4] due tasks for worker ARGV[3] with a lease of ARGV[5] ms.
 -- ARGV[6] is the call's nonce: a resent claim (fred retries a command whose
 -- connection dropped) returns the tasks the first execution claimed instead
--- of claiming more. Returns {now, more_due (0|1), {{id, fields...}...},
+-- of claiming more. ARGV[7], when given, says what to do with the claim
+-- plan (issue 16) that follows: 'a' applies the quotas then fills, 'q'
+-- applies the quotas only (the first pass over several partitions, so one
+-- partition's fill does not take slots another's quotas would fill);
+-- ARGV[8] is the number of shares, then a queue and a quota per share: up to
+-- each quota from its queue in the order given, then the rest of the limit
+-- from the same queues in the same order; a queue paused in this partition
+-- gives nothing. Without it the claim is the default queue's alone. Within a
+-- queue its levels go from priority 9 down to 0 (common.lua), each earliest
+-- due first. Returns {now, more_due (0|1), {{id, fields...}...},
 -- {{id, reason}...}}: the last list holds the records set aside as corrupt
 -- (set_aside in common.lua) instead of being claimed; the rest of the batch
 -- is claimed as if they were not there (invariant 7).
 local worker, limit, lease, nonce = ARGV[3], nat(ARGV[4], 100000), nat(ARGV[5]), ARGV[6]
 if not (limit and lease) then return redis.error_reply('ERR claim: limit or lease is not a whole number') end
+local shares, fill = {}, true
+if ARGV[7] then
+  local n = nat(ARGV[8], 64)
+  if not n or #ARGV ~= 8 + 2 * n or not (ARGV[7] == 'a' or ARGV[7] == 'q') then
+    return redis.error_reply('ERR claim: bad claim plan')
+  end
+  fill = ARGV[7] == 'a'
+  for i = 0, n - 1 do
+    local q, quota = ARGV[9 + 2 * i], nat(ARGV[10 + 2 * i], 100000)
+    if not (valid_queue(q) and quota) then return redis.error_reply('ERR claim: bad claim plan') end
+    shares[#shares + 1] = {q, quota}
+  end
+else
+  -- The plain claim: one read of each level, as before queues existed.
+  shares[1] = {DEFAULT_QUEUE, limit}
+  fill = false
+end
 check_keys()
 local now = now_ms()
 local last_key = ARGV[1] .. 'lc:' .. worker
@@ -24,46 +50,122 @@ if type(previous) == 'string' and string.sub(previous, 1, #nonce + 1) == nonce .
   return {int(now), 1, out, aside}
 end
 
--- One more than asked tells whether due work is left behind.
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit + 1)
-if #ids == 0 then return {int(now), 0, out, aside} end
-local more = 0
-if #ids > limit then
-  ids[#ids] = nil
-  more = 1
-end
--- From here on nothing can fail: every record is inspected (read with
--- pcall, fields checked) before anything is written for it.
-zrem_all(KEYS[1], ids)
 local until_ms = int(now + lease)
 local now_s = int(now)
 local leased, claimed = {}, {}
-for _, id in ipairs(ids) do
-  local tkey = task_key(id)
-  local verdict, rec = inspect(id, 1, now)
-  if verdict == 'ok' then
-    local st = rec[1]
-    local cancel_flag = rec[17]
-    rec[1] = 'RUNNING'
-    rec[4] = int((nat(rec[4]) or 0) + 1)
-    rec[6] = int((nat(rec[6]) or 0) + 1)
-    rec[9] = now_s
-    rec[15] = worker
-    rec[16] = until_ms
-    rec[17] = false
-    redis.call('HSET', tkey, 's', 'RUNNING', 'a', rec[4], 'f', rec[6], 'b', rec[9], 'w', worker, 'l', until_ms)
-    if rec[18] and redis.call('HGET', KEYS[5], rec[18]) == id then redis.call('HDEL', KEYS[5], rec[18]) end
-    if cancel_flag then redis.call('HDEL', tkey, 'q') end
-    leased[#leased + 1] = until_ms
-    leased[#leased + 1] = id
-    claimed[#claimed + 1] = id
-    move(st, 'RUNNING')
-    table.insert(rec, 1, id)
-    out[#out + 1] = rec
-  elseif verdict == 'aside' then
-    aside[#aside + 1] = {id, rec}
+local more = 0
+-- Levels found without a due task left (not read again by this call), and
+-- levels seen to hold one more due task than taken.
+local drained, leftover = {}, {}
+
+-- Claims up to `want` due tasks of one level; returns how many it claimed
+-- and whether the level has no due task left.
+local function take_level(key, q, p, want)
+  -- One more than asked tells whether due work is left behind. A level key
+  -- of another type (edited by hand) answers an error table: skipped.
+  local ids = redis.pcall('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, want + 1)
+  if type(ids) ~= 'table' or ids.err or #ids == 0 then return 0, true end
+  local empty = #ids <= want
+  if not empty then ids[#ids] = nil end
+  -- From here on nothing can fail: every record is inspected (read with
+  -- pcall, fields checked) before anything is written for it.
+  zrem_all(key, ids)
+  touch(q, p)
+  local got = 0
+  for _, id in ipairs(ids) do
+    local tkey = task_key(id)
+    local verdict, rec = inspect(id, 1, now, key)
+    if verdict == 'ok' then
+      local st = rec[1]
+      local cancel_flag = rec[17]
+      rec[1] = 'RUNNING'
+      rec[4] = int((nat(rec[4]) or 0) + 1)
+      rec[6] = int((nat(rec[6]) or 0) + 1)
+      rec[9] = now_s
+      rec[15] = worker
+      rec[16] = until_ms
+      rec[17] = false
+      redis.call('HSET', tkey, 's', 'RUNNING', 'a', rec[4], 'f', rec[6], 'b', rec[9], 'w', worker, 'l', until_ms)
+      if rec[18] and redis.call('HGET', KEYS[5], rec[18]) == id then redis.call('HDEL', KEYS[5], rec[18]) end
+      if cancel_flag then redis.call('HDEL', tkey, 'q') end
+      leased[#leased + 1] = until_ms
+      leased[#leased + 1] = id
+      claimed[#claimed + 1] = id
+      move(st, 'RUNNING')
+      table.insert(rec, 1, id)
+      out[#out + 1] = rec
+      got = got + 1
+    elseif verdict == 'aside' then
+      aside[#aside + 1] = {id, rec}
+    end
+    -- 'ghost' and 'stale': an index entry without its task, already removed.
   end
-  -- 'ghost' and 'stale': an index entry without its task, already removed.
+  return got, empty
+end
+
+-- Claims up to `want` due tasks of queue `q`, highest priority first;
+-- returns how many, and whether every level of `q` is drained. A level is
+-- read once per take: entries set aside count against `want`, as they
+-- always have, so a take reads at most `want + 1` entries of a level.
+local function take(q, want)
+  local got, all_drained = 0, true
+  for _, lv in ipairs(queue_levels(q)) do
+    local key, p = lv[1], lv[2]
+    if got < want and not drained[key] then
+      local n, empty = take_level(key, q, p, want - got)
+      got = got + n
+      if empty then drained[key] = true end
+      leftover[key] = not empty
+    end
+    if not drained[key] then all_drained = false end
+  end
+  return got, all_drained
+end
+
+local left = limit
+local open = {}
+for _, share in ipairs(shares) do
+  local q = share[1]
+  if open[q] == nil then open[q] = redis.pcall('SISMEMBER', paused_key(), q) ~= 1 end
+end
+-- Quotas first, in order; then the fill, in the same order.
+for _, share in ipairs(shares) do
+  local q, want = share[1], math.min(share[2], left)
+  if want > 0 and open[q] then
+    local got, empty = take(q, want)
+    left = left - got
+    if empty then open[q] = false end
+  end
+end
+for _, share in ipairs(fill and shares or {}) do
+  if left <= 0 then break end
+  local q = share[1]
+  if open[q] then
+    local got, empty = take(q, left)
+    if empty then open[q] = false end
+    left = left - got
+  end
+end
+-- The batch is full: does a level it did not empty still have due work?
+-- A level seen to hold more answers without a read, so the plain claim of
+-- a backlog costs no extra call.
+if left <= 0 then
+  for q, is_open in pairs(open) do
+    if is_open and more == 0 then
+      for _, lv in ipairs(queue_levels(q)) do
+        if leftover[lv[1]] then
+          more = 1
+          break
+        elseif not drained[lv[1]] then
+          local first = redis.pcall('ZRANGEBYSCORE', lv[1], '-inf', now, 'LIMIT', 0, 1)
+          if type(first) == 'table' and not first.err and #first > 0 then
+            more = 1
+            break
+          end
+        end
+      end
+    end
+  end
 end
 if more == 1 then wake() end
 if #leased > 0 then

@@ -20,7 +20,9 @@
 -- finish, cancel or requeue, and `h`, the nonce of the submit that created
 -- the task (kept apart, so a resent submit is recognised whatever happened
 -- to the task since).
-local FIELDS = {'s', 'n', 'p', 'a', 'm', 'f', 'c', 'd', 'b', 'z', 'x', 'o', 'r', 'e', 'w', 'l', 'q', 'k'}
+-- `g` (queue) and `v` (priority) are left out for the default queue and
+-- priority 0, so records written before queues existed read as those.
+local FIELDS = {'s', 'n', 'p', 'a', 'm', 'f', 'c', 'd', 'b', 'z', 'x', 'o', 'r', 'e', 'w', 'l', 'q', 'k', 'g', 'v'}
 
 local STATES = {CREATED = true, PENDING = true, RUNNING = true, COMPLETED = true,
   FAILED = true, TIMEOUT = true, ERROR = true, CANCELLED = true}
@@ -81,6 +83,192 @@ local function check_keys(...)
   end
 end
 
+-- Named queues and priorities (issue 16). A waiting task is indexed in the
+-- ZSET of its level (queue, priority): the default queue at priority 0 is
+-- KEYS[1], the due ZSET of before queues existed, so the plain path costs
+-- what it did; any other level is `<base>qd:<priority>:<queue>`. The
+-- registry `<base>queues` (HASH queue -> the digits of its priorities that
+-- have a ZSET, highest first; the default queue's 0 is never listed) names
+-- the levels holding tasks, so claims, peeks and stats visit only those; a
+-- level leaves it when its ZSET empties. `<base>paused` (SET) holds the
+-- queues paused in this partition. All share the partition's hash tag.
+local DEFAULT_QUEUE = 'default'
+
+local function valid_queue(q)
+  return type(q) == 'string' and #q >= 1 and #q <= 64 and not string.find(q, '[^%w%-_%.:]')
+end
+
+local function registry_key()
+  return ARGV[1] .. 'queues'
+end
+
+local function paused_key()
+  return ARGV[1] .. 'paused'
+end
+
+-- The waiting ZSET of queue `q` at priority `p` (a number).
+local function level_key(q, p)
+  if p == 0 and q == DEFAULT_QUEUE then return KEYS[1] end
+  return ARGV[1] .. 'qd:' .. p .. ':' .. q
+end
+
+-- The queue and priority of a record's `g` and `v` fields (missing: the
+-- default queue, priority 0); nil when either does not parse.
+local function level_of(g, v)
+  local q = g or DEFAULT_QUEUE
+  if not valid_queue(q) then return nil end
+  local p = 0
+  if v then
+    p = nat(v, 9)
+    if not p then return nil end
+  end
+  return q, p
+end
+
+-- The priorities of `q` that have a ZSET, highest first: {} when none, or
+-- when the registry is not a hash (edited by hand: only KEYS[1] is seen).
+local levels_cache = {}
+local function levels_in_use(q)
+  local cached = levels_cache[q]
+  if cached then return cached end
+  local out = {}
+  local digits = redis.pcall('HGET', registry_key(), q)
+  if type(digits) == 'string' then
+    for i = 1, #digits do
+      local p = tonumber(string.sub(digits, i, i))
+      if p then out[#out + 1] = p end
+    end
+  end
+  levels_cache[q] = out
+  return out
+end
+
+local function write_levels(q, set)
+  local s = ''
+  for p = 9, 0, -1 do
+    if set[p] then s = s .. p end
+  end
+  levels_cache[q] = nil
+  if s == '' then redis.pcall('HDEL', registry_key(), q) else redis.pcall('HSET', registry_key(), q, s) end
+end
+
+-- Every registered level of the partition: {{key, queue, priority}...}.
+local function all_levels()
+  local out = {}
+  local reg = redis.pcall('HGETALL', registry_key())
+  if type(reg) ~= 'table' or reg.err then return out end
+  for i = 1, #reg, 2 do
+    local q = reg[i]
+    for j = 1, #reg[i + 1] do
+      local p = tonumber(string.sub(reg[i + 1], j, j))
+      if p and valid_queue(q) then out[#out + 1] = {level_key(q, p), q, p} end
+    end
+  end
+  return out
+end
+
+-- The levels a claim of `q` visits, highest priority first: {{key, p}...}.
+local function queue_levels(q)
+  local out = {}
+  for _, p in ipairs(levels_in_use(q)) do
+    if not (p == 0 and q == DEFAULT_QUEUE) then out[#out + 1] = {level_key(q, p), p} end
+  end
+  if q == DEFAULT_QUEUE then out[#out + 1] = {KEYS[1], 0} end
+  return out
+end
+
+local function register(q, p)
+  if p == 0 and q == DEFAULT_QUEUE then return end
+  local set = {}
+  for _, x in ipairs(levels_in_use(q)) do
+    if x == p then return end
+    set[x] = true
+  end
+  set[p] = true
+  write_levels(q, set)
+end
+
+-- Levels entries left this call: checked once, at flush_counts, and
+-- dropped from the registry when their ZSET is empty.
+local touched = {}
+local function touch(q, p)
+  if not (p == 0 and q == DEFAULT_QUEUE) then touched[p .. ':' .. q] = {q, p} end
+end
+
+local function tidy_levels()
+  for _, lv in pairs(touched) do
+    local q, p = lv[1], lv[2]
+    local n = redis.pcall('ZCARD', level_key(q, p))
+    if n == 0 then
+      local set, found = {}, false
+      for _, x in ipairs(levels_in_use(q)) do
+        if x == p then found = true else set[x] = true end
+      end
+      if found then write_levels(q, set) end
+    end
+  end
+  touched = {}
+end
+
+-- The waiting ZSET of a record with fields `g`, `v`, with its queue and
+-- priority; KEYS[1] and nil when they do not parse: a claim of the default
+-- queue then finds it and sets it aside, with the reason (never lost).
+local function waiting_key(g, v)
+  local q, p = level_of(g, v)
+  if not q then return KEYS[1], nil, nil end
+  return level_key(q, p), q, p
+end
+
+-- ZADD/ZREM of many members in slices: Lua's unpack() fails past ~8,000
+-- values, which would abort a script after its earlier writes.
+local function zadd_all(key, pairs_)
+  for i = 1, #pairs_, 1000 do
+    redis.call('ZADD', key, unpack(pairs_, i, math.min(i + 999, #pairs_)))
+  end
+end
+local function zrem_all(key, members)
+  for i = 1, #members, 1000 do
+    redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))
+  end
+end
+
+-- Adds (score, id) pairs to the waiting ZSET `key` of level (q, p) and
+-- registers the level. A level key holding another type of value (edited
+-- by hand) takes nothing: the entries go to KEYS[1], where a claim of the
+-- default queue finds them in the wrong level and sets them aside.
+local function add_waiting(key, q, p, pairs_)
+  if #pairs_ == 0 then return end
+  if key ~= KEYS[1] then
+    local t = redis.call('TYPE', key).ok
+    if t == 'none' or t == 'zset' then
+      zadd_all(key, pairs_)
+      register(q, p)
+      return
+    end
+    redis.log(redis.LOG_WARNING, 'executor-redis: ' .. key .. ' holds a ' .. t .. ', not a zset')
+  end
+  zadd_all(KEYS[1], pairs_)
+end
+
+-- Takes `id` out of waiting: out of its own level (fields `g`, `v`) and
+-- KEYS[1], or out of every level when they do not parse (`g` false and
+-- `v` 'x' for a key that is not a hash).
+local function remove_waiting(id, g, v)
+  redis.call('ZREM', KEYS[1], id)
+  local q, p = level_of(g, v)
+  if q then
+    if p ~= 0 or q ~= DEFAULT_QUEUE then
+      redis.pcall('ZREM', level_key(q, p), id)
+      touch(q, p)
+    end
+    return
+  end
+  for _, lv in ipairs(all_levels()) do
+    redis.pcall('ZREM', lv[1], id)
+    touch(lv[2], lv[3])
+  end
+end
+
 -- Count changes are gathered per call and written once per state. A count
 -- that reaches zero is deleted, so a namespace whose tasks are all gone
 -- leaves no counts hash behind (Redis drops an empty hash).
@@ -128,6 +316,7 @@ local function flush_counts()
     end
   end
   deltas = {}
+  tidy_levels()
 end
 
 local function wake()
@@ -161,7 +350,7 @@ end
 -- required (1) or not (0). Attempts and fence stay one below their limit so
 -- a claim can add one.
 local NUMBERS = {4, U32 - 1, 0, 5, U32, 1, 6, SAFE - 1, 0, 7, SAFE, 1, 8, SAFE, 1, 9, SAFE, 0,
-  10, SAFE, 0, 11, SAFE, 0, 12, SAFE, 0, 16, SAFE, 0}
+  10, SAFE, 0, 11, SAFE, 0, 12, SAFE, 0, 16, SAFE, 0, 20, 9, 0}
 
 -- Why a record (the FIELDS of a hash) cannot be worked on, or nil: its state
 -- is missing or unknown, its name or payload is missing, a number is
@@ -187,13 +376,30 @@ local function check(rec)
     end
   end
   if rec[13] and not pcall(cjson.decode, rec[13]) then return 'field `r` (retry policy) is not JSON' end
+  if rec[19] and not valid_queue(rec[19]) then
+    return 'field `g` (queue) should be 1 to 64 letters, digits, `-`, `_`, `.` or `:`, found `' ..
+      shown(rec[19]) .. '`'
+  end
   return nil
 end
 
--- The first index (1-4) holding `id`, or nil.
+-- The first index (1-4) holding `id`, or nil. Index 1 is waiting in any
+-- level: the record's own first, then, when its `g`/`v` do not parse (or
+-- the key is not a hash), every level of the partition.
 local function index_of(id)
+  local gv = fields(task_key(id), 'g', 'v')
+  local known = gv and level_of(gv[1], gv[2])
+  if known then
+    local key = waiting_key(gv[1], gv[2])
+    if key ~= KEYS[1] and type(redis.pcall('ZSCORE', key, id)) == 'string' then return 1 end
+  end
   for i = 1, 4 do
     if redis.call('ZSCORE', KEYS[i], id) then return i end
+  end
+  if not known then
+    for _, lv in ipairs(all_levels()) do
+      if type(redis.pcall('ZSCORE', lv[1], id)) == 'string' then return 1 end
+    end
   end
   return nil
 end
@@ -215,7 +421,9 @@ local function set_aside(id, index, reason, is_hash, hint, now)
   end
   local from = counted(index, hint)
   local k = is_hash and redis.call('HGET', tkey, 'k')
-  for _, i in ipairs({1, 2, 4}) do redis.call('ZREM', KEYS[i], id) end
+  for _, i in ipairs({2, 4}) do redis.call('ZREM', KEYS[i], id) end
+  local gv = is_hash and redis.call('HMGET', tkey, 'g', 'v') or {false, 'x'}
+  remove_waiting(id, gv[1], gv[2])
   redis.call('ZADD', KEYS[3], int(now), id)
   if is_hash then
     redis.call('HSET', tkey, 's', 'ERROR', 'z', int(now), 'e', 'corrupt task record: ' .. reason)
@@ -229,8 +437,10 @@ end
 -- all check out; 'ghost' for an entry without a key (the hash was deleted
 -- by hand: its count is taken back); 'stale' for a task in another state
 -- that is also indexed there (the entry is left to the caller to drop);
--- otherwise it sets the record aside and returns 'aside', reason.
-local function inspect(id, index, now)
+-- otherwise it sets the record aside and returns 'aside', reason. `found`
+-- is the waiting ZSET the entry came from (nil: KEYS[index]); a waiting
+-- task must be in its own level's.
+local function inspect(id, index, now, found)
   local tkey = task_key(id)
   local rec = record(tkey)
   if not rec then
@@ -244,28 +454,25 @@ local function inspect(id, index, now)
     return 'ghost'
   end
   local reason = check(rec)
-  if not reason and INDEX_OF[st] ~= index then
-    if redis.call('ZSCORE', KEYS[INDEX_OF[st]], id) then return 'stale' end
-    reason = 'state ' .. st .. ' found in the wrong index (' .. KEYS[index] .. ')'
+  if not reason and INDEX_OF[st] == 1 and index == 1 then
+    local own = waiting_key(rec[19], rec[20])
+    found = found or KEYS[1]
+    if own ~= found then
+      if type(redis.pcall('ZSCORE', own, id)) == 'string' then return 'stale' end
+      reason = 'queue `' .. shown(rec[19] or DEFAULT_QUEUE) .. '` priority ' .. (rec[20] or '0') ..
+        ' found in the wrong waiting index (' .. found .. ')'
+    end
+  elseif not reason and INDEX_OF[st] ~= index then
+    local home = KEYS[INDEX_OF[st]]
+    if INDEX_OF[st] == 1 then home = waiting_key(rec[19], rec[20]) end
+    if type(redis.pcall('ZSCORE', home, id)) == 'string' then return 'stale' end
+    reason = 'state ' .. st .. ' found in the wrong index (' .. (found or KEYS[index]) .. ')'
   end
   if reason then
     set_aside(id, index, reason, true, st, now)
     return 'aside', reason
   end
   return 'ok', rec
-end
-
--- ZADD/ZREM of many members in slices: Lua's unpack() fails past ~8,000
--- values, which would abort a script after its earlier writes.
-local function zadd_all(key, pairs_)
-  for i = 1, #pairs_, 1000 do
-    redis.call('ZADD', key, unpack(pairs_, i, math.min(i + 999, #pairs_)))
-  end
-end
-local function zrem_all(key, members)
-  for i = 1, #members, 1000 do
-    redis.call('ZREM', key, unpack(members, i, math.min(i + 999, #members)))
-  end
 end
 
 -- Dead letter or finished set for a terminal state.

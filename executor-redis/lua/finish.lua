@@ -20,8 +20,10 @@ local now = now_ms()
 local now_s = int(now)
 local out = {}
 local woken = false
--- Index changes are gathered and written once per set.
+-- Index changes are gathered and written once per set; a task going back
+-- to waiting goes to its own level (common.lua).
 local unleased, pending, finished = {}, {}, {}
+local levels = {}
 for i = 0, n - 1 do
   local b = 3 + i * 6
   local id, fence, outcome, delay_arg, err, nonce =
@@ -29,7 +31,7 @@ for i = 0, n - 1 do
   local delay = nat(delay_arg)
   local target = TARGET[outcome]
   local tkey = task_key(id)
-  local rec = fields(tkey, 's', 'f', 'u', 'a')
+  local rec = fields(tkey, 's', 'f', 'u', 'a', 'g', 'v')
   local st, f, u, a = false, false, false, false
   if rec then st, f, u, a = rec[1], rec[2], rec[3], rec[4] end
   if delay_arg ~= '' and not delay then
@@ -46,8 +48,15 @@ for i = 0, n - 1 do
       else
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'e', err, 'u', nonce)
       end
-      pending[#pending + 1] = int(due)
-      pending[#pending + 1] = id
+      local key, q, p = waiting_key(rec[5], rec[6])
+      local list = pending[key]
+      if not list then
+        list = {}
+        pending[key] = list
+        levels[#levels + 1] = {key, q, p}
+      end
+      list[#list + 1] = int(due)
+      list[#list + 1] = id
       woken = true
     else
       if err ~= '' then
@@ -70,7 +79,7 @@ for i = 0, n - 1 do
   end
 end
 zrem_all(KEYS[2], unleased)
-zadd_all(KEYS[1], pending)
+for _, lv in ipairs(levels) do add_waiting(lv[1], lv[2], lv[3], pending[lv[1]]) end
 for set, members in pairs(finished) do zadd_all(set, members) end
 flush_counts()
 if woken then wake() end

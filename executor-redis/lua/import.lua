@@ -15,11 +15,13 @@ local t = redis.call('TYPE', tkey).ok
 if t == 'hash' then return {0, int(now)} end
 if t ~= 'none' then return {2, int(now), not_a_hash(tkey)} end
 local f = {'s', st}
-local k = nil
+local k, g, v = nil, false, false
 for i = 6, #ARGV, 2 do
   f[#f + 1] = ARGV[i]
   f[#f + 1] = ARGV[i + 1]
   if ARGV[i] == 'k' then k = ARGV[i + 1] end
+  if ARGV[i] == 'g' then g = ARGV[i + 1] end
+  if ARGV[i] == 'v' then v = ARGV[i + 1] end
 end
 -- The debounce key binds the moved task unless a waiting task holds it here.
 local bind = false
@@ -31,7 +33,8 @@ if k and (st == 'CREATED' or st == 'PENDING') then
 end
 redis.call('HSET', tkey, unpack(f))
 if st == 'CREATED' or st == 'PENDING' then
-  redis.call('ZADD', KEYS[1], int(score), id)
+  local key, q, p = waiting_key(g, v)
+  add_waiting(key, q, p, {int(score), id})
   if bind then redis.call('HSET', KEYS[5], k, id) end
   if score <= now then wake() end
 elseif st == 'RUNNING' then

@@ -31,7 +31,8 @@ for _, id in ipairs(ids) do
     end
     if target == 'PENDING' then
       redis.call('HSET', tkey, 's', target, 'f', fence, 'd', int(now), 'e', reason)
-      redis.call('ZADD', KEYS[1], int(now), id)
+      local key, q, p = waiting_key(rec[19], rec[20])
+      add_waiting(key, q, p, {int(now), id})
     else
       redis.call('HSET', tkey, 's', target, 'f', fence, 'z', int(now), 'e', reason)
       redis.call('ZADD', KEYS[3], int(now), id)

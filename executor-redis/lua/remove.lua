@@ -6,13 +6,13 @@
 local id, fence = ARGV[3], ARGV[4]
 check_keys()
 local tkey = task_key(id)
-local rec = fields(tkey, 's', 'f', 'k')
+local rec = fields(tkey, 's', 'f', 'k', 'g', 'v')
 if not rec then return 0 end
 local st, f, k = rec[1], rec[2], rec[3]
 if st ~= 'CREATED' and st ~= 'PENDING' then return 0 end
 if (f or '0') ~= fence then return 0 end
 redis.call('DEL', tkey)
-redis.call('ZREM', KEYS[1], id)
+remove_waiting(id, rec[4], rec[5])
 if k and redis.call('HGET', KEYS[5], k) == id then redis.call('HDEL', KEYS[5], k) end
 move(st, nil)
 flush_counts()

@@ -7,7 +7,7 @@
 local id, nonce = ARGV[3], ARGV[4]
 check_keys()
 local tkey = task_key(id)
-local rec = fields(tkey, 's', 'u')
+local rec = fields(tkey, 's', 'u', 'g', 'v')
 -- A record it cannot read is set aside (common.lua) and answered as corrupt.
 local function corrupt(reason, is_hash)
   set_aside(id, nil, reason, is_hash, nil, now_ms())
@@ -26,7 +26,8 @@ if st == 'FAILED' or st == 'TIMEOUT' or st == 'ERROR' then
   redis.call('HSET', tkey, 's', 'PENDING', 'd', int(now), 'a', '0', 'u', nonce)
   redis.call('HDEL', tkey, 'z')
   redis.call('ZREM', KEYS[3], id)
-  redis.call('ZADD', KEYS[1], int(now), id)
+  local key, q, p = waiting_key(rec[3], rec[4])
+  add_waiting(key, q, p, {int(now), id})
   move(st, 'PENDING')
   flush_counts()
   wake()

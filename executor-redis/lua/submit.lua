@@ -1,6 +1,9 @@
--- submit: many tasks in one call. ARGV[3] = n, then 14 values per task:
+-- submit: many tasks in one call. ARGV[3] = n, then 16 values per task:
 -- id, name, payload, due kind (n|a|t), due value, max_attempts, max_duration,
--- timeout, retry, mode (p|i|d), debounce key, window, max_wait, nonce.
+-- timeout, retry, mode (p|i|d), debounce key, window, max_wait, nonce, queue
+-- ('' for the default queue), priority ('' for 0). A task waits in its
+-- level's ZSET (common.lua); a debounced repeat moves the bound task within
+-- the bound task's own level.
 -- Returns {now, {outcome, id[, reason]}...}; outcome created|existing|
 -- debounced|duplicate, or corrupt (the id's key holds something that is not
 -- a task hash) or invalid (an argument that is not a whole number: Rust
@@ -11,24 +14,35 @@
 -- A debounce key bound to a corrupt record sets that record aside
 -- (common.lua) and creates a new task, as if the key were free.
 local n = nat(ARGV[3], 100000)
-if not n or #ARGV < 3 + n * 14 then return redis.error_reply('ERR submit: wrong number of arguments') end
+if not n or #ARGV < 3 + n * 16 then return redis.error_reply('ERR submit: wrong number of arguments') end
 -- A plain or idempotent batch writes only the due index (and the counts);
 -- a debounce item may write the debounce hash and set a record aside.
 local debounces = false
 for i = 0, n - 1 do
-  if ARGV[3 + i * 14 + 10] == 'd' then debounces = true end
+  if ARGV[3 + i * 16 + 10] == 'd' then debounces = true end
 end
 if debounces then check_keys() else check_keys(1) end
 local now = now_ms()
 local now_s = int(now)
 local out = {}
--- Due entries are written with one ZADD at the end (a later entry for the
--- same id wins, as it would have one by one).
-local queued = {}
-local DEBOUNCED = {'s', 'c', 'h'}
+-- Due entries are written with one ZADD per level at the end (a later
+-- entry for the same id wins, as it would have one by one).
+local queued, levels = {}, {}
+local function queue_up(key, q, p, due, id)
+  local list = queued[key]
+  if not list then
+    list = {}
+    queued[key] = list
+    levels[#levels + 1] = {key, q, p}
+  end
+  list[#list + 1] = due
+  list[#list + 1] = id
+end
+local DEBOUNCED = {'s', 'c', 'h', 'g', 'v'}
 
 -- Why the arguments of one task are unusable, or nil.
-local function bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait)
+local function bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait, queue,
+    priority)
   if not (due_kind == 'n' or nat(due_value)) then return 'due' end
   if not nat(max_attempts, U32) then return 'max_attempts' end
   if max_duration ~= '' and not nat(max_duration) then return 'max_duration' end
@@ -36,17 +50,21 @@ local function bad_args(due_kind, due_value, max_attempts, max_duration, timeout
   if mode ~= 'p' and mode ~= 'i' and mode ~= 'd' then return 'mode' end
   if mode == 'd' and not nat(window) then return 'debounce window' end
   if max_wait ~= '' and not nat(max_wait) then return 'debounce max_wait' end
+  if queue ~= '' and not valid_queue(queue) then return 'queue' end
+  if priority ~= '' and not nat(priority, 9) then return 'priority' end
   return nil
 end
 
 for i = 0, n - 1 do
-  local b = 3 + i * 14
+  local b = 3 + i * 16
   local id, name, payload = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
   local due_kind, due_value, max_attempts = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local max_duration, timeout, retry, mode = ARGV[b + 7], ARGV[b + 8], ARGV[b + 9], ARGV[b + 10]
   local dkey, window, max_wait, nonce = ARGV[b + 11], ARGV[b + 12], ARGV[b + 13], ARGV[b + 14]
+  local queue, priority = ARGV[b + 15], ARGV[b + 16]
   local result
-  local bad = bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait)
+  local bad = bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait, queue,
+    priority)
   if bad then result = {'invalid', id, bad .. ' is not a whole number'} end
   if not result and mode == 'd' then
     local bound = redis.call('HGET', KEYS[5], dkey)
@@ -65,8 +83,8 @@ for i = 0, n - 1 do
           local due = now + nat(window)
           if max_wait ~= '' then due = math.min(due, nat(head[2]) + nat(max_wait)) end
           redis.call('HSET', bkey, 'p', payload, 'd', int(due))
-          queued[#queued + 1] = int(due)
-          queued[#queued + 1] = bound
+          local key, bq, bp = waiting_key(head[4], head[5])
+          queue_up(key, bq, bp, int(due), bound)
           result = {'debounced', bound}
         end
       end
@@ -108,16 +126,18 @@ for i = 0, n - 1 do
         redis.call('HSET', KEYS[5], dkey, id)
       end
       if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
+      if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
+      if priority ~= '' and priority ~= '0' then f[#f + 1] = 'v'; f[#f + 1] = priority end
       redis.call('HSET', tkey, unpack(f))
-      queued[#queued + 1] = int(due)
-      queued[#queued + 1] = id
+      local q, p = level_of(queue ~= '' and queue, priority ~= '' and priority)
+      queue_up(level_key(q, p), q, p, int(due), id)
       move(nil, 'CREATED')
       result = {'created', id}
     end
   end
   out[#out + 1] = result
 end
-zadd_all(KEYS[1], queued)
+for _, lv in ipairs(levels) do add_waiting(lv[1], lv[2], lv[3], queued[lv[1]]) end
 flush_counts()
 wake()
 return {int(now), out}

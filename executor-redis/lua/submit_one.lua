@@ -3,10 +3,12 @@
 -- again) and only what it reads. KEYS: 1 due ZSET, 2 wake ZSET, 3 counts
 -- HASH of the partition. ARGV: 1 key base, 2 '1' to set the wake marker,
 -- then id, name, payload, due kind (n|a|t), due value, max_attempts,
--- max_duration, timeout, retry, mode, nonce (submit.lua's values less the
--- debounce ones). Answers exactly as submit.lua does for the same task, and
--- writes the same record: checks first (the numbers, the task key, the due
--- index), then writes.
+-- max_duration, timeout, retry, mode, nonce, queue, priority (submit.lua's
+-- values less the debounce ones). Answers exactly as submit.lua does for the
+-- same task, and writes the same record: checks first (the numbers, the task
+-- key, the waiting index), then writes. A task of the default queue at
+-- priority 0 goes to KEYS[1] as before queues existed; any other to its
+-- level's ZSET, registered as common.lua does.
 local SAFE, U32 = 9007199254740991, 4294967295
 local function nat(v, max)
   if type(v) ~= 'string' or #v == 0 or #v > 16 or string.find(v, '[^0-9]') then return nil end
@@ -17,10 +19,12 @@ end
 local function int(n)
   return string.format('%d', n)
 end
-if #ARGV ~= 13 then return redis.error_reply('ERR submit_one: wrong number of arguments') end
+if #ARGV ~= 15 then return redis.error_reply('ERR submit_one: wrong number of arguments') end
 local id, name, payload = ARGV[3], ARGV[4], ARGV[5]
 local due_kind, due_value, max_attempts = ARGV[6], ARGV[7], ARGV[8]
 local max_duration, timeout, retry, mode, nonce = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
+local queue, priority = ARGV[14], ARGV[15]
+if priority == '0' then priority = '' end
 if mode ~= 'p' and mode ~= 'i' then return redis.error_reply('ERR submit_one: only plain and idempotent tasks') end
 local function answer(...)
   local tm = redis.call('TIME')
@@ -30,7 +34,9 @@ local bad
 if not (due_kind == 'n' or nat(due_value)) then bad = 'due'
 elseif not nat(max_attempts, U32) then bad = 'max_attempts'
 elseif max_duration ~= '' and not nat(max_duration) then bad = 'max_duration'
-elseif timeout ~= '' and not nat(timeout) then bad = 'timeout' end
+elseif timeout ~= '' and not nat(timeout) then bad = 'timeout'
+elseif queue ~= '' and (#queue > 64 or string.find(queue, '[^%w%-_%.:]')) then bad = 'queue'
+elseif priority ~= '' and not nat(priority, 9) then bad = 'priority' end
 if bad then return answer('invalid', id, bad .. ' is not a whole number') end
 local tkey = ARGV[1] .. 't:' .. id
 local kind = redis.call('TYPE', tkey).ok
@@ -45,12 +51,29 @@ local tm = redis.call('TIME')
 local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 local due = now
 if due_kind == 'a' then due = now + nat(due_value) elseif due_kind == 't' then due = nat(due_value) end
--- The first write: a due index of another type refuses it, and nothing
+local level = KEYS[1]
+if (queue ~= '' and queue ~= 'default') or priority ~= '' then
+  level = ARGV[1] .. 'qd:' .. (priority ~= '' and priority or '0') .. ':' .. (queue ~= '' and queue or 'default')
+end
+-- The first write: a waiting index of another type refuses it, and nothing
 -- has been written.
-local added = redis.pcall('ZADD', KEYS[1], int(due), id)
+local added = redis.pcall('ZADD', level, int(due), id)
 if type(added) == 'table' then
-  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' holds a ' .. redis.call('TYPE', KEYS[1]).ok ..
+  return redis.error_reply('WRONGTYPE ' .. level .. ' holds a ' .. redis.call('TYPE', level).ok ..
     ', not a zset (edited by hand?): nothing was changed; delete or repair that key')
+end
+if level ~= KEYS[1] then
+  -- The registry (common.lua): the level's digit among its queue's.
+  local q, p = (queue ~= '' and queue or 'default'), (priority ~= '' and priority or '0')
+  local digits = redis.pcall('HGET', ARGV[1] .. 'queues', q)
+  if type(digits) ~= 'string' then digits = '' end
+  if not string.find(digits, p, 1, true) then
+    local s = ''
+    for d = 9, 0, -1 do
+      if d == tonumber(p) or string.find(digits, tostring(d), 1, true) then s = s .. d end
+    end
+    redis.pcall('HSET', ARGV[1] .. 'queues', q, s)
+  end
 end
 -- Attempts and fence start at 0 and are left out until a claim sets them.
 local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', int(now), 'd', int(due)}
@@ -58,6 +81,8 @@ if max_duration ~= '' then f[#f + 1] = 'x'; f[#f + 1] = int(now + nat(max_durati
 if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
 if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
 if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
+if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
+if priority ~= '' then f[#f + 1] = 'v'; f[#f + 1] = priority end
 redis.call('HSET', tkey, unpack(f))
 -- A count that is not a number (edited by hand) is replaced, as
 -- common.lua's flush_counts does.

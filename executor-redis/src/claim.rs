@@ -1,9 +1,13 @@
 //! Claiming and renewing attempts: `claim.lua`, `heartbeat.lua`.
+//!
+//! A claim plan (issue 16) walks the partitions as a plain claim does; each
+//! partition's script applies what is left of the quotas and the limit, so
+//! the plan holds across partitions, and one partition's claim is atomic.
 
 use std::time::Duration;
 
 use executor_core::{
-    Error, Namespace, Result, TaskRecord, WorkerId,
+    ClaimPlan, Error, Namespace, QueueName, Result, TaskRecord, WorkerId,
     storage::{Heartbeat, Lease},
 };
 use fred::types::Value;
@@ -30,19 +34,118 @@ impl RedisStorage {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        self.claim_plan(ns, worker, &[], limit, lease).await
+    }
+
+    pub(crate) async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        if plan.limit == 0 {
+            return Ok(Vec::new());
+        }
+        // The default queue alone is the plain claim: no plan arguments.
+        if plan.shares.len() == 1 && plan.is_default_only() {
+            return self.claim(ns, worker, plan.limit, lease).await;
+        }
+        if plan.shares.len() > executor_core::MAX_QUEUES {
+            return Err(Error::invalid(
+                "claim plan",
+                format!("{} queues; at most {}", plan.shares.len(), executor_core::MAX_QUEUES),
+            ));
+        }
+        let shares: Vec<(QueueName, usize)> =
+            plan.shares.iter().map(|s| (s.queue.clone(), s.quota.min(MAX_CLAIM))).collect();
+        if shares.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.claim_plan(ns, worker, &shares, plan.limit, lease).await
+    }
+
+    /// A claim over the partitions: `shares` empty for the default queue
+    /// alone, else the plan. On one partition the script applies quotas and
+    /// fill at once. On several, a first walk applies the quotas only and a
+    /// second fills what is left of the limit, so one partition's fill
+    /// cannot take the slots another partition's quotas would have filled.
+    /// A batch from several partitions is put in claim order (share, then
+    /// highest priority, earliest due, id), as one partition returns it.
+    async fn claim_plan(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        shares: &[(QueueName, usize)],
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
         let limit = limit.min(MAX_CLAIM);
         let lease = duration_ms("lease", lease)?;
+        let mut shares = shares.to_vec();
         let mut out = Vec::new();
+        if shares.is_empty() || self.partitions() == 1 {
+            self.walk(ns, worker, &mut shares, "a", limit, &lease, &mut out).await?;
+        } else {
+            let quotas = shares.iter().map(|(_, quota)| *quota).sum::<usize>().min(limit);
+            if quotas > 0 {
+                self.walk(ns, worker, &mut shares, "q", quotas, &lease, &mut out).await?;
+            }
+            if out.len() < limit {
+                shares.iter_mut().for_each(|share| share.1 = 0);
+                if let Err(e) = self.walk(ns, worker, &mut shares, "a", limit, &lease, &mut out).await {
+                    // Tasks claimed by the first walk must reach the runtime.
+                    if out.is_empty() {
+                        return Err(e);
+                    }
+                    tracing::warn!(error = %e, "claim failed in one partition");
+                }
+            }
+        }
+        if self.partitions() > 1 {
+            let rank = |t: &TaskRecord| shares.iter().position(|(q, _)| *q == t.queue).unwrap_or(0);
+            out.sort_by(|a, b| {
+                (rank(a), std::cmp::Reverse(a.priority), a.due_at, &a.id).cmp(&(
+                    rank(b),
+                    std::cmp::Reverse(b.priority),
+                    b.due_at,
+                    &b.id,
+                ))
+            });
+        }
+        Ok(out)
+    }
+
+    /// One walk over the partitions, from the next in rotation, until `out`
+    /// holds `limit` tasks; each share's quota shrinks by what it got.
+    #[allow(clippy::too_many_arguments, reason = "the parts of one claim, passed down unchanged")]
+    async fn walk(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        shares: &mut [(QueueName, usize)],
+        mode: &str,
+        limit: usize,
+        lease: &str,
+        out: &mut Vec<TaskRecord>,
+    ) -> Result<()> {
         let start = self.next_partition();
         let n = self.partitions();
         for k in 0..n {
-            let want = limit - out.len();
+            let want = limit.saturating_sub(out.len());
             if want == 0 {
                 break;
             }
             let keys = self.keys(ns, (start + k) % n);
-            match self.claim_in(ns, &keys, worker, want, &lease).await {
-                Ok(mut tasks) => out.append(&mut tasks),
+            match self.claim_in(ns, &keys, worker, shares, mode, want, lease).await {
+                Ok(mut tasks) => {
+                    for task in &tasks {
+                        if let Some(share) = shares.iter_mut().find(|(q, _)| *q == task.queue) {
+                            share.1 = share.1.saturating_sub(1);
+                        }
+                    }
+                    out.append(&mut tasks);
+                }
                 // Tasks already claimed from another partition must reach the
                 // runtime; this partition is tried again next time.
                 Err(e) if !out.is_empty() => {
@@ -52,23 +155,35 @@ impl RedisStorage {
                 Err(e) => return Err(e),
             }
         }
-        Ok(out)
+        Ok(())
     }
 
+    #[allow(clippy::too_many_arguments, reason = "the parts of one claim, passed down unchanged")]
     async fn claim_in(
         &self,
         ns: &Namespace,
         keys: &PartitionKeys,
         worker: &WorkerId,
+        shares: &[(QueueName, usize)],
+        mode: &str,
         want: usize,
         lease: &str,
     ) -> Result<Vec<TaskRecord>> {
-        let args = vec![
+        let mut args = Vec::with_capacity(6 + shares.len() * 2);
+        args.extend([
             Value::from(worker.as_str()),
             Value::from(want.to_string()),
             Value::from(lease),
             Value::from(self.nonce()),
-        ];
+        ]);
+        if !shares.is_empty() {
+            args.push(Value::from(mode));
+            args.push(Value::from(shares.len().to_string()));
+            for (queue, quota) in shares {
+                args.push(Value::from(queue.as_str()));
+                args.push(Value::from(quota.to_string()));
+            }
+        }
         let reply = array(self.run_in(&self.inner.scripts.claim, keys, args).await?)?;
         let mut reply = reply.into_iter().skip(1);
         let more = reply.next().and_then(|v| text(&v)).as_deref() == Some("1");

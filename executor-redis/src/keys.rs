@@ -36,6 +36,25 @@ impl PartitionKeys {
     pub(crate) fn task(&self, id: &str) -> String {
         format!("{}t:{id}", self.base)
     }
+    /// The SET of queues paused in this partition (every partition holds a
+    /// copy, so a claim checks pause in its own slot).
+    pub(crate) fn paused(&self) -> String {
+        format!("{}paused", self.base)
+    }
+    /// The registry of waiting levels: queue -> digits of its priorities
+    /// that have a ZSET (`lua/common.lua`).
+    pub(crate) fn levels(&self) -> String {
+        format!("{}queues", self.base)
+    }
+    /// The waiting ZSET of a level: the due ZSET for the default queue at
+    /// priority 0, else `<base>qd:<priority>:<queue>`.
+    pub(crate) fn level(&self, queue: &str, priority: u8) -> String {
+        if priority == 0 && queue == executor_core::DEFAULT_QUEUE {
+            self.due().to_owned()
+        } else {
+            format!("{}qd:{priority}:{queue}", self.base)
+        }
+    }
 }
 
 /// Where a namespace's keys live.

@@ -29,6 +29,7 @@ mod housekeeping;
 mod keys;
 mod leader;
 mod query;
+mod queues;
 mod record;
 mod schedule;
 mod scripts;
@@ -40,8 +41,8 @@ mod wake;
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
-    TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
+    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
@@ -182,6 +183,28 @@ impl Storage for RedisStorage {
 
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         RedisStorage::wait_for_work(self, ns, max_wait).await
+    }
+
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        RedisStorage::claim_queues(self, ns, worker, plan, lease).await
+    }
+
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        RedisStorage::pause_queue(self, ns, queue, paused).await
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        RedisStorage::queues(self, ns).await
+    }
+
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        RedisStorage::wait_for_queues(self, ns, Some(queues), max_wait).await
     }
 }
 

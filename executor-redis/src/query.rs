@@ -6,14 +6,18 @@
 //! `lease`, COMPLETED/CANCELLED in `done`, dead letter in `dead`), so a page
 //! walks that index in (score, id) order and keeps the tasks in the state.
 //! The cursor is `<partition>:<score>:<hex of the id>` of the last index
-//! entry looked at; every part is checked before a call reaches Redis.
+//! entry looked at, with `:<priority>:<queue>` after it inside a waiting
+//! level other than the due ZSET (issue 16): waiting tasks are listed level
+//! by level, the due ZSET first, then the registered levels by queue name
+//! and highest priority. Every part is checked before a call reaches Redis.
 //!
 //! A record that does not parse is skipped and reported in
 //! [`Page::unreadable`] (invariant 7): one hand-edited task never hides the
 //! rest of its state.
 
 use executor_core::{
-    Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, TaskState, Unreadable,
+    Error, ListQuery, MAX_PRIORITY, Namespace, Page, QueueName, Result, StateCounts, TaskId, TaskRecord,
+    TaskState, Unreadable,
 };
 use fred::{interfaces::HashesInterface, prelude::ClientLike, types::Value};
 
@@ -37,16 +41,30 @@ struct Cursor {
     /// '' before the first entry, else a score as [`score_text`] writes it.
     score: String,
     id: Vec<u8>,
+    /// The waiting level walked, `None` for the due ZSET (and every other
+    /// state's index).
+    level: Option<Level>,
+}
+
+/// A waiting level other than the due ZSET, in listing order: by queue
+/// name, then highest priority first.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Level {
+    queue: QueueName,
+    priority: std::cmp::Reverse<u8>,
 }
 
 impl Cursor {
     fn start(partition: u16) -> Self {
-        Self { partition, score: String::new(), id: Vec::new() }
+        Self { partition, score: String::new(), id: Vec::new(), level: None }
     }
 
     fn encode(&self) -> String {
         let hex: String = self.id.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}:{}:{hex}", self.partition, self.score)
+        match &self.level {
+            None => format!("{}:{}:{hex}", self.partition, self.score),
+            Some(l) => format!("{}:{}:{hex}:{}:{}", self.partition, self.score, l.priority.0, l.queue),
+        }
     }
 }
 
@@ -65,9 +83,25 @@ fn parse_cursor(text: &str, partitions: u16) -> Result<Cursor> {
     let bad = |why: &str| {
         Error::invalid("cursor", format!("`{}` was not made by this storage: {why}", text.escape_debug()))
     };
-    let mut parts = text.splitn(3, ':');
+    let mut parts = text.splitn(4, ':');
     let (Some(partition), Some(score), Some(hex)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad("expected <partition>:<score>:<id>"));
+    };
+    let level = match parts.next() {
+        None => None,
+        Some(rest) => {
+            let (priority, queue) = rest.split_once(':').ok_or_else(|| bad("expected <priority>:<queue>"))?;
+            let priority = priority
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= MAX_PRIORITY && priority.len() == 1)
+                .ok_or_else(|| bad("the priority is not 0 to 9"))?;
+            let queue = QueueName::new(queue).map_err(|_| bad("the queue is not a queue name"))?;
+            if queue.is_default() && priority == 0 {
+                return Err(bad("the default queue at priority 0 is the due index"));
+            }
+            Some(Level { queue, priority: std::cmp::Reverse(priority) })
+        }
     };
     let partition: u16 = partition.parse().map_err(|_| bad("the partition is not a number"))?;
     if partition >= partitions {
@@ -91,7 +125,7 @@ fn parse_cursor(text: &str, partitions: u16) -> Result<Cursor> {
         })
         .collect::<Option<Vec<u8>>>()
         .ok_or_else(|| bad("the id is not hex"))?;
-    Ok(Cursor { partition, score: score.to_owned(), id })
+    Ok(Cursor { partition, score: score.to_owned(), id, level })
 }
 
 impl RedisStorage {
@@ -141,8 +175,9 @@ impl RedisStorage {
         let mut page = Page::default();
         for _ in 0..CALLS {
             let keys = self.keys(ns, cursor.partition);
+            let level_key = cursor.level.as_ref().map(|l| keys.level(l.queue.as_str(), l.priority.0));
             let index = match query.state {
-                TaskState::Created | TaskState::Pending => keys.due(),
+                TaskState::Created | TaskState::Pending => level_key.as_deref().unwrap_or(keys.due()),
                 TaskState::Running => keys.lease(),
                 TaskState::Completed | TaskState::Cancelled => keys.done(),
                 TaskState::Failed | TaskState::Timeout | TaskState::Error => keys.dead(),
@@ -178,12 +213,25 @@ impl RedisStorage {
             let Some(score) = score else {
                 return Err(crate::error::shape("list answered a score that is not a number"));
             };
-            cursor = Cursor { partition: cursor.partition, id: id.unwrap_or_default(), score };
+            cursor = Cursor {
+                partition: cursor.partition,
+                id: id.unwrap_or_default(),
+                score,
+                level: cursor.level,
+            };
             if at_end {
-                if cursor.partition + 1 >= self.partitions() {
+                let next = if query.state.is_waiting() {
+                    self.next_level(&keys.levels(), cursor.level.as_ref()).await?
+                } else {
+                    None
+                };
+                if let Some(level) = next {
+                    cursor = Cursor { level: Some(level), ..Cursor::start(cursor.partition) };
+                } else if cursor.partition + 1 >= self.partitions() {
                     return Ok(page);
+                } else {
+                    cursor = Cursor::start(cursor.partition + 1);
                 }
-                cursor = Cursor::start(cursor.partition + 1);
             }
             if page.tasks.len() >= limit {
                 break;
@@ -191,6 +239,35 @@ impl RedisStorage {
         }
         page.next = Some(cursor.encode());
         Ok(page)
+    }
+}
+
+impl RedisStorage {
+    /// The waiting level listed after `after` (`None`: the due ZSET) in a
+    /// partition whose level registry is `registry` (`lua/common.lua`).
+    async fn next_level(&self, registry: &str, after: Option<&Level>) -> Result<Option<Level>> {
+        let client = self.client()?.with_options(&self.inner.options);
+        let reg: std::collections::HashMap<String, String> = match client.hgetall(registry).await {
+            Ok(reg) => reg,
+            // A registry edited into another type lists no level; the due
+            // ZSET was listed.
+            Err(e) if e.details().starts_with("WRONGTYPE") => return Ok(None),
+            Err(e) => return Err(storage(e)),
+        };
+        let mut levels: Vec<Level> = reg
+            .into_iter()
+            .filter_map(|(q, digits)| QueueName::new(q).ok().map(|q| (q, digits)))
+            .flat_map(|(queue, digits)| {
+                digits
+                    .bytes()
+                    .filter(u8::is_ascii_digit)
+                    .map(|d| Level { queue: queue.clone(), priority: std::cmp::Reverse(d - b'0') })
+                    .collect::<Vec<_>>()
+            })
+            .filter(|l| !(l.queue.is_default() && l.priority.0 == 0))
+            .collect();
+        levels.sort();
+        Ok(levels.into_iter().find(|l| after.is_none_or(|a| l > a)))
     }
 }
 
@@ -208,7 +285,11 @@ mod tests {
 
     #[test]
     fn cursors_round_trip() -> Result<()> {
-        let c = Cursor { partition: 2, score: "1700000000000".into(), id: b"a:b{c}".to_vec() };
+        let c = Cursor { partition: 2, score: "1700000000000".into(), id: b"a:b{c}".to_vec(), level: None };
+        assert_eq!(parse_cursor(&c.encode(), 3)?, c);
+        let level = Level { queue: QueueName::new("mail:eu")?, priority: std::cmp::Reverse(7) };
+        let c = Cursor { level: Some(level), ..c };
+        assert_eq!(c.encode(), "2:1700000000000:613a627b637d:7:mail:eu");
         assert_eq!(parse_cursor(&c.encode(), 3)?, c);
         assert_eq!(parse_cursor("0::", 1)?, Cursor::start(0));
         assert_eq!(score_text("1.7e12").as_deref(), Some("1700000000000"));
@@ -234,6 +315,10 @@ mod tests {
             "-1:1:79".into(),
             "65536:1:79".into(),
             "0:1".into(),
+            "0:1:79:10:mail".into(),
+            "0:1:79:7".into(),
+            "0:1:79:7:no space".into(),
+            "0:1:79:0:default".into(),
             "%%not-a-cursor%%".into(),
             format!("0:1:{}", "61".repeat(MAX_CURSOR_ID + 1)),
         ] {

@@ -6,12 +6,16 @@
 
 use std::{str::FromStr, time::Duration};
 
-use executor_core::{Error, Result, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
+use executor_core::{
+    Error, MAX_PRIORITY, QueueName, Result, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+};
 use fred::types::Value;
 
-/// Field names, in the order `HMGET` and the scripts return them.
-pub(crate) const FIELDS: [&str; 18] =
-    ["s", "n", "p", "a", "m", "f", "c", "d", "b", "z", "x", "o", "r", "e", "w", "l", "q", "k"];
+/// Field names, in the order `HMGET` and the scripts return them. `g`
+/// (queue) and `v` (priority) are absent for the default queue at priority
+/// 0, so records written before queues existed read as those.
+pub(crate) const FIELDS: [&str; 20] =
+    ["s", "n", "p", "a", "m", "f", "c", "d", "b", "z", "x", "o", "r", "e", "w", "l", "q", "k", "g", "v"];
 
 /// The bytes of a bulk-string reply; `None` for nil.
 pub(crate) fn bytes(v: &Value) -> Option<&[u8]> {
@@ -141,6 +145,13 @@ pub(crate) fn parse(id: &str, values: &[Value]) -> Result<TaskRecord> {
     task.lease_until = f.time(15)?.filter(|_| running);
     task.cancel_requested = running && f.text(16)?.as_deref() == Some("1");
     task.debounce_key = f.text(17)?;
+    if let Some(queue) = f.text(18)? {
+        task.queue = QueueName::new(queue).map_err(|e| f.corrupt(format!("field `g` (queue): {e}")))?;
+    }
+    task.priority = f.number::<u8>(19)?.unwrap_or(0);
+    if task.priority > MAX_PRIORITY {
+        return Err(f.corrupt(format!("field `v` (priority) {} is above {MAX_PRIORITY}", task.priority)));
+    }
     Ok(task)
 }
 
@@ -219,6 +230,17 @@ mod tests {
         ]);
         let err = parse("t1", &v).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("`a`") && err.contains("zero"), "{err}");
+        let fresh = [("s", "CREATED"), ("n", "x"), ("p", "{}"), ("m", "3"), ("c", "1"), ("d", "1")];
+        for (field, bad) in [("v", "10"), ("v", "high"), ("g", "no space")] {
+            let mut pairs = fresh.to_vec();
+            pairs.push((field, bad));
+            let err = parse("t1", &values(&pairs)).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.contains(&format!("`{field}`")), "{field}={bad}: {err}");
+        }
+        let mut pairs = fresh.to_vec();
+        pairs.extend([("g", "emails"), ("v", "7")]);
+        let r = parse("t1", &values(&pairs)).map_err(|e| e.to_string());
+        assert_eq!(r.map(|r| (r.queue.to_string(), r.priority)), Ok(("emails".to_owned(), 7)));
         let v = values(&[("s", "SLEEPING")]);
         let err = parse("t1", &v).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err.contains("unknown state"), "{err}");

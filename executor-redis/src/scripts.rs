@@ -81,6 +81,8 @@ pub(crate) struct Scripts {
     pub(crate) delete: Lua,
     pub(crate) workers: Lua,
     pub(crate) schedule: Lua,
+    pub(crate) queues: Lua,
+    pub(crate) pause: Lua,
 }
 
 impl Scripts {
@@ -108,10 +110,12 @@ impl Scripts {
             delete: Lua::new("delete", with_common!("delete.lua")),
             workers: Lua::new("workers", with_common!("workers.lua")),
             schedule: Lua::new("schedule", with_common!("schedule.lua")),
+            queues: Lua::new("queues", with_common!("queues.lua")),
+            pause: Lua::new("pause", include_str!("../lua/pause.lua")),
         }
     }
 
-    fn all(&self) -> [&Lua; 22] {
+    fn all(&self) -> [&Lua; 24] {
         [
             &self.submit,
             &self.submit_one,
@@ -135,6 +139,8 @@ impl Scripts {
             &self.delete,
             &self.workers,
             &self.schedule,
+            &self.queues,
+            &self.pause,
         ]
     }
 

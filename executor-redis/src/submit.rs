@@ -86,22 +86,24 @@ impl RedisStorage {
         Err(Error::Runtime(format!("no task id found in partition {home} of the debounce key")))
     }
 
-    /// `submit_one.lua` with the three keys and eleven task values it reads,
-    /// out of `args` as `submit.lua` takes them (count, then the 14 values).
+    /// `submit_one.lua` with the three keys and thirteen task values it
+    /// reads, out of `args` as `submit.lua` takes them (count, then the 16
+    /// values).
     async fn submit_one(&self, keys: &PartitionKeys, args: Vec<Value>) -> Result<Value> {
-        let mut lean = Vec::with_capacity(13);
+        let mut lean = Vec::with_capacity(15);
         lean.push(Value::from(keys.base.as_str()));
         lean.push(self.inline_wake());
         let mut values = args.into_iter().skip(1);
         // id, name, payload, due kind, due value, max_attempts, max_duration,
-        // timeout, retry, mode; then the nonce after the 3 debounce values.
+        // timeout, retry, mode; then the nonce, queue and priority after the
+        // 3 debounce values.
         lean.extend(values.by_ref().take(10));
         lean.extend(values.skip(3));
         let [due, .., wake, counts] = &keys.script_keys;
         self.run(&self.inner.scripts.submit_one, vec![due.clone(), wake.clone(), counts.clone()], lean).await
     }
 
-    /// The 14 script arguments of one task, or why it cannot be stored. The
+    /// The 16 script arguments of one task, or why it cannot be stored. The
     /// task is checked here, at the store's entry point, whoever built it
     /// (invariant 6): every number that reaches the script is in range.
     fn submit_args(&self, task: NewTask) -> Result<Vec<Value>> {
@@ -153,6 +155,10 @@ impl RedisStorage {
         };
         // Every mode carries a nonce: a resent call answers as the first did.
         let nonce = self.nonce();
+        // The default queue and priority 0 are sent (and stored) as nothing:
+        // such a task is written as before queues existed.
+        let queue = if task.queue.is_default() { String::new() } else { task.queue.into() };
+        let priority = if task.priority == 0 { String::new() } else { task.priority.to_string() };
         Ok(vec![
             Value::from(task.id.into_string()),
             Value::from(task.name),
@@ -168,6 +174,8 @@ impl RedisStorage {
             Value::from(window),
             Value::from(max_wait),
             Value::from(nonce),
+            Value::from(queue),
+            Value::from(priority),
         ])
     }
 
@@ -201,7 +209,7 @@ impl RedisStorage {
             let mut group = group.into_iter().peekable();
             while group.peek().is_some() {
                 let chunk: Vec<(usize, Vec<Value>)> = group.by_ref().take(CHUNK).collect();
-                let mut args = Vec::with_capacity(1 + chunk.len() * 14);
+                let mut args = Vec::with_capacity(1 + chunk.len() * 16);
                 args.push(Value::from(chunk.len().to_string()));
                 let mut indexes = Vec::with_capacity(chunk.len());
                 for (i, a) in chunk {

@@ -142,6 +142,7 @@ fn check_record(r: &TaskRecord) -> Result<()> {
     if let Some(policy) = &r.retry {
         policy.validate()?;
     }
+    executor_core::queue::check_priority(r.priority)?;
     Ok(())
 }
 
@@ -172,6 +173,9 @@ fn fields(r: TaskRecord) -> Result<Vec<Value>> {
         ("l", r.lease_until.map(time)),
         ("q", r.cancel_requested.then(|| "1".to_owned())),
         ("k", r.debounce_key),
+        // Left out for the default queue and priority 0, as submit.lua does.
+        ("g", (!r.queue.is_default()).then(|| r.queue.to_string())),
+        ("v", (r.priority > 0).then(|| r.priority.to_string())),
     ];
     f.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, Value::from(v)))));
     if let Some(policy) = &r.retry {

@@ -11,7 +11,10 @@
 //!
 //! A waiter also sleeps at most until the earliest due time, measured on the
 //! store's clock (`peek.lua`) and timed locally, so a delayed task starts on
-//! time without anyone setting the marker.
+//! time without anyone setting the marker. A waiter that serves some queues
+//! only ([`RedisStorage::wait_for_queues`]) peeks at their levels only, and
+//! every waiter leaves paused queues out: their due tasks would end each
+//! wait at once and make the claimer spin.
 
 use std::{
     sync::{
@@ -21,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{Namespace, Result};
+use executor_core::{Namespace, QueueName, Result};
 use fred::{
     interfaces::{ClientLike, SortedSetsInterface},
     types::Value,
@@ -57,6 +60,17 @@ impl Drop for Waiting<'_> {
 
 impl RedisStorage {
     pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.wait_for_queues(ns, None, max_wait).await
+    }
+
+    /// Waits for a wake-up or the earliest due task of `queues` (`None`:
+    /// of every queue), paused queues left out.
+    pub(crate) async fn wait_for_queues(
+        &self,
+        ns: &Namespace,
+        queues: Option<&[QueueName]>,
+        max_wait: Duration,
+    ) -> Result<()> {
         let Watch { mut woken, waiters, wanted } = self.watcher(ns);
         waiters.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&waiters);
@@ -65,7 +79,14 @@ impl RedisStorage {
         let mut wait = max_wait;
         for p in 0..self.partitions() {
             let keys = self.keys(ns, p);
-            let args = vec![Value::from(keys.base.as_str()), Value::from("0")];
+            let mut args = vec![Value::from(keys.base.as_str()), Value::from("0")];
+            if let Some(queues) = queues {
+                if queues.is_empty() {
+                    // Nothing served: only a wake-up or the limit ends the wait.
+                    break;
+                }
+                args.extend(queues.iter().map(|q| Value::from(q.as_str())));
+            }
             let reply = array(self.run(&self.inner.scripts.peek, vec![keys.due().to_owned()], args).await?)?;
             let now_us = reply.first().and_then(text).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
             if let Some(first_ms) = reply.get(1).and_then(text).and_then(|t| t.parse::<f64>().ok()) {

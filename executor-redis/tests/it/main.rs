@@ -19,6 +19,7 @@ mod corrupt_lease;
 mod corrupt_schedule;
 mod corrupt_submit;
 mod partitioned;
+mod queues;
 mod restart;
 mod scripts;
 mod two_processes;

@@ -58,7 +58,8 @@ impl Scripts {
 
     async fn submit(&self, id: &str, nonce: &str) -> Result<Value, fred::error::Error> {
         let src = include_str!("../../lua/submit.lua");
-        self.call(src, &["1", id, "noop", "{}", "n", "0", "3", "", "", "", "p", "", "", "", nonce]).await
+        self.call(src, &["1", id, "noop", "{}", "n", "0", "3", "", "", "", "p", "", "", "", nonce, "", ""])
+            .await
     }
 
     async fn claim(&self, worker: &str, limit: &str, nonce: &str) -> Result<Value, fred::error::Error> {

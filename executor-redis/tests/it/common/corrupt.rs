@@ -165,12 +165,12 @@ impl Damage {
                 let state =
                     TaskState::from_str(&s).map_err(|_| format!("{id}: state `{s}` was never set aside"))?;
                 let index = match state {
-                    TaskState::Created | TaskState::Pending => "due",
-                    TaskState::Running => "lease",
-                    TaskState::Completed | TaskState::Cancelled => "done",
-                    _ => "dead",
+                    TaskState::Created | TaskState::Pending => self.waiting_index(&id).await?,
+                    TaskState::Running => "lease".to_owned(),
+                    TaskState::Completed | TaskState::Cancelled => "done".to_owned(),
+                    _ => "dead".to_owned(),
                 };
-                assert!(self.indexed(index, &id).await?, "{id} in {state} is not in the {index} index");
+                assert!(self.indexed(&index, &id).await?, "{id} in {state} is not in the {index} index");
                 state
             } else {
                 assert!(
@@ -196,6 +196,18 @@ impl Damage {
             "counts kept by the scripts vs the records"
         );
         Ok(())
+    }
+
+    /// The waiting index of a task hash: `due` for the default queue at
+    /// priority 0, else its level's `qd:<priority>:<queue>` (issue 16).
+    pub async fn waiting_index(&self, id: &str) -> TestResult<String> {
+        let gv: Vec<Option<String>> = self.redis.hmget(self.task_key(id), vec!["g", "v"]).await?;
+        let queue = gv.first().cloned().flatten().unwrap_or_else(|| "default".to_owned());
+        let priority = gv.get(1).cloned().flatten().unwrap_or_else(|| "0".to_owned());
+        if queue == "default" && priority == "0" {
+            return Ok("due".to_owned());
+        }
+        Ok(format!("qd:{priority}:{queue}"))
     }
 
     /// Runs `source` (prefixed with common.lua) with the partition's seven keys.
