@@ -22,12 +22,12 @@ use utoipa::ToSchema;
 /// | 413 | `payload_too_large` | body over the body limit, or payload over the client's limit |
 /// | 415 | `unsupported_media_type` | a JSON body without `Content-Type: application/json` |
 /// | 422 | `invalid_body` | JSON of the wrong shape |
-/// | 422 | `invalid` | a bad id, state, page size, cursor or option |
+/// | 422 | `invalid` | a bad id, queue name, state, page size, cursor or option |
 /// | 422 | `unknown_task` | no handler has this task name |
 /// | 422 | `bad_payload` | the payload does not encode |
 /// | 500 | `corrupt_record` | the store holds a record that does not parse: inspect it in the store or delete it |
 /// | 500 | `internal` | anything else (the message says what) |
-/// | 501 | `unsupported` | the store lacks the ability, e.g. a store that keeps no cron schedules |
+/// | 501 | `unsupported` | the store lacks the ability, e.g. a store that keeps no cron schedules or has no queue controls |
 /// | 503 | `store_unavailable` | the store failed or timed out; retry later |
 /// | 503 | `shutting_down` | the executor is stopping |
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -23,9 +23,9 @@
 //!
 //! | path (under the mount) | what |
 //! |---|---|
-//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures, cron schedules with pause/resume buttons |
+//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures, named queues and cron schedules with pause/resume buttons |
 //! | `GET /tasks/{id}` | a task's record |
-//! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue`, `POST /schedules/{name}/pause`, `/resume` | the dashboard's forms |
+//! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue`, `POST /schedules/{name}/pause`, `/resume`, `POST /queues/{name}/pause`, `/resume` | the dashboard's forms |
 //! | `POST /api/tasks` | submit `{name, payload, id?, delay_ms?, idempotent?}` |
 //! | `GET /api/tasks?state=&cursor=&limit=` | a page of tasks in a state, and the records in it that do not parse |
 //! | `GET /api/tasks/{id}`, `DELETE /api/tasks/{id}` | a task; delete it (any state, readable or not) |
@@ -34,6 +34,8 @@
 //! | `GET /api/counts`, `/api/info` | counts by state; namespace, leader, this worker |
 //! | `GET /api/schedules` | every cron schedule: definition, paused, last tick, next fire, last task and its state |
 //! | `POST /api/schedules/{name}/pause`, `/resume`; `DELETE /api/schedules/{name}` | pause, resume, remove a schedule |
+//! | `GET /api/queues` | every queue with waiting tasks or paused: waiting, due, oldest due time, latency (store now − oldest due), paused |
+//! | `POST /api/queues/{name}/pause`, `/resume` | pause or resume a queue on every process |
 //! | `GET /openapi.json` | the OpenAPI document of all of the above |
 //!
 //! Paths in the OpenAPI document are relative to the mount. Nested with
@@ -56,6 +58,7 @@ mod dashboard;
 mod error;
 mod metrics;
 mod openapi;
+mod queues;
 mod router;
 mod schedules;
 mod views;
@@ -70,7 +73,7 @@ pub use metrics_exporter_prometheus::{BuildError, PrometheusHandle};
 pub use openapi::ApiDoc;
 pub use router::{admin_router, admin_routes};
 pub use views::{
-    AnnouncedView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView,
+    AnnouncedView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView, QueueView,
     RequeueAllResponse, RequeueFailure, RequeueResponse, ScheduleDeleteResponse, ScheduleView, SubmitRequest,
     SubmitResponse, TaskView, UnreadableView, WorkerView,
 };

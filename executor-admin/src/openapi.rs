@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use crate::{ErrorBody, api, dashboard, schedules, views};
+use crate::{ErrorBody, api, dashboard, queues, schedules, views};
 
 /// The admin router's OpenAPI 3.1 document. Paths are relative to where
 /// the router is mounted.
@@ -13,7 +13,8 @@ use crate::{ErrorBody, api, dashboard, schedules, views};
     info(
         title = "Reliable Executor admin API",
         description = "Submit, inspect, cancel, requeue and delete tasks; counts and leadership; \
-                       list, pause, resume and remove cron schedules. \
+                       list, pause, resume and remove cron schedules; list, pause and resume named \
+                       queues. \
                        Errors are JSON `{code, message}` with stable codes. A stored record that \
                        does not parse is skipped by lists and bulk requeues and named in their \
                        `unreadable`; reading it answers `500 corrupt_record`; deleting it is the way out."
@@ -32,6 +33,9 @@ use crate::{ErrorBody, api, dashboard, schedules, views};
         schedules::pause,
         schedules::resume,
         schedules::delete,
+        queues::list,
+        queues::pause,
+        queues::resume,
         openapi_json,
         dashboard::overview,
         dashboard::task,
@@ -41,6 +45,8 @@ use crate::{ErrorBody, api, dashboard, schedules, views};
         dashboard::requeue_all,
         dashboard::schedules::pause,
         dashboard::schedules::resume,
+        dashboard::queues::pause,
+        dashboard::queues::resume,
     ),
     components(schemas(
         ErrorBody,
@@ -61,12 +67,14 @@ use crate::{ErrorBody, api, dashboard, schedules, views};
         views::AnnouncedView,
         views::ScheduleView,
         views::ScheduleDeleteResponse,
+        views::QueueView,
     )),
     tags(
         (name = "tasks", description = "Submit and inspect tasks"),
         (name = "dead letter", description = "FAILED, TIMEOUT and ERROR tasks: requeue them"),
         (name = "cluster", description = "Counts and leadership"),
         (name = "schedules", description = "Cron schedules: list, pause, resume, remove"),
+        (name = "queues", description = "Named queues: depth and latency; pause and resume fleet-wide"),
         (name = "dashboard", description = "HTML pages and their forms"),
         (name = "meta", description = "This document"),
     )

@@ -10,7 +10,7 @@ use axum::{
 };
 use executor_core::{MemoryStorage, storage::Storage};
 
-use crate::{Admin, ApiError, api, dashboard, openapi, schedules};
+use crate::{Admin, ApiError, api, dashboard, openapi, queues, schedules};
 
 struct Routes<S> {
     router: Router<Admin<S>>,
@@ -49,6 +49,9 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("POST", "/api/schedules/{name}/pause", schedules::pause::<S>)
         .add("POST", "/api/schedules/{name}/resume", schedules::resume::<S>)
         .add("DELETE", "/api/schedules/{name}", schedules::delete::<S>)
+        .add("GET", "/api/queues", queues::list::<S>)
+        .add("POST", "/api/queues/{name}/pause", queues::pause::<S>)
+        .add("POST", "/api/queues/{name}/resume", queues::resume::<S>)
         .add("GET", "/openapi.json", openapi::openapi_json)
         .add("GET", "/", dashboard::overview::<S>)
         .add("GET", "/tasks/{id}", dashboard::task::<S>)
@@ -58,6 +61,8 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("POST", "/dead-letter/requeue", dashboard::requeue_all::<S>)
         .add("POST", "/schedules/{name}/pause", dashboard::schedules::pause::<S>)
         .add("POST", "/schedules/{name}/resume", dashboard::schedules::resume::<S>)
+        .add("POST", "/queues/{name}/pause", dashboard::queues::pause::<S>)
+        .add("POST", "/queues/{name}/resume", dashboard::queues::resume::<S>)
 }
 
 /// The `(method, path)` of every route [`admin_router`] serves, paths

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use executor_core::{TaskRecord, TaskState, Unreadable, schedule::ScheduleInfo, storage::Leadership};
+use executor_core::{
+    QueueInfo, TaskRecord, TaskState, Timestamp, Unreadable, schedule::ScheduleInfo, storage::Leadership,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::{
     IntoParams, ToSchema,
@@ -96,6 +98,11 @@ pub struct TaskView {
     pub cancel_requested: bool,
     /// Debounce key, if submitted with one.
     pub debounce_key: Option<String>,
+    /// The queue it waits in (`default` unless its handler or submit named another).
+    pub queue: String,
+    /// Its priority within the queue, 0 to 9, higher claimed first.
+    #[schema(minimum = 0, maximum = 9)]
+    pub priority: u8,
 }
 
 impl From<TaskRecord> for TaskView {
@@ -122,6 +129,8 @@ impl From<TaskRecord> for TaskView {
             lease_until: t.lease_until.map(|t| t.as_millis()),
             cancel_requested: t.cancel_requested,
             debounce_key: t.debounce_key,
+            queue: t.queue.into(),
+            priority: t.priority,
         }
     }
 }
@@ -412,6 +421,43 @@ pub struct ScheduleDeleteResponse {
     pub name: String,
     /// Always `true`: a schedule that did not exist answers `404 not_found`.
     pub deleted: bool,
+}
+
+/// A named queue as the API shows it: one that has waiting tasks or is
+/// paused. Times are epoch milliseconds of the store's clock.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
+pub struct QueueView {
+    /// The queue's name.
+    pub queue: String,
+    /// Tasks waiting in it (`CREATED` or `PENDING`), due or not.
+    pub waiting: u64,
+    /// Of those, the ones due now.
+    pub due: u64,
+    /// The due time of its earliest waiting task that is due; `null` when
+    /// none is due.
+    pub oldest_due: Option<u64>,
+    /// How long that task has waited past its due time: the store's now
+    /// minus `oldest_due` (what to alert on); `null` when none is due.
+    pub latency_ms: Option<u64>,
+    /// Paused fleet-wide: no process claims its tasks until it is resumed.
+    pub paused: bool,
+}
+
+impl QueueView {
+    /// `info` seen at the store's `now` (needed only when a task is due).
+    pub(crate) fn new(info: QueueInfo, now: Option<Timestamp>) -> Self {
+        Self {
+            queue: info.queue.into(),
+            waiting: info.waiting,
+            due: info.due,
+            oldest_due: info.oldest_due.map(Timestamp::as_millis),
+            latency_ms: info
+                .oldest_due
+                .zip(now)
+                .map(|(due, now)| now.as_millis().saturating_sub(due.as_millis())),
+            paused: info.paused,
+        }
+    }
 }
 
 pub(crate) fn counts_view(counts: &executor_core::StateCounts) -> CountsView {

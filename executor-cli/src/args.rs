@@ -7,7 +7,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  not found (no task with that id, no schedule with that name)
-  2  usage or bad input (unknown flag, bad URL, id, state or duration; a refused transition)
+  2  usage or bad input (unknown flag, bad URL, id, queue name, state or duration; a refused transition)
   3  the store is unreachable or failing
   4  anything else (a corrupt record, a store without the ability asked for)";
 
@@ -62,6 +62,12 @@ pub(crate) enum Command {
         /// What to do to a schedule; without one, lists them.
         #[command(subcommand)]
         action: Option<ScheduleAction>,
+    },
+    /// The named queues with waiting tasks or paused; with a subcommand, pauses or resumes one.
+    Queues {
+        /// What to do to a queue; without one, lists them.
+        #[command(subcommand)]
+        action: Option<QueueAction>,
     },
     /// Prints a shell completion script: `rex completions bash > ~/.local/share/bash-completion/completions/rex`.
     Completions {
@@ -136,6 +142,21 @@ pub(crate) enum ScheduleAction {
     /// Removes a schedule (the tasks it submitted stay).
     Remove {
         /// The schedule's name.
+        name: String,
+    },
+}
+
+/// `rex queues <action>`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum QueueAction {
+    /// Pauses a queue on every process: none of its tasks starts until it is resumed.
+    Pause {
+        /// The queue's name.
+        name: String,
+    },
+    /// Resumes a paused queue: its tasks are claimed again, in order.
+    Resume {
+        /// The queue's name.
         name: String,
     },
 }

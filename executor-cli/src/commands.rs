@@ -138,11 +138,23 @@ pub(crate) async fn list(
         writeln!(out, "{}", serde_json::to_string(&tasks)?)?;
         return Ok(());
     }
-    let mut table = Table::new(&["ID", "NAME", "ATTEMPTS", "CREATED", "DUE", "FINISHED", "LAST ERROR"]);
+    let mut table = Table::new(&[
+        "ID",
+        "NAME",
+        "QUEUE",
+        "PRIORITY",
+        "ATTEMPTS",
+        "CREATED",
+        "DUE",
+        "FINISHED",
+        "LAST ERROR",
+    ]);
     for t in &tasks {
         table.row(vec![
             t.id.to_string(),
             t.name.clone(),
+            t.queue.to_string(),
+            t.priority.to_string(),
             format!("{}/{}", t.attempts, t.max_attempts),
             time(t.created_at),
             time(t.due_at),
@@ -183,6 +195,8 @@ pub(crate) async fn show(
         ("id", r.id.to_string()),
         ("name", r.name.clone()),
         ("state", r.state.to_string()),
+        ("queue", r.queue.to_string()),
+        ("priority", r.priority.to_string()),
         ("attempts", format!("{} of {}", r.attempts, r.max_attempts)),
         ("fence", r.fence.to_string()),
         ("created_at", time(r.created_at)),

@@ -14,6 +14,7 @@
 //! rex purge --state completed --older-than 7d [--yes]
 //! rex watch [--interval 1s] [--iterations N]   counts and rates, live
 //! rex schedules [pause|resume|remove NAME]
+//! rex queues [pause|resume NAME]               depth, latency, paused
 //! rex completions bash|zsh|fish
 //! ```
 //!
@@ -24,7 +25,7 @@
 //! |---|---|
 //! | 0 | success |
 //! | 1 | not found: no task with that id, no schedule with that name |
-//! | 2 | usage or bad input: a flag, URL, id, state or duration; a transition the task's state refuses; a purge not confirmed |
+//! | 2 | usage or bad input: a flag, URL, id, queue name, state or duration; a transition the task's state refuses; a purge not confirmed |
 //! | 3 | the store is unreachable or failing |
 //! | 4 | anything else: a corrupt record, a store without the ability asked for |
 //!
@@ -33,6 +34,7 @@
 mod args;
 mod commands;
 mod error;
+mod queues;
 mod schedules;
 mod table;
 mod watch;
@@ -81,6 +83,10 @@ async fn run(cli: &Cli, out: &mut dyn Write) -> CliResult {
         clap_complete::generate(shell, &mut Cli::command(), "rex", out);
         return Ok(());
     }
+    // A bad queue name is bad input whether or not the store answers.
+    if let Command::Queues { action: Some(action) } = &cli.command {
+        queues::check(action)?;
+    }
     let client = commands::connect(cli).await?;
     let json = cli.json;
     match &cli.command {
@@ -93,6 +99,7 @@ async fn run(cli: &Cli, out: &mut dyn Write) -> CliResult {
         Command::Purge(args) => commands::purge(&client, args, json, out).await,
         Command::Watch(args) => watch::run(&client, args, json, out).await,
         Command::Schedules { action } => schedules::run(&client, action.as_ref(), json, out).await,
+        Command::Queues { action } => queues::run(&client, action.as_ref(), json, out).await,
         Command::Completions { .. } => Ok(()),
     }
 }

@@ -49,6 +49,19 @@ pub(crate) fn time(t: Option<Timestamp>) -> String {
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A span of milliseconds for people: `420 ms`, `12.3 s`, `5 min 02 s`,
+/// `2 h 03 min`, `3 d 04 h`.
+pub(crate) fn millis(ms: u64) -> String {
+    let (s, m, h, d) = (ms / 1000, ms / 60_000, ms / 3_600_000, ms / 86_400_000);
+    match ms {
+        0..1_000 => format!("{ms} ms"),
+        1_000..60_000 => format!("{}.{} s", s, ms % 1000 / 100),
+        60_000..3_600_000 => format!("{m} min {:02} s", s % 60),
+        3_600_000..86_400_000 => format!("{h} h {:02} min", m % 60),
+        _ => format!("{d} d {:02} h", h % 24),
+    }
+}
+
 // Howard Hinnant's days-to-civil algorithm, for days since 1970-01-01.
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
@@ -125,6 +138,21 @@ mod tests {
         assert_eq!(time(Some(Timestamp::from_millis(0))), "1970-01-01 00:00:00 UTC");
         assert_eq!(time(Some(Timestamp::from_millis(1_798_761_599_000))), "2026-12-31 23:59:59 UTC");
         assert_eq!(time(None), "—");
+    }
+
+    #[test]
+    fn formats_spans_of_milliseconds() {
+        let cases = [
+            (0, "0 ms"),
+            (999, "999 ms"),
+            (12_345, "12.3 s"),
+            (302_000, "5 min 02 s"),
+            (7_380_000, "2 h 03 min"),
+            (273_600_000, "3 d 04 h"),
+        ];
+        for (ms, text) in cases {
+            assert_eq!(millis(ms), text, "{ms}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! Buttons are plain forms that POST and redirect back (303).
 
 mod html;
+pub(crate) mod queues;
 pub(crate) mod schedules;
 mod unreadable;
 
@@ -20,6 +21,7 @@ use serde::Deserialize;
 
 use crate::{Admin, ApiError, api, views::UnreadableView};
 use html::{esc, page, segment, time};
+use queues::queues_table;
 use schedules::schedules_table;
 use unreadable::{corrupt_page, delete_form, unreadable_table};
 
@@ -62,9 +64,9 @@ pub(crate) struct Notice {
     bad: Option<String>,
 }
 
-/// `GET /`: counts, the dead letter with requeue buttons, records that do
-/// not parse with delete buttons, recent failures, cron schedules with
-/// pause and resume buttons. A bad record is listed,
+/// `GET /`: counts, named queues with pause and resume buttons, the dead
+/// letter with requeue buttons, records that do not parse with delete
+/// buttons, recent failures, cron schedules with pause and resume buttons. A bad record is listed,
 /// never an error page (invariant 7).
 #[utoipa::path(get, path = "/", tag = "dashboard",
     params(
@@ -169,6 +171,8 @@ pub(crate) async fn overview<S: Storage>(
         );
     }
     b.push_str("</div>");
+
+    queues_table(&mut b, &base, crate::queues::views(&admin).await)?;
 
     let total_dead: u64 = TaskState::ALL.iter().filter(|s| s.is_dead_letter()).map(|s| counts.get(*s)).sum();
     let _ = write!(b, "<h2>Dead letter ({total_dead})");
@@ -300,9 +304,11 @@ pub(crate) async fn task<S: Storage>(
     }
     b.push_str(&delete_form(&action, &eid));
     let opt = |v: Option<&str>| v.map_or_else(|| "—".to_owned(), esc);
-    let rows: [(&str, String); 16] = [
+    let rows: [(&str, String); 18] = [
         ("Name", esc(&t.name)),
         ("State", t.state.as_str().to_owned()),
+        ("Queue", esc(t.queue.as_str())),
+        ("Priority", format!("{} (0 to 9, higher first)", t.priority)),
         ("Attempts", format!("{} of {}", t.attempts, t.max_attempts)),
         ("Last error", opt(t.last_error.as_deref())),
         ("Created", time(Some(t.created_at))),

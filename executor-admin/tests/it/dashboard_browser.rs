@@ -1,7 +1,8 @@
 //! The dashboard in a real browser: headless Chromium driven through
 //! chromedriver opens the page, clicks "Requeue" on a dead-lettered task
-//! and sees it leave the dead letter, then clicks "Pause" on a cron
-//! schedule and sees it paused through the API. `scripts/test.d/chromium.sh` installs
+//! and sees it leave the dead letter, clicks "Pause" on a cron schedule
+//! and sees it paused through the API, then pauses and resumes a named
+//! queue with its buttons and sees both on the page and through the API. `scripts/test.d/chromium.sh` installs
 //! both; set `UPDATE_SCREENSHOT=1` to refresh `docs/dashboard.png`.
 
 use std::{
@@ -103,6 +104,16 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
     .await?;
 
     exec.schedules().put(Schedule::new("nightly", "echo", "0 0 2 * * *", "Europe/Berlin")?).await?;
+    // Mail waits in a queue this executor does not serve: due, so its
+    // latency grows.
+    for (n, priority) in [(1, 5), (2, 0), (3, 0)] {
+        TaskBuilder::new("echo", n, TaskOptions::new())
+            .id(format!("mail-{n}"))
+            .queue("emails")
+            .priority(priority)
+            .submit(&exec)
+            .await?;
+    }
 
     let app = axum::Router::new().nest("/admin", executor_admin::admin_router(&exec));
     let api = app.clone();
@@ -199,6 +210,41 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
             (StatusCode::OK, &"nightly".into(), &true.into())
         );
         browser.find(Locator::Css("button[data-resume='nightly']")).await?;
+
+        // The Queues section: the waiting mail, then Pause and Resume, each
+        // seen on the page and through the API.
+        let row = browser.find(Locator::Css("#queues tr[data-queue='emails']")).await?.text().await?;
+        assert!(row.starts_with("emails 3 3 ") && row.contains("active"), "row: {row}");
+        for (button, notice, paused) in
+            [("pause", "Paused queue emails.", true), ("resume", "Resumed queue emails.", false)]
+        {
+            let selector = format!("#queues button[data-{button}='emails']");
+            browser.find(Locator::Css(&selector)).await?.click().await?;
+            eventually(notice, Duration::from_secs(10), || {
+                let browser = browser.clone();
+                async move {
+                    let notices = browser.find_all(Locator::Id("notice")).await?;
+                    Ok(match notices.first() {
+                        Some(n) => n.text().await? == notice,
+                        None => false,
+                    })
+                }
+            })
+            .await?;
+            let row = browser.find(Locator::Css("#queues tr[data-queue='emails']")).await?;
+            let (flag, text) = (row.attr("data-paused").await?, row.text().await?);
+            assert_eq!(flag.as_deref(), Some(if paused { "true" } else { "false" }), "row: {text}");
+            assert!(text.contains(if paused { "paused" } else { "active" }), "row: {text}");
+            let (status, listed) = json(&api, "GET", "/admin/api/queues", None).await?;
+            let emails = listed
+                .as_array()
+                .and_then(|l| l.iter().find(|q| q["queue"] == "emails"))
+                .ok_or_else(|| format!("no emails queue in {listed}"))?;
+            assert_eq!(
+                (status, &emails["paused"], &emails["waiting"]),
+                (StatusCode::OK, &paused.into(), &3.into())
+            );
+        }
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     }
     .await;

@@ -11,7 +11,7 @@ use std::{
 
 use axum::{Router, http::StatusCode};
 use executor_admin::{ApiDoc, admin_router};
-use executor_core::{MAX_ID_LEN, RunningExecutor, TaskId, TaskState};
+use executor_core::{MAX_ID_LEN, MAX_QUEUE_LEN, QueueName, RunningExecutor, TaskId, TaskState};
 use serde_json::Value;
 use utoipa::OpenApi as _;
 
@@ -62,8 +62,8 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
     let long = "x".repeat(MAX_ID_LEN + 1);
     // Existing, dead-lettered, corrupt, missing, whitespace, control, not UTF-8, too long.
     let ids = ["order-7", "crm-1", CORRUPT, "nobody", "a%20b", "a%01b", "%FF%FE", "%E2%80%A8", long.as_str()];
-    // Schedule names: plain, odd, not UTF-8. None exists: these probe 404
-    // (or 501 from a store without schedules) and 422.
+    // Schedule and queue names: plain, odd, not UTF-8. No schedule exists:
+    // these probe 404 and 422; the store has no queue controls: 501 and 422.
     let names = ["nightly", "a%20b", "%40x", "%FF%FE"];
     let queries = [
         "",
@@ -255,5 +255,37 @@ fn documented_parameter_rules_are_the_servers() -> BoxResult {
     );
     let requeue = &doc["paths"]["/api/dead-letter/requeue"]["post"]["parameters"][0]["schema"];
     assert_eq!((requeue["minimum"].as_u64(), requeue["maximum"].as_u64()), (Some(1), Some(10_000)));
+
+    // The queue name of the API's pause and resume is QueueName's rule.
+    for action in ["pause", "resume"] {
+        let path = format!("/api/queues/{{name}}/{action}");
+        let s = &doc["paths"][path.as_str()]["post"]["parameters"][0]["schema"];
+        assert_eq!((s["minLength"].as_u64(), s["maxLength"].as_u64()), (Some(1), Some(MAX_QUEUE_LEN as u64)));
+        let class = s["pattern"]
+            .as_str()
+            .and_then(|p| p.strip_prefix("^[")?.strip_suffix("]+$"))
+            .ok_or_else(|| format!("unexpected queue name pattern: {s}"))?;
+        let chars: Vec<char> = class.chars().collect();
+        let allowed = |c: char| {
+            let mut i = 0;
+            while i < chars.len() {
+                if i + 2 < chars.len() && chars[i + 1] == '-' {
+                    if (chars[i]..=chars[i + 2]).contains(&c) {
+                        return true;
+                    }
+                    i += 3;
+                } else {
+                    if chars[i] == c {
+                        return true;
+                    }
+                    i += 1;
+                }
+            }
+            false
+        };
+        for c in (0..=0x2FF).filter_map(char::from_u32) {
+            assert_eq!(allowed(c), QueueName::new(c.to_string()).is_ok(), "U+{:04X} in {path}", u32::from(c));
+        }
+    }
     Ok(())
 }

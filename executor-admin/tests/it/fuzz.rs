@@ -40,6 +40,11 @@ fn path() -> impl Strategy<Value = String> {
         segment().prop_map(|s| format!("/schedules/{s}/pause")),
         segment().prop_map(|s| format!("/schedules/{s}/resume")),
         Just("/api/schedules".to_owned()),
+        segment().prop_map(|s| format!("/api/queues/{s}/pause")),
+        segment().prop_map(|s| format!("/api/queues/{s}/resume")),
+        segment().prop_map(|s| format!("/queues/{s}/pause")),
+        segment().prop_map(|s| format!("/queues/{s}/resume")),
+        Just("/api/queues".to_owned()),
         query.prop_map(|q| format!("/api/tasks?{q}")),
         (segment(), "-?[0-9]{0,25}", segment())
             .prop_map(|(s, l, c)| format!("/api/tasks?state={s}&limit={l}&cursor={c}")),

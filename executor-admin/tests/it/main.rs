@@ -16,5 +16,6 @@ mod documented_statuses;
 mod fuzz;
 mod metrics_scrape;
 mod openapi;
+mod queues;
 mod schedules;
 mod unreadable;

@@ -1,7 +1,7 @@
-//! [`NoSchedules`]: a [`MemoryStorage`] that keeps no cron schedules, the
-//! way a store looks whose driver never implemented them: every schedule
-//! method is the trait's default (`Error::Unsupported`). Everything else
-//! is forwarded.
+//! [`NoSchedules`]: a [`MemoryStorage`] that keeps no cron schedules and
+//! has no queue controls, the way a store looks whose driver never
+//! implemented them: every schedule and queue method is the trait's
+//! default (`Error::Unsupported`). Everything else is forwarded.
 
 use std::time::Duration;
 
