@@ -330,8 +330,6 @@ fn mariadb() {
 }
 
 #[test]
-#[ignore = "waiting for the Redis driver's queues (issue 16): until it lands, RedisStorage answers \
-            `unsupported` to queues and pause_queue; run with --ignored once it has"]
 fn redis_queues() {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
     queue_tour(&Store::connect(&url, "Start Redis, or run `scripts/test.sh`; REDIS_URL points elsewhere."));
