@@ -109,6 +109,17 @@ struct Args {
     /// Claim batch of every executor (default: the runtime's, 64).
     #[arg(long)]
     claim_batch: Option<usize>,
+    /// Spread the tasks over this many queues (q0, q1, ..) served with
+    /// weights N, N-1, .., 1; 0 (default) is the plain default queue.
+    #[arg(long, default_value_t = 0)]
+    queues: usize,
+    /// A fleet-wide concurrency limit on each of those queues.
+    #[arg(long)]
+    limit_concurrency: Option<u32>,
+    /// A fleet-wide rate limit on each of those queues, starts per second
+    /// (bucket of the same size).
+    #[arg(long)]
+    limit_rate: Option<u32>,
     /// Internal: run as the worker child of the RSS phase.
     #[arg(long, hide = true)]
     worker_ns: Option<String>,
@@ -131,6 +142,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(n) = args.claim_batch {
         let _ = phases::CLAIM_BATCH.set(n);
     }
+    if args.queues > 64
+        || (args.queues == 0 && (args.limit_concurrency.is_some() || args.limit_rate.is_some()))
+    {
+        return Err("--queues is 1..=64 with limits (they apply to the queues it makes), 0 without".into());
+    }
+    let _ = phases::FLOW.set(phases::Flow {
+        queues: args.queues,
+        concurrency: args.limit_concurrency,
+        rate: args.limit_rate,
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     runtime.block_on(async move {
         if let Some(ns) = args.worker_ns.clone() {

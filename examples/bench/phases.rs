@@ -10,7 +10,8 @@ use std::{
 };
 
 use executor_core::{
-    Client, Executor, ExecutorBuilder, Handler, Namespace, Submit, TaskContext, TaskId, Timestamp,
+    Client, Executor, ExecutorBuilder, Handler, Namespace, QueueLimits, QueueName, RateLimit, Submit,
+    TaskContext, TaskId, Timestamp,
     storage::{Due, NewTask},
 };
 
@@ -51,7 +52,15 @@ pub(crate) async fn preload<S: Backend>(
                     return Ok::<_, executor_core::Error>(());
                 }
                 let k = batch.min(n - from);
-                let tasks = (0..k).map(|_| noop("noop", b"null".to_vec(), Due::Now)).collect();
+                let tasks = (0..k)
+                    .map(|j| {
+                        let mut t = noop("noop", b"null".to_vec(), Due::Now);
+                        if let Some(q) = queue_of(from + j) {
+                            t.queue = q;
+                        }
+                        t
+                    })
+                    .collect();
                 for r in storage.submit_many(&ns, tasks).await? {
                     r?;
                 }
@@ -64,12 +73,65 @@ pub(crate) async fn preload<S: Backend>(
     Ok(started.elapsed())
 }
 
+/// `--queues`, `--limit-concurrency`, `--limit-rate`, set once by `main`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Flow {
+    pub(crate) queues: usize,
+    pub(crate) concurrency: Option<u32>,
+    pub(crate) rate: Option<u32>,
+}
+
+pub(crate) static FLOW: std::sync::OnceLock<Flow> = std::sync::OnceLock::new();
+
+fn flow() -> Flow {
+    FLOW.get().copied().unwrap_or_default()
+}
+
+/// The queue of the `i`th pre-loaded task: round robin over `--queues`.
+fn queue_of(i: usize) -> Option<QueueName> {
+    let n = flow().queues;
+    (n > 0).then(|| QueueName::new(format!("q{}", i % n)).unwrap_or_default())
+}
+
+/// Sets the `--limit-*` limits on every `--queues` queue; a label for the
+/// report line.
+pub(crate) async fn apply_limits<S: Backend>(storage: &S, ns: &Namespace) -> Res<String> {
+    let f = flow();
+    if f.queues == 0 {
+        return Ok(String::new());
+    }
+    let mut limits = QueueLimits::new();
+    if let Some(c) = f.concurrency {
+        limits = limits.concurrency(c);
+    }
+    if let Some(r) = f.rate {
+        limits = limits.rate(RateLimit::per_second(r)?);
+    }
+    if !limits.is_none() {
+        for i in 0..f.queues {
+            storage.set_queue_limits(ns, &QueueName::new(format!("q{i}"))?, &limits).await?;
+        }
+    }
+    let mut label = format!(", {} weighted queues", f.queues);
+    if let Some(c) = f.concurrency {
+        label.push_str(&format!(", concurrency limit {c} each"));
+    }
+    if let Some(r) = f.rate {
+        label.push_str(&format!(", rate limit {r}/s each"));
+    }
+    Ok(label)
+}
+
 /// `--claim-batch`, set once by `main`.
 pub(crate) static CLAIM_BATCH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
 
 /// An executor builder with the benchmark's settings.
 pub(crate) fn builder<S: Backend>(storage: S) -> ExecutorBuilder<S> {
-    let b = Executor::builder(storage);
+    let n = flow().queues;
+    let mut b = Executor::builder(storage);
+    if n > 0 {
+        b = b.queues((0..n).map(|i| (format!("q{i}"), u32::try_from(n - i).unwrap_or(1))));
+    }
     match CLAIM_BATCH.get() {
         Some(&n) => b.claim_batch(n),
         None => b,
@@ -242,9 +304,10 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
             let n = if c == 1 { args.backlog.min(args.backlog_c1) } else { args.backlog };
             let ns = namespace(&format!("c{c}"))?;
             preload(&storage, &ns, n, args.batch_size).await?;
+            let flow = apply_limits(&storage, &ns).await?;
             let (r, cpu) = process(&storage, &ns, c, n).await?;
             println!(
-                "process   backlog {n}, concurrency {c}: {r:.0} tasks/s{}{}",
+                "process   backlog {n}, concurrency {c}{flow}: {r:.0} tasks/s{}{}",
                 ratio(r, set_rps),
                 server_time(cpu, set_cpu)
             );
