@@ -84,6 +84,9 @@ pub const QUEUE_PAUSED: &str = "reliable_executor_queue_paused";
 /// Gauge: tasks of a queue running now across the fleet (what a
 /// concurrency limit counts).
 pub const QUEUE_RUNNING: &str = "reliable_executor_queue_running";
+/// Gauge: claims a queue's limit cut short while it had more due tasks, a
+/// running total kept by the store (use `rate()` or `increase()` on it).
+pub const QUEUE_THROTTLED: &str = "reliable_executor_queue_throttled_claims";
 
 /// Registers help text and units for every metric. The executor calls it
 /// at build time; call it yourself before scraping from a producer-only process.
@@ -253,13 +256,20 @@ pub(crate) fn queues(
     now: crate::Timestamp,
     seen: &mut std::collections::BTreeSet<crate::QueueName>,
 ) {
-    let set = |q: &crate::QueueName, depth: f64, due: f64, latency: f64, paused: f64, running: f64| {
+    let set = |q: &crate::QueueName,
+               depth: f64,
+               due: f64,
+               latency: f64,
+               paused: f64,
+               running: f64,
+               throttled: f64| {
         let labels = [("namespace", ns.as_str().to_owned()), ("queue", q.as_str().to_owned())];
         gauge!(QUEUE_DEPTH, &labels).set(depth);
         gauge!(QUEUE_DUE, &labels).set(due);
         gauge!(QUEUE_LATENCY_SECONDS, &labels).set(latency);
         gauge!(QUEUE_PAUSED, &labels).set(paused);
         gauge!(QUEUE_RUNNING, &labels).set(running);
+        gauge!(QUEUE_THROTTLED, &labels).set(throttled);
     };
     let mut now_seen = std::collections::BTreeSet::new();
     for q in queues {
@@ -271,11 +281,12 @@ pub(crate) fn queues(
             latency,
             if q.paused { 1.0 } else { 0.0 },
             q.running as f64,
+            q.throttled as f64,
         );
         now_seen.insert(q.queue.clone());
     }
     for gone in seen.difference(&now_seen) {
-        set(gone, 0.0, 0.0, 0.0, 0.0, 0.0);
+        set(gone, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     }
     *seen = now_seen;
 }

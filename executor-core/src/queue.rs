@@ -555,6 +555,11 @@ pub struct QueueInfo {
     /// Its fleet-wide limits.
     #[serde(default)]
     pub limits: QueueLimits,
+    /// Claims that a limit cut short while the queue had more due tasks,
+    /// counted by the store since the queue's limits were first set (a
+    /// running total across the fleet).
+    #[serde(default)]
+    pub throttled: u64,
 }
 
 impl QueueInfo {
@@ -568,6 +573,7 @@ impl QueueInfo {
             paused: false,
             running: 0,
             limits: QueueLimits::new(),
+            throttled: 0,
         }
     }
 }

@@ -71,6 +71,8 @@ pub(super) struct Limited {
     /// Tokens left as of `at`.
     tokens: f64,
     at: Timestamp,
+    /// Claims a limit cut short while due tasks remained.
+    throttled: u64,
 }
 
 /// A stored task and the sequence number it was indexed with.
@@ -234,9 +236,14 @@ impl Space {
             Some(l) => l.allowance(running, now),
         };
         let before = out.len();
-        self.take(queue, upto.min(before.saturating_add(allowed)), now, worker, lease, out);
+        let capped = upto.min(before.saturating_add(allowed));
+        self.take(queue, capped, now, worker, lease, out);
+        let cut = capped < upto && out.len() == capped && self.idx.first_due(queue, now).is_some();
         if let Some(l) = self.limits.get_mut(queue) {
             l.spend(out.len() - before);
+            if cut {
+                l.throttled += 1;
+            }
         }
     }
 
@@ -273,6 +280,7 @@ impl Space {
             self.limits.remove(queue);
             return;
         }
+        let throttled = self.limits.get(queue).map_or(0, |l| l.throttled);
         let tokens = match (self.limits.get_mut(queue), limits.rate) {
             (Some(old), Some(rate)) if old.limits.rate.is_some() => {
                 old.refill(now);
@@ -281,7 +289,7 @@ impl Space {
             (_, Some(rate)) => f64::from(rate.burst),
             (_, None) => 0.0,
         };
-        self.limits.insert(queue.clone(), Limited { limits, tokens, at: now });
+        self.limits.insert(queue.clone(), Limited { limits, tokens, at: now, throttled });
     }
 
     /// Claims due tasks of `queue` into `out` until it holds `upto`.
@@ -335,7 +343,9 @@ impl Space {
             out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone())).running = *n;
         }
         for (queue, l) in &self.limits {
-            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone())).limits = l.limits;
+            let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue.clone()));
+            info.limits = l.limits;
+            info.throttled = l.throttled;
         }
         out.into_values().collect()
     }

@@ -52,16 +52,5 @@ mod four_partitions {
     executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);
     executor_core::schedule_conformance_tests!(fresh_partitioned, cleanup);
     // Less `queue_priority_order`, as in tests/it/partitioned.rs.
-    executor_core::__storage_conformance_tests! {
-        fresh_partitioned, cleanup;
-        queue_claims_only_named_queues,
-        queue_plan_quotas_then_fill,
-        queue_weighted_claims_match_weights,
-        queue_pause_stops_claims_and_resume_restarts,
-        queue_stats,
-        queue_kept_through_every_return,
-        queue_cancel_and_delete_leave_it,
-        queue_wait_ignores_other_and_paused_queues,
-        queue_bad_priority_refused,
-    }
+    executor_core::queue_conformance_tests!(fresh_partitioned, cleanup, except(queue_priority_order));
 }

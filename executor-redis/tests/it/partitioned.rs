@@ -33,20 +33,8 @@ executor_core::storage_conformance_tests!(
 executor_core::schedule_conformance_tests!(fresh, common::cleanup);
 // The queue checks less `queue_priority_order`: priority, like earliest due,
 // orders the claims of one partition (and each batch), not claims one by one
-// across partitions. `queue_conformance_tests!` takes no `except(..)`, so its
-// checks are listed here.
-executor_core::__storage_conformance_tests! {
-    fresh, common::cleanup;
-    queue_claims_only_named_queues,
-    queue_plan_quotas_then_fill,
-    queue_weighted_claims_match_weights,
-    queue_pause_stops_claims_and_resume_restarts,
-    queue_stats,
-    queue_kept_through_every_return,
-    queue_cancel_and_delete_leave_it,
-    queue_wait_ignores_other_and_paused_queues,
-    queue_bad_priority_refused,
-}
+// across partitions.
+executor_core::queue_conformance_tests!(fresh, common::cleanup, except(queue_priority_order));
 
 /// Repeats of one debounce key with a fresh id each (what
 /// `TaskBuilder::debounce` without `.id(..)` sends) coalesce into one task
