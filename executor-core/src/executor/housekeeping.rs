@@ -114,6 +114,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
     let mut trim_backlog = false;
     let mut last_counts: Option<Instant> = None;
     let mut queues_seen = std::collections::BTreeSet::new();
+    let mut queues_next = Instant::now();
     let mut names: Vec<String> = shared.executor.registry().names().into_iter().map(str::to_owned).collect();
     names.sort();
     let mut last_announce: Option<Instant> = None;
@@ -189,7 +190,13 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
                 Ok(c) => m::task_counts(&ns, &c),
                 Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
             }
-            sample_queues(&*storage, &ns, &mut queues_seen).await;
+            if now >= queues_next {
+                // A store that counts queues by scanning (SQL, with a large
+                // backlog) is sampled less often: at most 5 % of the time.
+                let started = Instant::now();
+                sample_queues(&*storage, &ns, &mut queues_seen).await;
+                queues_next = Instant::now() + started.elapsed().saturating_mul(20);
+            }
             match storage.workers(&ns).await {
                 Ok(workers) => {
                     let sets = WorkerInfo::handler_sets(&workers);
