@@ -27,7 +27,7 @@ use utoipa::ToSchema;
 /// | 422 | `bad_payload` | the payload does not encode |
 /// | 500 | `corrupt_record` | the store holds a record that does not parse: inspect it in the store or delete it |
 /// | 500 | `internal` | anything else (the message says what) |
-/// | 501 | `unsupported` | the store lacks the ability, e.g. a store that keeps no cron schedules or has no queue controls |
+/// | 501 | `unsupported` | the store lacks the ability, e.g. a store that keeps no cron schedules, has no queue controls or no queue limits |
 /// | 503 | `store_unavailable` | the store failed or timed out; retry later |
 /// | 503 | `shutting_down` | the executor is stopping |
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -23,9 +23,9 @@
 //!
 //! | path (under the mount) | what |
 //! |---|---|
-//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures, named queues and cron schedules with pause/resume buttons |
+//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures, named queues with pause/resume buttons and a limits form, cron schedules with pause/resume buttons |
 //! | `GET /tasks/{id}` | a task's record |
-//! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue`, `POST /schedules/{name}/pause`, `/resume`, `POST /queues/{name}/pause`, `/resume` | the dashboard's forms |
+//! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue`, `POST /schedules/{name}/pause`, `/resume`, `POST /queues/{name}/pause`, `/resume`, `/limits` | the dashboard's forms |
 //! | `POST /api/tasks` | submit `{name, payload, id?, delay_ms?, idempotent?}` |
 //! | `GET /api/tasks?state=&cursor=&limit=` | a page of tasks in a state, and the records in it that do not parse |
 //! | `GET /api/tasks/{id}`, `DELETE /api/tasks/{id}` | a task; delete it (any state, readable or not) |
@@ -34,8 +34,9 @@
 //! | `GET /api/counts`, `/api/info` | counts by state; namespace, leader, this worker |
 //! | `GET /api/schedules` | every cron schedule: definition, paused, last tick, next fire, last task and its state |
 //! | `POST /api/schedules/{name}/pause`, `/resume`; `DELETE /api/schedules/{name}` | pause, resume, remove a schedule |
-//! | `GET /api/queues` | every queue with waiting tasks or paused: waiting, due, oldest due time, latency (store now − oldest due), paused |
+//! | `GET /api/queues` | every queue with waiting or running tasks, paused or limited: waiting, due, oldest due time, latency (store now − oldest due), paused, running, limits, throttled claims |
 //! | `POST /api/queues/{name}/pause`, `/resume` | pause or resume a queue on every process |
+//! | `PUT /api/queues/{name}/limits` | set or clear a queue's fleet-wide limits `{concurrency?, rate?: {starts, per_ms, burst?}}` |
 //! | `GET /openapi.json` | the OpenAPI document of all of the above |
 //!
 //! Paths in the OpenAPI document are relative to the mount. Nested with
@@ -56,6 +57,7 @@ mod admin;
 mod api;
 mod dashboard;
 mod error;
+mod limits;
 mod metrics;
 mod openapi;
 mod queues;
@@ -65,6 +67,7 @@ mod views;
 
 pub use admin::{Admin, DEFAULT_BODY_LIMIT};
 pub use error::{ApiError, ErrorBody};
+pub use limits::{QueueLimitsRequest, QueueLimitsView, RateLimitRequest, RateLimitView};
 pub use metrics::{
     LATENCY_BUCKETS, UPKEEP_INTERVAL, install_prometheus, install_prometheus_listener, metrics_router,
     prometheus_builder,

@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use crate::{ErrorBody, api, dashboard, queues, schedules, views};
+use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
 
 /// The admin router's OpenAPI 3.1 document. Paths are relative to where
 /// the router is mounted.
@@ -14,7 +14,7 @@ use crate::{ErrorBody, api, dashboard, queues, schedules, views};
         title = "Reliable Executor admin API",
         description = "Submit, inspect, cancel, requeue and delete tasks; counts and leadership; \
                        list, pause, resume and remove cron schedules; list, pause and resume named \
-                       queues. \
+                       queues and set their fleet-wide limits. \
                        Errors are JSON `{code, message}` with stable codes. A stored record that \
                        does not parse is skipped by lists and bulk requeues and named in their \
                        `unreadable`; reading it answers `500 corrupt_record`; deleting it is the way out."
@@ -36,6 +36,7 @@ use crate::{ErrorBody, api, dashboard, queues, schedules, views};
         queues::list,
         queues::pause,
         queues::resume,
+        queues::put_limits,
         openapi_json,
         dashboard::overview,
         dashboard::task,
@@ -47,6 +48,7 @@ use crate::{ErrorBody, api, dashboard, queues, schedules, views};
         dashboard::schedules::resume,
         dashboard::queues::pause,
         dashboard::queues::resume,
+        dashboard::queues::limits,
     ),
     components(schemas(
         ErrorBody,
@@ -68,13 +70,17 @@ use crate::{ErrorBody, api, dashboard, queues, schedules, views};
         views::ScheduleView,
         views::ScheduleDeleteResponse,
         views::QueueView,
+        limits::QueueLimitsView,
+        limits::RateLimitView,
+        limits::QueueLimitsRequest,
+        limits::RateLimitRequest,
     )),
     tags(
         (name = "tasks", description = "Submit and inspect tasks"),
         (name = "dead letter", description = "FAILED, TIMEOUT and ERROR tasks: requeue them"),
         (name = "cluster", description = "Counts and leadership"),
         (name = "schedules", description = "Cron schedules: list, pause, resume, remove"),
-        (name = "queues", description = "Named queues: depth and latency; pause and resume fleet-wide"),
+        (name = "queues", description = "Named queues: depth, latency, running tasks; pause, resume and limits fleet-wide"),
         (name = "dashboard", description = "HTML pages and their forms"),
         (name = "meta", description = "This document"),
     )

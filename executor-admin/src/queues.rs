@@ -1,19 +1,24 @@
 //! The JSON admin API of named queues (issue 16): list them with their
-//! depth and latency, pause and resume one. A store without queue controls
-//! answers `501 unsupported` on each.
+//! depth, latency, running tasks and limits; pause and resume one; set or
+//! clear its fleet-wide limits. A store without queue controls (or, for
+//! the limits, without queue limits) answers `501 unsupported`.
 
 use axum::{
     Json,
-    extract::{Path, State, rejection::PathRejection},
+    extract::{
+        Path, State,
+        rejection::{JsonRejection, PathRejection},
+    },
+    http::StatusCode,
 };
-use executor_core::{QueueInfo, QueueName, Result, storage::Storage};
+use executor_core::{QueueInfo, QueueLimits, QueueName, Result, storage::Storage};
 
-use crate::{Admin, ApiError, ErrorBody, views::QueueView};
+use crate::{Admin, ApiError, ErrorBody, limits::QueueLimitsRequest, views::QueueView};
 
 type ApiResult<T> = std::result::Result<T, ApiError>;
 
-/// Every queue of the namespace that has waiting tasks or is paused, by
-/// name, with its latency on the store's clock (due times are on it too).
+/// Every queue of the namespace that has waiting or running tasks, is
+/// paused or has limits, by name, with its latency on the store's clock (due times are on it too).
 /// The clock is read only when some queue has a due task.
 pub(crate) async fn views<S: Storage>(admin: &Admin<S>) -> Result<Vec<QueueView>> {
     let client = admin.client();
@@ -26,11 +31,12 @@ pub(crate) async fn views<S: Storage>(admin: &Admin<S>) -> Result<Vec<QueueView>
     Ok(listed.into_iter().map(|q| QueueView::new(q, now)).collect())
 }
 
-/// Every queue that has waiting tasks or is paused.
+/// Every queue that has waiting or running tasks, is paused or has limits.
 #[utoipa::path(get, path = "/api/queues", tag = "queues",
     responses(
-        (status = 200, description = "Every queue with waiting tasks or paused, by name: depth, due tasks, \
-            the oldest due time and its latency, paused", body = [QueueView]),
+        (status = 200, description = "Every queue with waiting or running tasks, paused or limited, by \
+            name: depth, due tasks, the oldest due time and its latency, paused, running tasks, limits and \
+            throttled claims", body = [QueueView]),
         (status = 501, description = "`unsupported`: the store has no queue controls", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
@@ -93,6 +99,57 @@ pub(crate) async fn set_paused<S: Storage>(
     } else {
         client.resume_queue(queue.as_str()).await?;
     }
+    view(admin, queue).await
+}
+
+/// Set or clear a queue's fleet-wide limits.
+#[utoipa::path(put, path = "/api/queues/{name}/limits", tag = "queues",
+    params(("name" = String, Path, description = "Queue name: 1 to 64 ASCII letters, digits, `-`, `_`, `.` or `:`",
+        min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.:-]+$")),
+    request_body(content = QueueLimitsRequest, description = "The limits from now on, replacing the queue's: \
+        `{\"concurrency\": 4, \"rate\": {\"starts\": 50, \"per_ms\": 1000, \"burst\": 50}}`; a limit left out \
+        is removed, `{}` removes both"),
+    responses(
+        (status = 200, description = "Set, enforced from every process's next claim on; the queue now",
+            body = QueueView),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Body without `Content-Type: application/json`", body = ErrorBody),
+        (status = 422, description = "`invalid`: not a valid queue name, or a limit out of range (the message \
+            names it); `invalid_body`: JSON of the wrong shape", body = ErrorBody),
+        (status = 501, description = "`unsupported`: the store has no queue limits", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn put_limits<S: Storage>(
+    State(admin): State<Admin<S>>,
+    path: std::result::Result<Path<String>, PathRejection>,
+    body: std::result::Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
+) -> ApiResult<Json<QueueView>> {
+    // The name first: a bad name is a bad name whatever the body.
+    let Path(name) = path?;
+    let queue = QueueName::new(name)?;
+    // An object only: serde would read `[]` as a struct with every field
+    // left out, which here would clear the limits.
+    let Json(object) = body?;
+    let req: QueueLimitsRequest = serde_json::from_value(serde_json::Value::Object(object))
+        .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_body", e.to_string()))?;
+    set_limits(&admin, queue, req.limits()?).await.map(Json)
+}
+
+/// Sets (or, with no limit in `limits`, clears) `queue`'s limits and reads
+/// the queue back.
+pub(crate) async fn set_limits<S: Storage>(
+    admin: &Admin<S>,
+    queue: QueueName,
+    limits: QueueLimits,
+) -> ApiResult<QueueView> {
+    admin.client().set_queue_limits(queue.as_str(), limits).await?;
+    view(admin, queue).await
+}
+
+/// `queue` as the store lists it now. A queue the store no longer lists
+/// (no task, not paused, no limits) reads as empty.
+async fn view<S: Storage>(admin: &Admin<S>, queue: QueueName) -> ApiResult<QueueView> {
     let found = views(admin).await?.into_iter().find(|v| v.queue == queue.as_str());
     Ok(found.unwrap_or_else(|| QueueView::new(QueueInfo::new(queue), None)))
 }

@@ -25,6 +25,7 @@ impl<S: Storage> Routes<S> {
     {
         let filter = match method {
             "POST" => MethodFilter::POST,
+            "PUT" => MethodFilter::PUT,
             "DELETE" => MethodFilter::DELETE,
             _ => MethodFilter::GET,
         };
@@ -52,6 +53,7 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("GET", "/api/queues", queues::list::<S>)
         .add("POST", "/api/queues/{name}/pause", queues::pause::<S>)
         .add("POST", "/api/queues/{name}/resume", queues::resume::<S>)
+        .add("PUT", "/api/queues/{name}/limits", queues::put_limits::<S>)
         .add("GET", "/openapi.json", openapi::openapi_json)
         .add("GET", "/", dashboard::overview::<S>)
         .add("GET", "/tasks/{id}", dashboard::task::<S>)
@@ -63,6 +65,7 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("POST", "/schedules/{name}/resume", dashboard::schedules::resume::<S>)
         .add("POST", "/queues/{name}/pause", dashboard::queues::pause::<S>)
         .add("POST", "/queues/{name}/resume", dashboard::queues::resume::<S>)
+        .add("POST", "/queues/{name}/limits", dashboard::queues::limits::<S>)
 }
 
 /// The `(method, path)` of every route [`admin_router`] serves, paths

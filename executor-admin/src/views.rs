@@ -15,6 +15,8 @@ use utoipa::{
     },
 };
 
+use crate::limits::QueueLimitsView;
+
 /// `POST /api/tasks`: submit a task by name.
 #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -423,8 +425,8 @@ pub struct ScheduleDeleteResponse {
     pub deleted: bool,
 }
 
-/// A named queue as the API shows it: one that has waiting tasks or is
-/// paused. Times are epoch milliseconds of the store's clock.
+/// A named queue as the API shows it: one that has waiting or running
+/// tasks, is paused or has limits. Times are epoch milliseconds of the store's clock.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize, ToSchema)]
 pub struct QueueView {
     /// The queue's name.
@@ -441,6 +443,14 @@ pub struct QueueView {
     pub latency_ms: Option<u64>,
     /// Paused fleet-wide: no process claims its tasks until it is resumed.
     pub paused: bool,
+    /// Its tasks `RUNNING` now, across the fleet (what a concurrency
+    /// limit counts).
+    pub running: u64,
+    /// Its fleet-wide limits, set with `PUT /api/queues/{name}/limits`.
+    pub limits: QueueLimitsView,
+    /// Claims a limit cut short while the queue had more due tasks: a
+    /// running total kept by the store since its limits were first set.
+    pub throttled: u64,
 }
 
 impl QueueView {
@@ -456,6 +466,9 @@ impl QueueView {
                 .zip(now)
                 .map(|(due, now)| now.as_millis().saturating_sub(due.as_millis())),
             paused: info.paused,
+            running: info.running,
+            limits: info.limits.into(),
+            throttled: info.throttled,
         }
     }
 }

@@ -7,7 +7,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  not found (no task with that id, no schedule with that name)
-  2  usage or bad input (unknown flag, bad URL, id, queue name, state or duration; a refused transition)
+  2  usage or bad input (unknown flag, bad URL, id, queue name, limit, state or duration; a refused transition)
   3  the store is unreachable or failing
   4  anything else (a corrupt record, a store without the ability asked for)";
 
@@ -63,7 +63,8 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: Option<ScheduleAction>,
     },
-    /// The named queues with waiting tasks or paused; with a subcommand, pauses or resumes one.
+    /// The named queues with waiting or running tasks, paused or limited; with a subcommand, pauses,
+    /// resumes or limits one.
     Queues {
         /// What to do to a queue; without one, lists them.
         #[command(subcommand)]
@@ -159,6 +160,29 @@ pub(crate) enum QueueAction {
         /// The queue's name.
         name: String,
     },
+    /// Sets a queue's fleet-wide limits, replacing the ones it had (a limit not given is removed), or
+    /// clears them.
+    Limit(LimitArgs),
+}
+
+/// `rex queues limit`. The values are read by `rex` itself, so that a bad
+/// one is one line on stderr, like every other bad input.
+#[derive(Debug, Args)]
+pub(crate) struct LimitArgs {
+    /// The queue's name.
+    pub(crate) name: String,
+    /// At most this many of its tasks running at once, across the fleet (1 to 1,000,000).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub(crate) concurrency: Option<String>,
+    /// At most N starts per PERIOD, across the fleet: 50/s, 600/1m, 10/500ms (token bucket).
+    #[arg(long, value_name = "N/PERIOD", allow_hyphen_values = true)]
+    pub(crate) rate: Option<String>,
+    /// The rate's bucket: most starts at once after an idle spell (default: N of --rate).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub(crate) burst: Option<String>,
+    /// Removes both limits.
+    #[arg(long)]
+    pub(crate) clear: bool,
 }
 
 /// The shells `rex completions` writes scripts for.

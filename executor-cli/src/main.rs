@@ -14,7 +14,8 @@
 //! rex purge --state completed --older-than 7d [--yes]
 //! rex watch [--interval 1s] [--iterations N]   counts and rates, live
 //! rex schedules [pause|resume|remove NAME]
-//! rex queues [pause|resume NAME]               depth, latency, paused
+//! rex queues [pause|resume NAME]               depth, latency, paused, running, limits
+//! rex queues limit NAME [--concurrency N] [--rate N/PERIOD] [--burst N] | --clear
 //! rex completions bash|zsh|fish
 //! ```
 //!
@@ -34,6 +35,7 @@
 mod args;
 mod commands;
 mod error;
+mod limits;
 mod queues;
 mod schedules;
 mod table;
@@ -83,7 +85,7 @@ async fn run(cli: &Cli, out: &mut dyn Write) -> CliResult {
         clap_complete::generate(shell, &mut Cli::command(), "rex", out);
         return Ok(());
     }
-    // A bad queue name is bad input whether or not the store answers.
+    // A bad queue name or limit is bad input whether or not the store answers.
     if let Command::Queues { action: Some(action) } = &cli.command {
         queues::check(action)?;
     }

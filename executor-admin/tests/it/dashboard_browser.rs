@@ -2,7 +2,9 @@
 //! chromedriver opens the page, clicks "Requeue" on a dead-lettered task
 //! and sees it leave the dead letter, clicks "Pause" on a cron schedule
 //! and sees it paused through the API, then pauses and resumes a named
-//! queue with its buttons and sees both on the page and through the API. `scripts/test.d/chromium.sh` installs
+//! queue with its buttons and sees both on the page and through the API,
+//! and sets a concurrency limit on it through its limits form, sees it on
+//! the page and through the API, and clears it. `scripts/test.d/chromium.sh` installs
 //! both; set `UPDATE_SCREENSHOT=1` to refresh `docs/dashboard.png`.
 
 use std::{
@@ -245,6 +247,54 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
                 (StatusCode::OK, &paused.into(), &3.into())
             );
         }
+
+        // Its limits form: a concurrency limit of 2, seen on the page and
+        // through the API, then Clear.
+        let field = browser.find(Locator::Css("#queues input[data-concurrency='emails']")).await?;
+        field.send_keys("2").await?;
+        browser.find(Locator::Css("#queues button[data-set-limits='emails']")).await?.click().await?;
+        let limited = "Limited queue emails: at most 2 running.";
+        eventually(limited, Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move {
+                let notices = browser.find_all(Locator::Id("notice")).await?;
+                Ok(match notices.first() {
+                    Some(n) => n.text().await? == limited,
+                    None => false,
+                })
+            }
+        })
+        .await?;
+        let cell = browser.find(Locator::Css("#queues td[data-concurrency-limit='emails']")).await?;
+        assert_eq!(cell.text().await?, "2");
+        let value = browser.find(Locator::Css("#queues input[data-concurrency='emails']")).await?;
+        assert_eq!(value.prop("value").await?.as_deref(), Some("2"));
+        let emails_limits = |api: axum::Router| async move {
+            let (status, listed) = json(&api, "GET", "/admin/api/queues", None).await?;
+            assert_eq!(status, StatusCode::OK);
+            let emails = listed
+                .as_array()
+                .and_then(|l| l.iter().find(|q| q["queue"] == "emails"))
+                .ok_or_else(|| format!("no emails queue in {listed}"))?;
+            BoxResult::Ok(emails["limits"].clone())
+        };
+        assert_eq!(emails_limits(api.clone()).await?, serde_json::json!({"concurrency": 2, "rate": null}));
+        browser.find(Locator::Css("#queues button[data-clear-limits='emails']")).await?.click().await?;
+        let cleared = "Cleared the limits of queue emails.";
+        eventually(cleared, Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move {
+                let notices = browser.find_all(Locator::Id("notice")).await?;
+                Ok(match notices.first() {
+                    Some(n) => n.text().await? == cleared,
+                    None => false,
+                })
+            }
+        })
+        .await?;
+        let cell = browser.find(Locator::Css("#queues td[data-concurrency-limit='emails']")).await?;
+        assert_eq!(cell.text().await?, "—");
+        assert_eq!(emails_limits(api.clone()).await?, serde_json::json!({"concurrency": null, "rate": null}));
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     }
     .await;

@@ -82,6 +82,18 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
         "?notice=a&notice=b",
         "?notice=%FF&bad=x",
     ];
+    // Limits: none, fine (the store has none: 501), out of range, wrong shape, broken.
+    let limit_bodies = [
+        None,
+        Some("{}"),
+        Some(r#"{"concurrency":4,"rate":{"starts":50,"per_ms":1000}}"#),
+        Some(r#"{"concurrency":0}"#),
+        Some(r#"{"rate":{"starts":5,"per_ms":0}}"#),
+        Some(r#"{"rate":{"starts":5}}"#),
+        Some(r#"{"concurrency":-1}"#),
+        Some(r#"{"limit":3}"#),
+        Some("{"),
+    ];
     let bodies = [
         None,
         Some("{"),
@@ -111,8 +123,11 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
                 let path = if path == "/" { "" } else { path.as_str() };
                 queries.iter().map(|q| format!("{path}{q}")).collect()
             };
-            let sent: &[Option<&str>] =
-                if method == "POST" && path == "/api/tasks" { &bodies } else { &[None] };
+            let sent: &[Option<&str>] = match (method.as_str(), path.as_str()) {
+                ("POST", "/api/tasks") => &bodies,
+                ("PUT", "/api/queues/{name}/limits") => &limit_bodies,
+                _ => &[None],
+            };
             for uri in &uris {
                 for body in sent {
                     store.hooks().corrupt(CORRUPT, TaskState::Error, "expected value at line 1 column 1");
@@ -256,10 +271,10 @@ fn documented_parameter_rules_are_the_servers() -> BoxResult {
     let requeue = &doc["paths"]["/api/dead-letter/requeue"]["post"]["parameters"][0]["schema"];
     assert_eq!((requeue["minimum"].as_u64(), requeue["maximum"].as_u64()), (Some(1), Some(10_000)));
 
-    // The queue name of the API's pause and resume is QueueName's rule.
-    for action in ["pause", "resume"] {
+    // The queue name of the API's pause, resume and limits is QueueName's rule.
+    for (action, method) in [("pause", "post"), ("resume", "post"), ("limits", "put")] {
         let path = format!("/api/queues/{{name}}/{action}");
-        let s = &doc["paths"][path.as_str()]["post"]["parameters"][0]["schema"];
+        let s = &doc["paths"][path.as_str()][method]["parameters"][0]["schema"];
         assert_eq!((s["minLength"].as_u64(), s["maxLength"].as_u64()), (Some(1), Some(MAX_QUEUE_LEN as u64)));
         let class = s["pattern"]
             .as_str()

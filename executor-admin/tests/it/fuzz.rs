@@ -44,6 +44,8 @@ fn path() -> impl Strategy<Value = String> {
         segment().prop_map(|s| format!("/api/queues/{s}/resume")),
         segment().prop_map(|s| format!("/queues/{s}/pause")),
         segment().prop_map(|s| format!("/queues/{s}/resume")),
+        segment().prop_map(|s| format!("/api/queues/{s}/limits")),
+        segment().prop_map(|s| format!("/queues/{s}/limits")),
         Just("/api/queues".to_owned()),
         query.prop_map(|q| format!("/api/tasks?{q}")),
         (segment(), "-?[0-9]{0,25}", segment())

@@ -27,14 +27,18 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
     let unrouted: Vec<_> = documented.difference(&routed).collect();
     assert!(undocumented.is_empty(), "routes missing from /openapi.json: {undocumented:?}");
     assert!(unrouted.is_empty(), "documented but not in the route table: {unrouted:?}");
-    assert_eq!(routed.len(), 27);
+    assert_eq!(routed.len(), 29);
 
     // Probe each documented operation on a real router: it must reach a
     // handler, not the fallback (404 no_route) or 405.
     let app = admin_router(Client::without_name_check(MemoryStorage::new(), Namespace::new("doc")?));
     for (method, path) in &documented {
         let uri = path.replace("{id}", "probe-id").replace("{name}", "probe-name");
-        let body = (method == "POST" && path == "/api/tasks").then_some(r#"{"name":"x"}"#);
+        let body = match (method.as_str(), path.as_str()) {
+            ("POST", "/api/tasks") => Some(r#"{"name":"x"}"#),
+            ("PUT", "/api/queues/{name}/limits") => Some("{}"),
+            _ => None,
+        };
         let (status, _, text) = call(&app, method, &uri, body).await?;
         assert_ne!(status, StatusCode::METHOD_NOT_ALLOWED, "{method} {uri}");
         assert!(!text.contains("\"no_route\""), "{method} {uri} hit the fallback");
@@ -52,10 +56,23 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
     for path in ["/api/queues", "/api/queues/{name}/pause", "/api/queues/{name}/resume"] {
         assert!(doc["paths"][path].is_object(), "{path} is not documented");
     }
+    let put = &doc["paths"]["/api/queues/{name}/limits"]["put"];
+    assert!(put["requestBody"].is_object(), "PUT /api/queues/{{name}}/limits has no body: {put}");
+    for status in ["200", "422", "501"] {
+        assert!(put["responses"][status].is_object(), "PUT limits does not document {status}");
+    }
     let view = &doc["components"]["schemas"]["QueueView"]["properties"];
-    for field in ["queue", "waiting", "due", "oldest_due", "latency_ms", "paused"] {
+    for field in
+        ["queue", "waiting", "due", "oldest_due", "latency_ms", "paused", "running", "limits", "throttled"]
+    {
         assert!(view[field].is_object(), "QueueView has no `{field}`");
     }
+    let rate = &doc["components"]["schemas"]["RateLimitView"]["properties"];
+    for field in ["starts", "per_ms", "burst"] {
+        assert!(rate[field].is_object(), "RateLimitView has no `{field}`");
+    }
+    let request = &doc["components"]["schemas"]["RateLimitRequest"];
+    assert_eq!(request["required"], serde_json::json!(["starts", "per_ms"]), "{request}");
     let task = &doc["components"]["schemas"]["TaskView"]["properties"];
     assert!(task["queue"].is_object() && task["priority"].is_object(), "TaskView has no queue or priority");
     let view = &doc["components"]["schemas"]["ScheduleView"]["properties"];

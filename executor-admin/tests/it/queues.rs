@@ -1,13 +1,17 @@
 //! Named queues through the admin API and the dashboard's forms, on
 //! MemoryStorage: list with depth and latency, pause, resume, a bad name,
-//! queue and priority on a task, and `501 unsupported` from a store
-//! without queue controls.
+//! queue and priority on a task, limits set, shown (with running tasks
+//! and throttled claims) and cleared, bad limits, and `501 unsupported`
+//! from a store without queue controls.
 
 use std::time::Duration;
 
 use axum::{Router, http::StatusCode};
 use executor_admin::admin_router;
-use executor_core::{Client, MemoryStorage, Namespace, TaskBuilder, TaskOptions, storage::Storage};
+use executor_core::{
+    ClaimPlan, Client, MemoryStorage, Namespace, QueueLimits, QueueName, RateLimit, TaskBuilder, TaskOptions,
+    WorkerId, storage::Storage,
+};
 use serde_json::{Value, json};
 
 use crate::support::{BoxResult, call, json, no_schedules::NoSchedules};
@@ -93,7 +97,10 @@ async fn list_pause_resume_and_latency() -> BoxResult {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
         view,
-        json!({"queue": "reports", "waiting": 0, "due": 0, "oldest_due": null, "latency_ms": null, "paused": true})
+        json!({
+            "queue": "reports", "waiting": 0, "due": 0, "oldest_due": null, "latency_ms": null, "paused": true,
+            "running": 0, "limits": {"concurrency": null, "rate": null}, "throttled": 0
+        })
     );
     assert!(find(&listed(&app).await?, "reports").is_some_and(|q| q["paused"] == true));
     let (status, view) = json(&app, "POST", "/admin/api/queues/reports/resume", None).await?;
@@ -167,7 +174,7 @@ async fn dashboard_lists_queues_and_its_forms_pause_and_resume() -> BoxResult {
     let empty = Client::without_name_check(MemoryStorage::new(), Namespace::new("queues-empty")?);
     let (_, _, page) =
         call(&Router::new().nest("/admin", admin_router(empty)), "GET", "/admin", None).await?;
-    assert!(page.contains("No queue has waiting tasks or is paused."), "{page}");
+    assert!(page.contains("No queue has waiting or running tasks, is paused or has limits."), "{page}");
     Ok(())
 }
 
@@ -188,6 +195,15 @@ async fn a_store_without_queue_controls_answers_501() -> BoxResult {
         );
         assert!(err["message"].as_str().is_some_and(|m| m.contains("no queue controls")), "{err}");
     }
+    for body in ["{}", r#"{"concurrency":4,"rate":{"starts":50,"per_ms":1000}}"#] {
+        let (status, err) = json(&app, "PUT", "/admin/api/queues/emails/limits", Some(body)).await?;
+        assert_eq!((status, code(&err)), (StatusCode::NOT_IMPLEMENTED, "unsupported"), "{body}: {err}");
+        assert!(err["message"].as_str().is_some_and(|m| m.contains("no queue limits")), "{err}");
+    }
+    // Bad limits are bad limits, whatever the store.
+    let (status, err) =
+        json(&app, "PUT", "/admin/api/queues/emails/limits", Some(r#"{"concurrency":0}"#)).await?;
+    assert_eq!((status, code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid"), "{err}");
     // A bad name is still a bad name, whatever the store.
     let (status, err) = json(&app, "POST", "/admin/api/queues/a%20b/pause", None).await?;
     assert_eq!((status, code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid"), "{err}");
@@ -195,7 +211,189 @@ async fn a_store_without_queue_controls_answers_501() -> BoxResult {
     let (status, _, page) = call(&app, "GET", "/admin", None).await?;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("This store has no queue controls."), "{page}");
-    let (status, _, _) = call(&app, "POST", "/admin/queues/emails/pause", None).await?;
+    for uri in ["/admin/queues/emails/pause", "/admin/queues/emails/limits"] {
+        let (status, _, _) = call(&app, "POST", uri, None).await?;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{uri}");
+    }
+    Ok(())
+}
+
+async fn put_limits(app: &Router, queue: &str, body: &str) -> BoxResult<(StatusCode, Value)> {
+    json(app, "PUT", &format!("/admin/api/queues/{queue}/limits"), Some(body)).await
+}
+
+#[tokio::test]
+async fn limits_are_set_shown_and_cleared() -> BoxResult {
+    let client = seeded("queues-limits").await?;
+    let app = Router::new().nest("/admin", admin_router(client.clone()));
+    let emails = QueueName::new("emails")?;
+
+    // Both limits; the burst defaults to the rate.
+    let (status, view) =
+        put_limits(&app, "emails", r#"{"concurrency":4,"rate":{"starts":50,"per_ms":1000}}"#).await?;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(
+        (&view["queue"], &view["waiting"], &view["limits"]),
+        (
+            &json!("emails"),
+            &json!(3),
+            &json!({"concurrency": 4, "rate": {"starts": 50, "per_ms": 1000, "burst": 50}})
+        ),
+        "{view}"
+    );
+    assert_eq!(find(&listed(&app).await?, "emails").map(|q| &q["limits"]), Some(&view["limits"]));
+    let seen = client.queues().await?.into_iter().find(|q| q.queue == emails).ok_or("no emails")?;
+    assert_eq!(seen.limits, QueueLimits::new().concurrency(4).rate(RateLimit::per_second(50)?));
+
+    // A body replaces the limits: the concurrency limit left out is gone.
+    let (status, view) =
+        put_limits(&app, "emails", r#"{"rate":{"starts":600,"per_ms":60000,"burst":10}}"#).await?;
+    assert_eq!(status, StatusCode::OK, "{view}");
+    assert_eq!(
+        view["limits"],
+        json!({"concurrency": null, "rate": {"starts": 600, "per_ms": 60000, "burst": 10}}),
+        "{view}"
+    );
+
+    // Running tasks and throttled claims: with a concurrency limit of 1,
+    // a claim of 2 from the queue's 2 due tasks takes 1.
+    let (status, _) = put_limits(&app, "emails", r#"{"concurrency":1}"#).await?;
+    assert_eq!(status, StatusCode::OK);
+    let plan = ClaimPlan::single(emails.clone(), 2);
+    let claimed = client
+        .storage()
+        .claim_queues(client.namespace(), &WorkerId::generate(), &plan, Duration::from_secs(60))
+        .await?;
+    assert_eq!(claimed.len(), 1);
+    let view = find(&listed(&app).await?, "emails").cloned().ok_or("no emails")?;
+    assert_eq!((&view["running"], &view["due"]), (&json!(1), &json!(1)), "{view}");
+    assert!(view["throttled"].as_u64().is_some_and(|n| n >= 1), "{view}");
+
+    // `{}` clears them.
+    let (status, view) = put_limits(&app, "emails", "{}").await?;
+    assert_eq!((status, &view["limits"]), (StatusCode::OK, &json!({"concurrency": null, "rate": null})));
+    let seen = client.queues().await?.into_iter().find(|q| q.queue == emails).ok_or("no emails")?;
+    assert!(seen.limits.is_none(), "{seen:?}");
+
+    // A queue without tasks can be limited ahead of its first task (and is
+    // listed); cleared, it leaves the list and reads as empty.
+    let (status, view) = put_limits(&app, "reports", r#"{"concurrency":2}"#).await?;
+    assert_eq!((status, &view["limits"]["concurrency"]), (StatusCode::OK, &json!(2)), "{view}");
+    assert!(find(&listed(&app).await?, "reports").is_some());
+    let (status, view) = put_limits(&app, "reports", "{}").await?;
+    assert_eq!(
+        (status, &view["waiting"], &view["limits"]["concurrency"]),
+        (StatusCode::OK, &json!(0), &json!(null))
+    );
+    assert!(find(&listed(&app).await?, "reports").is_none());
+
+    // Bad values: 422 `invalid` naming the value, nothing changed.
+    put_limits(&app, "emails", r#"{"concurrency":3}"#).await?;
+    for (body, names) in [
+        (r#"{"concurrency":0}"#, "concurrency limit"),
+        (r#"{"concurrency":1000001}"#, "concurrency limit"),
+        (r#"{"rate":{"starts":0,"per_ms":1000}}"#, "rate starts"),
+        (r#"{"rate":{"starts":5,"per_ms":0}}"#, "rate interval"),
+        (r#"{"rate":{"starts":5,"per_ms":86400001}}"#, "rate interval"),
+        (r#"{"rate":{"starts":5,"per_ms":1000,"burst":0}}"#, "rate burst"),
+    ] {
+        let (status, err) = put_limits(&app, "emails", body).await?;
+        assert_eq!((status, code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid"), "{body}: {err}");
+        assert!(err["message"].as_str().is_some_and(|m| m.contains(names)), "{body}: {err}");
+    }
+    // Wrong shapes are `invalid_body`, a bad name `invalid`, no JSON 415/400.
+    for body in [r#"{"concurrency":-1}"#, r#"{"rate":{"starts":5}}"#, r#"{"limit":3}"#, "[]"] {
+        let (status, err) = put_limits(&app, "emails", body).await?;
+        assert_eq!((status, code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"), "{body}: {err}");
+    }
+    let (status, err) = put_limits(&app, "e%20mails", "{}").await?;
+    assert_eq!((status, code(&err)), (StatusCode::UNPROCESSABLE_ENTITY, "invalid"), "{err}");
+    assert!(err["message"].as_str().is_some_and(|m| m.contains("queue")), "{err}");
+    let (status, err) = put_limits(&app, "emails", "{").await?;
+    assert_eq!((status, code(&err)), (StatusCode::BAD_REQUEST, "malformed_json"), "{err}");
+    let (status, err) = json(&app, "PUT", "/admin/api/queues/emails/limits", None).await?;
+    assert_eq!((status, code(&err)), (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"), "{err}");
+    let seen = client.queues().await?.into_iter().find(|q| q.queue == emails).ok_or("no emails")?;
+    assert_eq!(seen.limits, QueueLimits::new().concurrency(3));
+    Ok(())
+}
+
+/// A form POST, as a browser sends it.
+async fn form(app: &Router, uri: &str, body: &str) -> BoxResult<(StatusCode, String)> {
+    use axum::{
+        body::Body,
+        http::{Request, header},
+    };
+    use tower::ServiceExt as _;
+    let req = Request::builder()
+        .method("POST")
+        .uri(uri)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(body.to_owned()))?;
+    let resp = app.clone().oneshot(req).await?;
+    let location =
+        resp.headers().get(header::LOCATION).and_then(|l| l.to_str().ok()).unwrap_or("").to_owned();
+    Ok((resp.status(), location))
+}
+
+#[tokio::test]
+async fn dashboard_shows_limits_and_its_form_sets_and_clears_them() -> BoxResult {
+    let client = seeded("queues-limits-page").await?;
+    let app = Router::new().nest("/admin", admin_router(client.clone()));
+    let emails = QueueName::new("emails")?;
+    let limits_of = |client: Client<MemoryStorage>| async move {
+        let listed = client.queues().await?;
+        BoxResult::Ok(listed.into_iter().find(|q| q.queue.as_str() == "emails").map(|q| q.limits))
+    };
+
+    let (_, _, page) = call(&app, "GET", "/admin", None).await?;
+    assert!(
+        page.contains("<th>Running</th><th>Concurrency limit</th><th>Rate limit</th><th>Throttled</th>"),
+        "{page}"
+    );
+    assert!(page.contains("action=\"/admin/queues/emails/limits\""), "{page}");
+    assert!(page.contains("<td data-concurrency-limit=\"emails\">—</td>"), "{page}");
+
+    let (status, location) = form(&app, "/admin/queues/emails/limits", "concurrency=4&rate=50").await?;
     assert_eq!(status, StatusCode::SEE_OTHER);
+    assert!(location.contains("notice=Limited%20queue%20emails"), "{location}");
+    assert_eq!(
+        limits_of(client.clone()).await?,
+        Some(QueueLimits::new().concurrency(4).rate(RateLimit::per_second(50)?))
+    );
+    let (_, _, page) = call(&app, "GET", "/admin", None).await?;
+    assert!(
+        page.contains("<td data-concurrency-limit=\"emails\">4</td><td data-rate-limit=\"emails\">50/s</td>"),
+        "{page}"
+    );
+    assert!(page.contains("value=\"4\" data-concurrency=\"emails\""), "{page}");
+    assert!(page.contains("data-clear-limits=\"emails\""), "{page}");
+
+    // A rate the form cannot show is kept while its field stays empty.
+    let rate = RateLimit::new(600, Duration::from_secs(60))?.burst(10)?;
+    client.set_queue_limits("emails", QueueLimits::new().concurrency(4).rate(rate)).await?;
+    let (_, _, page) = call(&app, "GET", "/admin", None).await?;
+    assert!(page.contains("600/min (burst 10)"), "{page}");
+    assert!(page.contains("name=\"keep_rate\""), "{page}");
+    form(&app, "/admin/queues/emails/limits", "keep_rate=1&concurrency=2&rate=").await?;
+    assert_eq!(limits_of(client.clone()).await?, Some(QueueLimits::new().concurrency(2).rate(rate)));
+
+    // Bad values go back with the reason; nothing changes.
+    for body in ["concurrency=0&rate=", "concurrency=x&rate=", "concurrency=&rate=-5"] {
+        let (status, location) = form(&app, "/admin/queues/emails/limits", body).await?;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+        assert!(location.contains("?bad="), "{body}: {location}");
+    }
+    let (_, location) = form(&app, "/admin/queues/e%20mails/limits", "concurrency=1").await?;
+    assert!(location.contains("?bad="), "{location}");
+    assert_eq!(limits_of(client.clone()).await?, Some(QueueLimits::new().concurrency(2).rate(rate)));
+
+    // Clear removes both; so do two empty fields.
+    let (_, location) = form(&app, "/admin/queues/emails/limits", "concurrency=2&rate=&clear=1").await?;
+    assert!(location.contains("notice=Cleared%20the%20limits%20of%20queue%20emails."), "{location}");
+    assert_eq!(limits_of(client.clone()).await?, Some(QueueLimits::new()));
+    form(&app, "/admin/queues/emails/limits", "concurrency=7&rate=").await?;
+    form(&app, "/admin/queues/emails/limits", "concurrency=&rate=").await?;
+    assert!(client.queues().await?.iter().all(|q| q.queue != emails || q.limits.is_none()));
     Ok(())
 }

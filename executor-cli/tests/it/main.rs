@@ -293,8 +293,19 @@ fn queue_tour(store: &Store) {
     assert!(emails["oldest_due"].as_u64().is_some() && emails["latency_ms"].as_u64().is_some(), "{emails}");
     assert_eq!(row(&queues, "default")["waiting"].as_u64(), Some(1));
     let table = store.rex(&["queues"]);
-    assert!(table.ok().starts_with("QUEUE    WAITING  DUE  LATENCY  PAUSED\n"), "{}", table.stdout);
-    assert!(table.ok().lines().any(|l| l.starts_with("emails   2        2    ") && l.ends_with("no")));
+    assert!(
+        table.ok().starts_with("QUEUE    WAITING  DUE  LATENCY  PAUSED  RUNNING  THROTTLED  LIMITS\n"),
+        "{}",
+        table.stdout
+    );
+    assert!(
+        table.ok().lines().any(|l| l.starts_with("emails   2        2    ")
+            && l.split_whitespace().skip(4).collect::<Vec<_>>() == ["no", "0", "0", "-"]),
+        "{}",
+        table.stdout
+    );
+    assert_eq!(emails["running"].as_u64(), Some(0), "{emails}");
+    assert_eq!(emails["limits"], serde_json::json!({"concurrency": null, "rate": null}), "{emails}");
 
     assert_eq!(store.rex(&["queues", "pause", "emails"]).ok(), "paused queue emails\n");
     assert_eq!(row(&store.rex(&["queues", "--json"]).json(), "emails")["paused"].as_bool(), Some(true));
@@ -351,11 +362,71 @@ fn memory_queues_list_pause_resume() {
         cmd.env("REX_URL", "memory:").env("REX_NAMESPACE", "app").args(args);
         run(cmd)
     };
-    assert_eq!(memory(&["queues"]).ok(), "QUEUE  WAITING  DUE  LATENCY  PAUSED\n");
+    assert_eq!(
+        memory(&["queues"]).ok(),
+        "QUEUE  WAITING  DUE  LATENCY  PAUSED  RUNNING  THROTTLED  LIMITS\n"
+    );
     assert_eq!(memory(&["queues", "--json"]).json(), Value::Array(vec![]));
     assert_eq!(memory(&["queues", "pause", "emails"]).ok(), "paused queue emails\n");
     let resumed = memory(&["queues", "resume", "reports:eu", "--json"]).json();
     assert_eq!(resumed, serde_json::json!({"queue": "reports:eu", "resumed": true}));
+}
+
+/// `rex queues limit` on `memory:`: each run starts empty, so what can be
+/// seen from outside is the answer of the run that sets the limits (the
+/// unit tests of `queues.rs` list a seeded memory store with them).
+#[test]
+fn memory_queues_limit_and_clear() {
+    let memory = |args: &[&str]| {
+        let mut cmd = rex();
+        cmd.env("REX_URL", "memory:").env("REX_NAMESPACE", "app").args(args);
+        run(cmd)
+    };
+    let set = memory(&["queues", "limit", "emails", "--concurrency", "4", "--rate", "50/s"]);
+    assert_eq!(set.ok(), "limited queue emails: c=4 r=50/1s\n");
+    let set = memory(&["queues", "limit", "reports", "--rate", "600/1m", "--burst", "10", "--json"]).json();
+    assert_eq!(
+        set,
+        serde_json::json!({
+            "queue": "reports", "waiting": 0, "due": 0, "oldest_due": null, "latency_ms": null,
+            "paused": false, "running": 0, "throttled": 0,
+            "limits": {"concurrency": null, "rate": {"starts": 600, "per_ms": 60000, "burst": 10}}
+        })
+    );
+    assert_eq!(
+        memory(&["queues", "limit", "emails", "--clear"]).ok(),
+        "cleared the limits of queue emails\n"
+    );
+    let cleared = memory(&["queues", "limit", "emails", "--clear", "--json"]).json();
+    assert_eq!(cleared["limits"], serde_json::json!({"concurrency": null, "rate": null}), "{cleared}");
+}
+
+#[test]
+fn bad_limits_are_usage_errors_before_the_store_is_asked() {
+    let cases: [(&[&str], &str); 10] = [
+        (&["--concurrency", "0"], "rex: --concurrency: invalid concurrency limit: 0 is outside 1..=1000000"),
+        (&["--concurrency", "-3"], "rex: --concurrency: `-3` is not a whole number"),
+        (&["--concurrency", "lots"], "rex: --concurrency: `lots` is not a whole number"),
+        (&["--rate", "50"], "rex: --rate: `50` is not N/PERIOD"),
+        (&["--rate", "0/s"], "rex: --rate: invalid rate starts: 0 is outside 1..=1000000"),
+        (&["--rate", "5/week"], "rex: --rate: `week` in `5/week` is not a period"),
+        (&["--rate", "5/s", "--burst", "0"], "rex: --burst: invalid rate burst: 0 is outside 1..=1000000"),
+        (&["--burst", "5"], "rex: --burst is the bucket of a --rate; give --rate too"),
+        (&["--clear", "--concurrency", "2"], "rex: --clear removes both limits; give it alone"),
+        (&[], "rex: give --concurrency N, --rate N/PERIOD (and --burst N), or --clear"),
+    ];
+    for (flags, start) in cases {
+        // A store that is down: the input is refused before it is asked.
+        let mut cmd = rex();
+        cmd.args(["--url", "redis://127.0.0.1:1", "--namespace", "app", "queues", "limit", "emails"])
+            .args(flags);
+        let out = run(cmd);
+        let line = out.fails(2);
+        assert!(line.starts_with(start), "{flags:?}: {line}");
+    }
+    let mut cmd = rex();
+    cmd.args(["--url", "redis://127.0.0.1:1", "--namespace", "app", "queues", "limit", "e mails", "--clear"]);
+    assert!(run(cmd).fails(2).contains("bad queue name"));
 }
 
 #[test]
