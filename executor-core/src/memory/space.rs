@@ -208,19 +208,31 @@ impl Space {
     ) -> Vec<TaskRecord> {
         let mut out = Vec::with_capacity(plan.limit.min(1024));
         let shares = plan.shares.iter().filter(|s| !self.paused.contains(&s.queue)).collect::<Vec<_>>();
+        // A queue a limit cut short counts once per claim, whichever pass.
+        let mut cut = BTreeSet::new();
         for share in &shares {
             let upto = (out.len() + share.quota).min(plan.limit);
-            self.take_limited(&share.queue, upto, now, worker, lease, &mut out);
+            if self.take_limited(&share.queue, upto, now, worker, lease, &mut out) {
+                cut.insert(share.queue.clone());
+            }
         }
         for share in &shares {
-            self.take_limited(&share.queue, plan.limit, now, worker, lease, &mut out);
+            if self.take_limited(&share.queue, plan.limit, now, worker, lease, &mut out) {
+                cut.insert(share.queue.clone());
+            }
+        }
+        for queue in cut {
+            if let Some(l) = self.limits.get_mut(&queue) {
+                l.throttled += 1;
+            }
         }
         out
     }
 
     /// [`Space::take`] within `queue`'s limits: no more than its
     /// concurrency limit leaves and than whole tokens are in its bucket;
-    /// the tokens used are taken out.
+    /// the tokens used are taken out. Whether a limit cut the take short
+    /// while due tasks remained.
     fn take_limited(
         &mut self,
         queue: &QueueName,
@@ -229,7 +241,7 @@ impl Space {
         worker: &WorkerId,
         lease: Duration,
         out: &mut Vec<TaskRecord>,
-    ) {
+    ) -> bool {
         let running = self.idx.running.get(queue).copied().unwrap_or(0);
         let allowed = match self.limits.get_mut(queue) {
             None => usize::MAX,
@@ -238,13 +250,10 @@ impl Space {
         let before = out.len();
         let capped = upto.min(before.saturating_add(allowed));
         self.take(queue, capped, now, worker, lease, out);
-        let cut = capped < upto && out.len() == capped && self.idx.first_due(queue, now).is_some();
         if let Some(l) = self.limits.get_mut(queue) {
             l.spend(out.len() - before);
-            if cut {
-                l.throttled += 1;
-            }
         }
+        capped < upto && out.len() == capped && self.idx.first_due(queue, now).is_some()
     }
 
     /// When a claim of `queue` could next take a task: its earliest due
