@@ -11,9 +11,18 @@
 -- gives nothing. Without it the claim is the default queue's alone. Within a
 -- queue its levels go from priority 9 down to 0 (common.lua), each earliest
 -- due first. Returns {now, more_due (0|1), {{id, fields...}...},
--- {{id, reason}...}}: the last list holds the records set aside as corrupt
+-- {{id, reason}...}, {queues cut short}}: the fourth holds the records set aside as corrupt
 -- (set_aside in common.lua) instead of being claimed; the rest of the batch
 -- is claimed as if they were not there (invariant 7).
+-- Fleet-wide limits (common.lua): a limited queue gives no more tasks than
+-- its concurrency limit leaves (its running set's ZCARD) and than whole
+-- tokens are in its bucket, in the quotas and the fill alike; its claimed
+-- tasks join its running set and the tokens spent are written back. The
+-- queues a limit cut short while they had more due tasks are returned
+-- (fifth element): Rust adds one to each one's throttled total per claim,
+-- however many partitions and passes the claim took. A queue whose limits do not
+-- parse, or whose running set is not a ZSET, gives nothing (held) until
+-- set_queue_limits or the leader's limits_tidy repairs it.
 local worker, limit, lease, nonce = ARGV[3], nat(ARGV[4], 100000), nat(ARGV[5]), ARGV[6]
 if not (limit and lease) then return redis.error_reply('ERR claim: limit or lease is not a whole number') end
 local shares, fill = {}, true
@@ -47,7 +56,7 @@ if type(previous) == 'string' and string.sub(previous, 1, #nonce + 1) == nonce .
       out[#out + 1] = rec
     end
   end
-  return {int(now), 1, out, aside}
+  return {int(now), 1, out, aside, {}}
 end
 
 local until_ms = int(now + lease)
@@ -60,6 +69,7 @@ local drained, leftover = {}, {}
 
 -- Claims up to `want` due tasks of one level; returns how many it claimed
 -- and whether the level has no due task left.
+local runs = {}
 local function take_level(key, q, p, want)
   -- One more than asked tells whether due work is left behind. A level key
   -- of another type (edited by hand) answers an error table: skipped.
@@ -91,6 +101,11 @@ local function take_level(key, q, p, want)
       leased[#leased + 1] = until_ms
       leased[#leased + 1] = id
       claimed[#claimed + 1] = id
+      local run = runs[q]
+      if run then
+        run[#run + 1] = now_s
+        run[#run + 1] = tkey
+      end
       move(st, 'RUNNING')
       table.insert(rec, 1, id)
       out[#out + 1] = rec
@@ -122,6 +137,81 @@ local function take(q, want)
   return got, all_drained
 end
 
+-- Whether queue `q` has a due task in a level this call has not drained.
+local function has_due(q)
+  for _, lv in ipairs(queue_levels(q)) do
+    if leftover[lv[1]] then return true end
+    if not drained[lv[1]] then
+      local first = redis.pcall('ZRANGEBYSCORE', lv[1], '-inf', now, 'LIMIT', 0, 1)
+      if type(first) == 'table' and not first.err and #first > 0 then return true end
+    end
+  end
+  return false
+end
+
+-- The limit state of each limited queue this call looks at: false for an
+-- unlimited queue, else {lim, held, running, micro (rate only)}.
+local limit_state = {}
+local function state_of(q)
+  local st = limit_state[q]
+  if st ~= nil then return st end
+  local lim = limits_of(q)
+  if lim == nil then
+    limit_state[q] = false
+    return false
+  end
+  st = {lim = lim, held = lim == false, running = 0}
+  if not st.held and lim.c then
+    local n = redis.pcall('ZCARD', run_key(q))
+    if type(n) == 'number' then
+      st.running = n
+    else
+      redis.log(redis.LOG_WARNING, 'executor-redis: ' .. run_key(q) .. ' is not a zset: queue held')
+      st.held = true
+    end
+  end
+  if not st.held and lim.starts then
+    local ok
+    st.micro, ok, st.at = bucket_of(q, lim, now)
+    if not ok then
+      redis.log(redis.LOG_WARNING, 'executor-redis: the bucket of queue ' .. q .. ' was unreadable: emptied')
+    end
+  end
+  if not st.held then runs[q] = {} end
+  limit_state[q] = st
+  return st
+end
+
+-- How many tasks the limits of `q` let this call take now.
+local function allowance(st)
+  if st.held then return 0 end
+  local n = math.huge
+  if st.lim.c then n = math.max(st.lim.c - st.running, 0) end
+  if st.lim.starts then n = math.min(n, math.floor(st.micro / MICRO)) end
+  return n
+end
+
+local throttled = {}
+-- `take` within the limits of `q`; returns as `take` does.
+local function take_limited(q, want)
+  local st = state_of(q)
+  if not st then return take(q, want) end
+  local capped = math.min(want, allowance(st))
+  local got, empty = 0, false
+  if capped > 0 then got, empty = take(q, capped) end
+  if not st.held then
+    st.running = st.running + got
+    if st.lim.starts then st.micro = math.max(st.micro - got * MICRO, 0) end
+  end
+  if capped < want and got == capped and not empty and has_due(q) then
+    throttled[q] = true
+    -- At its limit for the rest of this call: neither the fill nor the
+    -- check for left-over work looks at it again.
+    empty = true
+  end
+  return got, empty
+end
+
 local left = limit
 local open = {}
 for _, share in ipairs(shares) do
@@ -132,7 +222,7 @@ end
 for _, share in ipairs(shares) do
   local q, want = share[1], math.min(share[2], left)
   if want > 0 and open[q] then
-    local got, empty = take(q, want)
+    local got, empty = take_limited(q, want)
     left = left - got
     if empty then open[q] = false end
   end
@@ -141,7 +231,7 @@ for _, share in ipairs(fill and shares or {}) do
   if left <= 0 then break end
   local q = share[1]
   if open[q] then
-    local got, empty = take(q, left)
+    local got, empty = take_limited(q, left)
     if empty then open[q] = false end
     left = left - got
   end
@@ -151,20 +241,7 @@ end
 -- a backlog costs no extra call.
 if left <= 0 then
   for q, is_open in pairs(open) do
-    if is_open and more == 0 then
-      for _, lv in ipairs(queue_levels(q)) do
-        if leftover[lv[1]] then
-          more = 1
-          break
-        elseif not drained[lv[1]] then
-          local first = redis.pcall('ZRANGEBYSCORE', lv[1], '-inf', now, 'LIMIT', 0, 1)
-          if type(first) == 'table' and not first.err and #first > 0 then
-            more = 1
-            break
-          end
-        end
-      end
-    end
+    if is_open and more == 0 and has_due(q) then more = 1 end
   end
 end
 if more == 1 then wake() end
@@ -172,5 +249,19 @@ if #leased > 0 then
   zadd_all(KEYS[2], leased)
   redis.call('SET', last_key, nonce .. '\n' .. table.concat(claimed, '\n'), 'PX', int(math.max(lease, 1)))
 end
+-- The limits' state, with pcall: a key edited by hand to another type
+-- loses this write only (the leader's limits_tidy deletes it).
+for q, st in pairs(limit_state) do
+  if st and not st.held then
+    if #runs[q] > 0 then
+      for i = 1, #runs[q], 1000 do
+        redis.pcall('ZADD', run_key(q), unpack(runs[q], i, math.min(i + 999, #runs[q])))
+      end
+    end
+    if st.lim.starts then redis.pcall('HSET', bucket_key(), q, int(st.micro) .. ':' .. int(st.at)) end
+  end
+end
+local cut = {}
+for q in pairs(throttled) do cut[#cut + 1] = q end
 flush_counts()
-return {int(now), more, out, aside}
+return {int(now), more, out, aside, cut}

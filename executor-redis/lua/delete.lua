@@ -28,6 +28,7 @@ end
 for i = 2, 4 do redis.call('ZREM', KEYS[i], id) end
 -- Out of its level, or of every level when its `g`/`v` do not parse.
 remove_waiting(id, g, v)
+if t == 'hash' then unrun(g or DEFAULT_QUEUE, id) end
 if k and redis.call('HGET', KEYS[5], k) == id then redis.call('HDEL', KEYS[5], k) end
 redis.call('DEL', tkey)
 move(from, nil)

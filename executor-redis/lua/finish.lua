@@ -38,6 +38,7 @@ for i = 0, n - 1 do
     out[#out + 1] = 'INVALID'
   elseif st == 'RUNNING' and f == fence and target then
     unleased[#unleased + 1] = id
+    unrun(rec[5] or DEFAULT_QUEUE, id)
     if target == 'PENDING' then
       local due = now + (delay or 0)
       if outcome == 'L' then

@@ -39,6 +39,9 @@ if st == 'CREATED' or st == 'PENDING' then
   if score <= now then wake() end
 elseif st == 'RUNNING' then
   redis.call('ZADD', KEYS[2], int(score), id)
+  -- A running task of a limited queue holds one of its slots.
+  local q = g or DEFAULT_QUEUE
+  if valid_queue(q) and limits_of(q) then redis.pcall('ZADD', run_key(q), int(now), tkey) end
 else
   redis.call('ZADD', finished_set(st), int(score), id)
 end

@@ -38,6 +38,7 @@ for _, id in ipairs(ids) do
       redis.call('ZADD', KEYS[3], int(now), id)
     end
     move('RUNNING', target)
+    unrun(rec[19] or DEFAULT_QUEUE, id)
   elseif verdict == 'aside' then
     aside[#aside + 1] = {id, rec}
   end

@@ -4,13 +4,16 @@
 //! partition's script applies what is left of the quotas and the limit, so
 //! the plan holds across partitions, and one partition's claim is atomic.
 
-use std::time::Duration;
+use std::{collections::BTreeSet, time::Duration};
 
 use executor_core::{
     ClaimPlan, Error, Namespace, QueueName, Result, TaskRecord, WorkerId,
     storage::{Heartbeat, Lease},
 };
-use fred::types::Value;
+use fred::{
+    interfaces::{ClientLike, HashesInterface},
+    types::Value,
+};
 
 use crate::{
     RedisStorage,
@@ -84,16 +87,19 @@ impl RedisStorage {
         let lease = duration_ms("lease", lease)?;
         let mut shares = shares.to_vec();
         let mut out = Vec::new();
+        let mut cut = BTreeSet::new();
         if shares.is_empty() || self.partitions() == 1 {
-            self.walk(ns, worker, &mut shares, "a", limit, &lease, &mut out).await?;
+            self.walk(ns, worker, &mut shares, "a", limit, &lease, &mut out, &mut cut).await?;
         } else {
             let quotas = shares.iter().map(|(_, quota)| *quota).sum::<usize>().min(limit);
             if quotas > 0 {
-                self.walk(ns, worker, &mut shares, "q", quotas, &lease, &mut out).await?;
+                self.walk(ns, worker, &mut shares, "q", quotas, &lease, &mut out, &mut cut).await?;
             }
             if out.len() < limit {
                 shares.iter_mut().for_each(|share| share.1 = 0);
-                if let Err(e) = self.walk(ns, worker, &mut shares, "a", limit, &lease, &mut out).await {
+                if let Err(e) =
+                    self.walk(ns, worker, &mut shares, "a", limit, &lease, &mut out, &mut cut).await
+                {
                     // Tasks claimed by the first walk must reach the runtime.
                     if out.is_empty() {
                         return Err(e);
@@ -102,6 +108,7 @@ impl RedisStorage {
                 }
             }
         }
+        self.count_throttled(ns, &cut).await;
         if self.partitions() > 1 {
             let rank = |t: &TaskRecord| shares.iter().position(|(q, _)| *q == t.queue).unwrap_or(0);
             out.sort_by(|a, b| {
@@ -116,8 +123,28 @@ impl RedisStorage {
         Ok(out)
     }
 
+    /// Adds one to the throttled total of each queue a limit cut this claim
+    /// short, once per claim however many scripts it ran (`{re:ns}:throttled`,
+    /// beside the limits). A statistic: a failed write is logged, and the
+    /// claimed tasks reach the runtime whatever happens here.
+    async fn count_throttled(&self, ns: &Namespace, cut: &BTreeSet<String>) {
+        if cut.is_empty() {
+            return;
+        }
+        let key = format!("{}throttled", self.inner.layout.base(ns, 0));
+        let Ok(client) = self.client() else { return };
+        let client = client.with_options(&self.inner.options);
+        for queue in cut {
+            let counted: std::result::Result<i64, _> = client.hincrby(key.as_str(), queue.as_str(), 1).await;
+            if let Err(e) = counted {
+                tracing::warn!(error = %e, queue = %queue, "could not count a throttled claim");
+            }
+        }
+    }
+
     /// One walk over the partitions, from the next in rotation, until `out`
-    /// holds `limit` tasks; each share's quota shrinks by what it got.
+    /// holds `limit` tasks; each share's quota shrinks by what it got, and
+    /// `cut` gathers the queues a limit cut short.
     #[allow(clippy::too_many_arguments, reason = "the parts of one claim, passed down unchanged")]
     async fn walk(
         &self,
@@ -128,6 +155,7 @@ impl RedisStorage {
         limit: usize,
         lease: &str,
         out: &mut Vec<TaskRecord>,
+        cut: &mut BTreeSet<String>,
     ) -> Result<()> {
         let start = self.next_partition();
         let n = self.partitions();
@@ -137,7 +165,7 @@ impl RedisStorage {
                 break;
             }
             let keys = self.keys(ns, (start + k) % n);
-            match self.claim_in(ns, &keys, worker, shares, mode, want, lease).await {
+            match self.claim_in(ns, &keys, worker, shares, mode, want, lease, cut).await {
                 Ok(mut tasks) => {
                     for task in &tasks {
                         if let Some(share) = shares.iter_mut().find(|(q, _)| *q == task.queue) {
@@ -168,6 +196,7 @@ impl RedisStorage {
         mode: &str,
         want: usize,
         lease: &str,
+        cut: &mut BTreeSet<String>,
     ) -> Result<Vec<TaskRecord>> {
         let mut args = Vec::with_capacity(6 + shares.len() * 2);
         args.extend([
@@ -189,6 +218,9 @@ impl RedisStorage {
         let more = reply.next().and_then(|v| text(&v)).as_deref() == Some("1");
         let entries = array(reply.next().unwrap_or(Value::Null))?;
         log_aside("claim", reply.next());
+        if let Some(queues) = reply.next() {
+            cut.extend(array(queues)?.iter().filter_map(text));
+        }
         let mut out = Vec::with_capacity(entries.len());
         let mut unreadable = Vec::new();
         for entry in entries {

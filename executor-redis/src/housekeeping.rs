@@ -11,6 +11,20 @@ use crate::{
 };
 
 impl RedisStorage {
+    /// The leader's upkeep beside reaping and trimming: `limits_tidy.lua`
+    /// makes each limited queue's running set exactly its running tasks
+    /// (one EXISTS while no queue has limits).
+    pub(crate) async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        if !self.inner.layout.has_limits() {
+            return Ok(());
+        }
+        let fixed = self.run_limits(&self.inner.scripts.limits_tidy, ns, Vec::new()).await?;
+        if let Some(n) = fixed.as_u64().filter(|n| *n > 0) {
+            tracing::warn!(namespace = %ns, corrected = n, "queue running sets were out of step; corrected");
+        }
+        Ok(())
+    }
+
     pub(crate) async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         let mut out = Reaped::default();
         for p in self.rotated_partitions() {

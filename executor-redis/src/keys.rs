@@ -13,8 +13,8 @@ use executor_core::{Namespace, TaskId};
 pub(crate) struct PartitionKeys {
     /// `{re:<ns>}:`: task hashes are `<base>t:<id>`.
     pub(crate) base: String,
-    /// The seven keys every state-change script receives.
-    pub(crate) script_keys: [String; 7],
+    /// The eight keys every state-change script receives.
+    pub(crate) script_keys: [String; 8],
 }
 
 impl PartitionKeys {
@@ -94,6 +94,21 @@ impl Layout {
         [format!("{base}schedules"), format!("{base}schedules:state")]
     }
 
+    /// Whether queue limits can be kept: their keys live in partition 0's
+    /// slot, which every partition's scripts may touch except on a cluster
+    /// with several partitions (the case `inline_wake` is false).
+    pub(crate) fn has_limits(&self) -> bool {
+        self.inline_wake
+    }
+
+    /// The queue limits hash `<base0>limits` (`lua/common.lua`): partition
+    /// 0's for every partition where [`Layout::has_limits`], else the
+    /// partition's own, which nothing writes.
+    pub(crate) fn limits(&self, ns: &Namespace, partition: u16) -> String {
+        let p = if self.has_limits() { 0 } else { partition };
+        format!("{}limits", self.base(ns, p))
+    }
+
     pub(crate) fn leader(&self, ns: &Namespace) -> [String; 2] {
         let base = self.base(ns, 0);
         [format!("{base}leader"), format!("{base}leader:seq")]
@@ -110,6 +125,7 @@ impl Layout {
             format!("{base}debounce"),
             wake,
             format!("{base}counts"),
+            self.limits(ns, partition),
         ];
         PartitionKeys { base, script_keys }
     }

@@ -41,8 +41,8 @@ mod wake;
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
-    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
+    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
@@ -205,6 +205,14 @@ impl Storage for RedisStorage {
 
     async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
         RedisStorage::wait_for_queues(self, ns, Some(queues), max_wait).await
+    }
+
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        RedisStorage::set_queue_limits(self, ns, queue, limits).await
+    }
+
+    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        RedisStorage::housekeeping(self, ns).await
     }
 }
 

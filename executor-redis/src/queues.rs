@@ -1,10 +1,12 @@
 //! Queue controls (issue 16): pausing a queue (`pause.lua`: `SADD`/`SREM`
-//! of each partition's `paused` SET) and the operator's view of the queues
-//! (`queues.lua` in every partition, added up here).
+//! of each partition's `paused` SET), its fleet-wide limits (`limits.lua`,
+//! in partition 0's slot; `limits_tidy.lua` at housekeeping) and the
+//! operator's view of the queues (`queues.lua` in every partition, added up
+//! here).
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
 
-use executor_core::{Namespace, QueueInfo, QueueName, Result, Timestamp};
+use executor_core::{Error, Namespace, QueueInfo, QueueLimits, QueueName, RateLimit, Result, Timestamp};
 use fred::{
     interfaces::{ClientLike, SortedSetsInterface},
     types::Value,
@@ -36,12 +38,70 @@ impl RedisStorage {
         Ok(())
     }
 
-    /// Every queue with waiting tasks or paused, by name, summed over the
-    /// partitions; times from the Redis clock.
+    /// Sets `queue`'s limits in partition 0's slot, rebuilding its running
+    /// set from every partition's leases in the same script. Refused on a
+    /// Redis Cluster with several partitions, where one script cannot
+    /// reach every partition's slot.
+    pub(crate) async fn set_queue_limits(
+        &self,
+        ns: &Namespace,
+        queue: &QueueName,
+        limits: &QueueLimits,
+    ) -> Result<()> {
+        if !self.inner.layout.has_limits() {
+            return Err(Error::unsupported(
+                "set_queue_limits",
+                "queue limits need every partition's scripts to reach partition 0's slot, which a Redis \
+                 Cluster with several partitions does not allow; use one partition \
+                 (RedisStorageBuilder::partitions(1)) for a namespace with queue limits",
+            ));
+        }
+        limits.validate()?;
+        let (starts, per, burst) = match &limits.rate {
+            Some(r) => (
+                r.starts.to_string(),
+                u64::try_from(r.per.as_millis()).unwrap_or(u64::MAX).to_string(),
+                r.burst.to_string(),
+            ),
+            None => (String::new(), String::new(), String::new()),
+        };
+        let args = vec![
+            Value::from(queue.as_str()),
+            Value::from(limits.concurrency.map(|c| c.to_string()).unwrap_or_default()),
+            Value::from(starts),
+            Value::from(per),
+            Value::from(burst),
+        ];
+        self.run_limits(&self.inner.scripts.limits, ns, args).await.map(drop)
+    }
+
+    /// Runs `limits.lua` or `limits_tidy.lua`: partition 0's script keys,
+    /// then the other partitions' lease ZSETs (one server, no slot check).
+    pub(crate) async fn run_limits(
+        &self,
+        lua: &crate::scripts::Lua,
+        ns: &Namespace,
+        args: Vec<Value>,
+    ) -> Result<Value> {
+        let first = self.keys(ns, 0);
+        let mut keys = first.script_keys.to_vec();
+        keys.extend((1..self.partitions()).map(|p| self.keys(ns, p).lease().to_owned()));
+        let mut all = vec![Value::from(first.base.as_str()), self.inline_wake()];
+        all.extend(args);
+        self.run(lua, keys, all).await
+    }
+
+    /// Every queue with waiting or running tasks, paused, or with limits,
+    /// by name, summed over the partitions; times from the Redis clock.
     pub(crate) async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
         let mut out = BTreeMap::<String, QueueInfo>::new();
         for p in 0..self.partitions() {
-            let reply = array(self.run_in(&self.inner.scripts.queues, &self.keys(ns, p), Vec::new()).await?)?;
+            let first = Value::from(if p == 0 { "1" } else { "0" });
+            let reply =
+                array(self.run_in(&self.inner.scripts.queues, &self.keys(ns, p), vec![first]).await?)?;
+            let Some((limits, reply)) = reply.split_last() else {
+                return Err(shape("queues answered nothing"));
+            };
             let Some((paused, entries)) = reply.split_last() else {
                 return Err(shape("queues answered nothing"));
             };
@@ -59,6 +119,23 @@ impl RedisStorage {
                 if let Some(oldest) = number(3).map(Timestamp::from_millis) {
                     info.oldest_due = Some(info.oldest_due.map_or(oldest, |o| o.min(oldest)));
                 }
+                info.running += number(4).unwrap_or(0);
+            }
+            let limits = array(limits.clone())?;
+            for entry in limits.chunks(3) {
+                let [queue, spec, throttled] = entry else { continue };
+                let Some(queue) = text(queue).and_then(|q| QueueName::new(q).ok()) else { continue };
+                let spec = text(spec).unwrap_or_default();
+                let info = out.entry(queue.to_string()).or_insert_with(|| QueueInfo::new(queue.clone()));
+                match parse_limits(&spec) {
+                    Some(limits) => info.limits = limits,
+                    None => tracing::warn!(
+                        queue = %queue, limits = %spec.escape_debug(),
+                        "queue limits in Redis do not parse (edited by hand?): the queue is held \
+                         until set_queue_limits writes them again"
+                    ),
+                }
+                info.throttled = text(throttled).and_then(|t| t.parse().ok()).unwrap_or(0);
             }
             for queue in array(paused.clone())?.iter().filter_map(text) {
                 if let Ok(queue) = QueueName::new(queue) {
@@ -67,6 +144,44 @@ impl RedisStorage {
                 }
             }
         }
-        Ok(out.into_values().filter(|q| q.waiting > 0 || q.paused).collect())
+        Ok(out
+            .into_values()
+            .filter(|q| q.waiting > 0 || q.paused || q.running > 0 || !q.limits.is_none())
+            .collect())
+    }
+}
+
+/// A limits field as `limits.lua` writes it: `concurrency,starts,per_ms,burst`,
+/// each empty when not set; `None` when it does not parse.
+fn parse_limits(spec: &str) -> Option<QueueLimits> {
+    let mut parts = spec.split(',');
+    let (c, starts, per, burst) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let mut limits = QueueLimits::new();
+    if !c.is_empty() {
+        limits = limits.concurrency(c.parse().ok()?);
+    }
+    if !starts.is_empty() {
+        let rate = RateLimit::new(starts.parse().ok()?, Duration::from_millis(per.parse().ok()?)).ok()?;
+        limits = limits.rate(rate.burst(burst.parse().ok()?).ok()?);
+    }
+    (!limits.is_none() && limits.validate().is_ok()).then_some(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_fields_round_trip() -> Result<()> {
+        let rate = RateLimit::new(20, Duration::from_secs(1))?.burst(10)?;
+        assert_eq!(parse_limits("3,,,"), Some(QueueLimits::new().concurrency(3)));
+        assert_eq!(parse_limits(",20,1000,10"), Some(QueueLimits::new().rate(rate)));
+        for bad in ["", ",,,", "x,,,", "3,,", "3,,,,", "0,,,", ",20,0,10", "-1,,,"] {
+            assert_eq!(parse_limits(bad), None, "{bad}");
+        }
+        Ok(())
     }
 }

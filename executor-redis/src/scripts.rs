@@ -83,6 +83,8 @@ pub(crate) struct Scripts {
     pub(crate) schedule: Lua,
     pub(crate) queues: Lua,
     pub(crate) pause: Lua,
+    pub(crate) limits: Lua,
+    pub(crate) limits_tidy: Lua,
 }
 
 impl Scripts {
@@ -112,10 +114,12 @@ impl Scripts {
             schedule: Lua::new("schedule", with_common!("schedule.lua")),
             queues: Lua::new("queues", with_common!("queues.lua")),
             pause: Lua::new("pause", include_str!("../lua/pause.lua")),
+            limits: Lua::new("limits", with_common!("limits.lua")),
+            limits_tidy: Lua::new("limits_tidy", with_common!("limits_tidy.lua")),
         }
     }
 
-    fn all(&self) -> [&Lua; 24] {
+    fn all(&self) -> [&Lua; 26] {
         [
             &self.submit,
             &self.submit_one,
@@ -141,6 +145,8 @@ impl Scripts {
             &self.schedule,
             &self.queues,
             &self.pause,
+            &self.limits,
+            &self.limits_tidy,
         ]
     }
 

@@ -206,7 +206,7 @@ impl RedisStorage {
         lua.run(self.client()?, &self.inner.options, keys, args).await
     }
 
-    /// Runs a state-change script of partition `p`: the seven keys, then the
+    /// Runs a state-change script of partition `p`: the eight keys, then the
     /// key base and the inline-wake flag ahead of `args`.
     pub(crate) async fn run_in(&self, lua: &Lua, keys: &PartitionKeys, args: Vec<Value>) -> Result<Value> {
         let mut all = Vec::with_capacity(args.len() + 2);

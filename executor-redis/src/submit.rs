@@ -99,7 +99,7 @@ impl RedisStorage {
         // 3 debounce values.
         lean.extend(values.by_ref().take(10));
         lean.extend(values.skip(3));
-        let [due, .., wake, counts] = &keys.script_keys;
+        let [due, .., wake, counts, _] = &keys.script_keys;
         self.run(&self.inner.scripts.submit_one, vec![due.clone(), wake.clone(), counts.clone()], lean).await
     }
 

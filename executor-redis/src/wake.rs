@@ -87,7 +87,7 @@ impl RedisStorage {
                 }
                 args.extend(queues.iter().map(|q| Value::from(q.as_str())));
             }
-            let reply = array(self.run(&self.inner.scripts.peek, vec![keys.due().to_owned()], args).await?)?;
+            let reply = array(self.run(&self.inner.scripts.peek, keys.script_keys.to_vec(), args).await?)?;
             let now_us = reply.first().and_then(text).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
             if let Some(first_ms) = reply.get(1).and_then(text).and_then(|t| t.parse::<f64>().ok()) {
                 let first_us = (first_ms as u64).saturating_mul(1000);

@@ -37,6 +37,7 @@ mod one_partition {
     executor_core::tier_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
+    executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }
 
 mod four_partitions {
@@ -53,4 +54,22 @@ mod four_partitions {
     executor_core::schedule_conformance_tests!(fresh_partitioned, cleanup);
     // Less `queue_priority_order`, as in tests/it/partitioned.rs.
     executor_core::queue_conformance_tests!(fresh_partitioned, cleanup, except(queue_priority_order));
+
+    /// No queue limits over several partitions of a cluster: one script
+    /// cannot reach partition 0's slot from another partition's. Refused
+    /// with the way out, and nothing is written.
+    #[tokio::test]
+    async fn queue_limits_are_refused() -> crate::common::corrupt::TestResult {
+        use executor_core::{Error, QueueLimits, QueueName, storage::Storage};
+        let (storage, ns) = fresh_partitioned().await;
+        let limits = QueueLimits::new().concurrency(3);
+        let refused = storage.set_queue_limits(&ns, &QueueName::new("mail")?, &limits).await;
+        match refused {
+            Err(Error::Unsupported { ref reason, .. }) if reason.contains("one partition") => {}
+            other => panic!("expected Unsupported naming one partition, got {other:?}"),
+        }
+        assert!(storage.queues(&ns).await?.is_empty(), "nothing was written");
+        cleanup(&storage, &ns).await;
+        Ok(())
+    }
 }

@@ -18,6 +18,7 @@ mod corrupt_admin;
 mod corrupt_lease;
 mod corrupt_schedule;
 mod corrupt_submit;
+mod limits;
 mod partitioned;
 mod queues;
 mod restart;

@@ -35,6 +35,9 @@ executor_core::schedule_conformance_tests!(fresh, common::cleanup);
 // orders the claims of one partition (and each batch), not claims one by one
 // across partitions.
 executor_core::queue_conformance_tests!(fresh, common::cleanup, except(queue_priority_order));
+// Limits live in partition 0's slot, which every partition's scripts reach
+// on one server: they hold across partitions, atomically.
+executor_core::queue_limit_conformance_tests!(fresh, common::cleanup);
 
 /// Repeats of one debounce key with a fresh id each (what
 /// `TaskBuilder::debounce` without `.id(..)` sends) coalesce into one task
