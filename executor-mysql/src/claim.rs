@@ -11,10 +11,10 @@ use sqlx::{MySql, QueryBuilder, Row, mysql::MySqlRow};
 use crate::{
     MySqlStorage,
     conn::RunOn,
-    error, row,
+    error, limits, row,
     sql::{
-        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, ms, now_ms, push_in_list, queues, ranks,
-        task_columns, tasks,
+        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, limited, ms, now_ms, push_in_list, queues,
+        ranks, task_columns, tasks,
     },
 };
 
@@ -61,6 +61,14 @@ impl MySqlStorage {
     /// 3. the claimed rows read back by their ids and the token, returned in
     ///    claim order.
     ///
+    /// A queue with fleet-wide limits is left out of these statements (its
+    /// row in the queues table makes the select skip it, and a branch of
+    /// the same select names it) and claimed in its own short transaction
+    /// instead (`limits.rs`): the queues this process knows to be limited
+    /// first, each up to its quota, then the rest of the plan as above,
+    /// then the rest of the limit from limited queues that gave all they
+    /// were asked for.
+    ///
     /// Candidates are fetched twice over so that a concurrent claimer that
     /// picked the same ones leaves this one the rest; a claim that lost
     /// candidates that way tries again for what it still wants, up to
@@ -76,6 +84,34 @@ impl MySqlStorage {
     ) -> Result<Vec<TaskRecord>> {
         let mut claimed: Vec<TaskRecord> = Vec::new();
         let mut want = Want::new(plan);
+        // Queues with limits (as far as this process knows) first, each up
+        // to its quota, in their own transactions (`limits.rs`).
+        let mut refill: Vec<QueueName> = Vec::new();
+        let mut busy: Vec<(QueueName, usize)> = Vec::new();
+        let known: Vec<(QueueName, usize)> =
+            want.queues.iter().filter(|(q, _)| self.known_limited(ns, q)).cloned().collect();
+        for (queue, quota) in known {
+            let upto = quota.min(want.limit);
+            if upto == 0 {
+                // Nothing of its own to take now: only the fill may.
+                want.remove(&queue);
+                refill.push(queue);
+                continue;
+            }
+            let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
+            match take.outcome {
+                limits::Outcome::Unlimited => {
+                    self.forget_limited(ns, &queue);
+                    continue;
+                }
+                limits::Outcome::Full => refill.push(queue.clone()),
+                limits::Outcome::Busy => busy.push((queue.clone(), upto)),
+                limits::Outcome::Done => {}
+            }
+            want.took(&take.tasks);
+            want.remove(&queue);
+            claimed.extend(take.tasks);
+        }
         for _ in 0..ROUNDS {
             if want.limit == 0 || want.queues.is_empty() {
                 break;
@@ -83,8 +119,57 @@ impl MySqlStorage {
             let round = error::retry_lock_conflicts(|| claim_once(self, ns, worker, &want, lease)).await?;
             want.took(&round.tasks);
             claimed.extend(round.tasks);
+            // Queues the statement found limited: this process learns them
+            // here, and they take their part in the fill below.
+            for queue in round.limited {
+                self.remember_limited(ns, &queue);
+                want.remove(&queue);
+                refill.push(queue);
+            }
             if !round.lost_race {
                 break;
+            }
+        }
+        // The fill: the rest of the limit from limited queues that took all
+        // they were asked for.
+        for queue in refill {
+            if want.limit == 0 {
+                break;
+            }
+            let take = self.claim_limited(ns, worker, &queue, want.limit, lease).await?;
+            if take.outcome == limits::Outcome::Busy {
+                busy.push((queue, want.limit));
+            }
+            want.took(&take.tasks);
+            claimed.extend(take.tasks);
+        }
+        // A queue another claimer was claiming: its transaction is a few
+        // round trips, so a claim that got nothing else tries again shortly
+        // rather than leave its caller to spin. Never waits while it holds
+        // tasks of other queues, and a stopped holder costs at most this.
+        if claimed.is_empty() {
+            for pause_ms in [2, 8, 32] {
+                if busy.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                let mut still = Vec::new();
+                for (queue, upto) in busy {
+                    let upto = upto.min(want.limit);
+                    if upto == 0 {
+                        continue;
+                    }
+                    let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
+                    if take.outcome == limits::Outcome::Busy {
+                        still.push((queue, upto));
+                    }
+                    want.took(&take.tasks);
+                    claimed.extend(take.tasks);
+                }
+                busy = still;
+                if !claimed.is_empty() {
+                    break;
+                }
             }
         }
         Ok(claimed)
@@ -107,10 +192,12 @@ impl MySqlStorage {
     }
 }
 
-/// What one round claimed, and whether candidates went to another claimer.
+/// What one round claimed, whether candidates went to another claimer,
+/// and the queues of the plan it skipped because they have limits.
 struct Round {
     tasks: Vec<TaskRecord>,
     lost_race: bool,
+    limited: Vec<QueueName>,
 }
 
 /// What a claim still wants: each queue of the plan once, in the order of
@@ -131,6 +218,11 @@ impl Want {
             }
         }
         Self { queues, limit: plan.limit.min(MAX_BATCH) }
+    }
+
+    /// Leaves `queue` out of the plain claim's rounds.
+    fn remove(&mut self, queue: &QueueName) {
+        self.queues.retain(|(q, _)| q != queue);
     }
 
     /// Takes what a round claimed off the quotas and the limit.
@@ -181,9 +273,7 @@ async fn claim_once(
         if i > 0 {
             qb.push(" UNION ALL ");
         }
-        if several {
-            qb.push("(");
-        }
+        qb.push("(");
         qb.push("SELECT CAST(")
             .push_bind(i64::try_from(i).unwrap_or(i64::MAX))
             .push(concat!(
@@ -206,26 +296,47 @@ async fn claim_once(
             .push_bind(ns.as_str().to_owned())
             .push(" AND p.queue = ")
             .push_bind(queue.as_str().to_owned())
-            .push(" AND p.paused = 1) ORDER BY queue_rank, ready_at, id LIMIT ")
+            .push(concat!(
+                " AND (p.paused = 1 OR ",
+                limited!(),
+                ")) ORDER BY queue_rank, ready_at, id LIMIT "
+            ))
             .push_bind(per_branch)
-            .push(" FOR UPDATE SKIP LOCKED");
-        if several {
-            qb.push(")");
-        }
+            .push(" FOR UPDATE SKIP LOCKED)");
     }
+    // Branch -1: the plan's queues that have limits and are not paused,
+    // which the branches above skipped (one primary-key lookup per queue).
+    qb.push(concat!(
+        " UNION ALL (SELECT CAST(-1 AS SIGNED) AS branch, CONVERT(p.queue USING utf8mb4) COLLATE utf8mb4_bin \
+         AS id, CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED) FROM ",
+        queues!(),
+        " p WHERE p.ns = "
+    ))
+    .push_bind(ns.as_str().to_owned())
+    .push(" AND p.queue IN ");
+    push_in_list(&mut qb, want.queues.iter().map(|(q, _)| q.as_str()));
+    qb.push(concat!(" AND p.paused = 0 AND ", limited!(), ")"));
     let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let mut per_queue = vec![std::collections::VecDeque::new(); want.queues.len()];
+    let mut limited = Vec::new();
     for r in &rows {
         let id = row::raw_id(r);
         let branch: i64 = r.try_get("branch").map_err(error::storage)?;
-        let attempts: u32 = r.try_get("attempts").map_err(error::storage)?;
+        if branch < 0 {
+            if let Some((queue, _)) = want.queues.iter().find(|(q, _)| q.as_str() == id) {
+                limited.push(queue.clone());
+            }
+            continue;
+        }
+        // BIGINT UNSIGNED: the union with branch -1 widens the columns.
+        let attempts: u64 = r.try_get("attempts").map_err(error::storage)?;
         let fence: u64 = r.try_get("fence").map_err(error::storage)?;
-        let priority: u8 = r.try_get("priority").map_err(error::storage)?;
-        if attempts == MAX_ATTEMPTS_COLUMN || fence == MAX_FENCE_COLUMN {
+        let priority: u64 = r.try_get("priority").map_err(error::storage)?;
+        if attempts >= u64::from(MAX_ATTEMPTS_COLUMN) || fence == MAX_FENCE_COLUMN {
             // Bumping it would fail the claim "out of range", every time.
             let reason = format!("attempts {attempts} or fence {fence} is at its column's maximum");
             to_error(s, ns, &id, None, &reason).await?;
-        } else if priority > MAX_PRIORITY {
+        } else if priority > u64::from(MAX_PRIORITY) {
             // Written with the checks off: any UPDATE of the row fails
             // `ck_tasks_priority`, so claiming it would fail the whole batch.
             let reason = format!("priority {priority} is outside 0..={MAX_PRIORITY}");
@@ -244,7 +355,7 @@ async fn claim_once(
         (per_queue.into_iter().flatten().collect::<Vec<_>>(), limit)
     };
     if candidates.is_empty() || take == 0 {
-        return Ok(Round { tasks: Vec::new(), lost_race: false });
+        return Ok(Round { tasks: Vec::new(), lost_race: false, limited });
     }
     let token = sql::token();
     let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
@@ -274,7 +385,7 @@ async fn claim_once(
     let changed = qb.build().execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
     let lost_race = changed < u64::try_from(take.min(candidates.len())).unwrap_or(u64::MAX);
     if changed == 0 {
-        return Ok(Round { tasks: Vec::new(), lost_race });
+        return Ok(Round { tasks: Vec::new(), lost_race, limited });
     }
     let mut qb: QueryBuilder<MySql> =
         QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
@@ -307,7 +418,7 @@ async fn claim_once(
             Err(reason) => to_error(s, ns, &row::raw_id(r), Some(token), &reason).await?,
         }
     }
-    Ok(Round { tasks, lost_race })
+    Ok(Round { tasks, lost_race, limited })
 }
 
 /// Moves a row that cannot run to `ERROR` with the reason (invariant 6).

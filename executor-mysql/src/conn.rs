@@ -30,9 +30,11 @@
 //! error reply (a duplicate key) has been read in full and its connection
 //! still goes back to the pool.
 //!
-//! No statement of this crate runs inside a multi-statement transaction:
-//! each is autocommit, so a process that stops between two of them (SIGSTOP,
-//! a pause, a partition) holds no row lock (invariant 9). Every connection
+//! Every statement of this crate is autocommit, so a process that stops
+//! between two of them (SIGSTOP, a pause, a partition) holds no row lock
+//! (invariant 9), with one exception: the claim of a queue with limits
+//! (`limits.rs`) is a short transaction, whose session the server closes
+//! after 2 s idle, so a stopped holder keeps its locks at most that long. Every connection
 //! taken from the pool first gets [`SESSION_SETUP`] (READ COMMITTED, a 2 s
 //! lock wait).
 

@@ -8,7 +8,8 @@
 //! by a server lock). Every state change is an autocommit statement
 //! conditional on the task's state and fence; no transaction waits for the
 //! client while it holds a lock, so a stopped or partitioned process holds
-//! nothing others need. Claims pick candidates with `FOR UPDATE SKIP
+//! nothing others need (the one exception, the claim of a queue with
+//! fleet-wide limits, is a transaction the server ends after 2 s idle). Claims pick candidates with `FOR UPDATE SKIP
 //! LOCKED` and take them with one conditional UPDATE, so concurrent
 //! claimers never hand a task out twice. Times come from the server's
 //! clock. See `docs/mysql.md` for the schema, the query plans and the
@@ -33,6 +34,7 @@ mod error;
 mod finish;
 mod housekeeping;
 mod leader;
+mod limits;
 mod options;
 mod query;
 mod queues;
@@ -47,8 +49,8 @@ mod wake;
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueName, Result, Retention,
-    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
+    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
@@ -92,6 +94,10 @@ impl Storage for MySqlStorage {
 
     async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         MySqlStorage::pause_queue(self, ns, queue, paused).await
+    }
+
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        MySqlStorage::set_queue_limits(self, ns, queue, limits).await
     }
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {

@@ -9,42 +9,59 @@ use sqlx::{MySql, QueryBuilder, Row};
 use crate::{
     MySqlStorage,
     conn::RunOn,
-    error,
-    sql::{now_ms, push_in_list, queues, ranks, tasks},
+    error, limits,
+    sql::{limited, now_ms, push_in_list, queues, ranks, tasks},
 };
 
 impl MySqlStorage {
     /// Pauses or resumes `queue`: a row in the queues table while it is
-    /// paused, none otherwise. Every claim statement reads it (see
-    /// `claim_queues`), so a pause holds for every process from the next
-    /// claim on. Resuming wakes this process's waiting claimers.
+    /// paused or has limits, none otherwise. Every claim statement reads it
+    /// (see `claim_queues`), so a pause holds for every process from the
+    /// next claim on. Resuming deletes a row that holds no limits and
+    /// clears the flag of one that does, and wakes this process's waiting
+    /// claimers.
     pub(crate) async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        let statement = if paused {
-            concat!(
+        let statements: &[&'static str] = if paused {
+            &[concat!(
                 "INSERT INTO ",
                 queues!(),
-                " (ns, queue, paused) VALUES (?, ?, 1) ON DUPLICATE KEY UPDATE paused = 1"
-            )
+                " (ns, queue, paused, tokens_at) VALUES (?, ?, 1, ",
+                now_ms!(),
+                ") ON DUPLICATE KEY UPDATE paused = 1"
+            )]
         } else {
-            concat!("DELETE FROM ", queues!(), " WHERE ns = ? AND queue = ?")
+            &[
+                concat!(
+                    "DELETE p FROM ",
+                    queues!(),
+                    " p WHERE p.ns = ? AND p.queue = ? AND NOT ",
+                    limited!()
+                ),
+                concat!("UPDATE ", queues!(), " SET paused = 0 WHERE ns = ? AND queue = ?"),
+            ]
         };
-        sqlx::query(statement)
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+        for statement in statements {
+            sqlx::query(*statement)
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+        }
         if !paused {
             self.notify_work();
         }
         Ok(())
     }
 
-    /// Every queue with waiting tasks or paused, by name, in three
-    /// statements: the queues with waiting tasks (a loose index scan of
-    /// `ix_queue`), their figures (ranges of `ix_queue` over the waiting
-    /// tasks only, on the server's clock), the paused queues. A name that
-    /// is not a valid queue name (a hand-edited row) is left out and logged.
+    /// Every queue with waiting or running tasks, paused or with limits,
+    /// by name, in four statements: the queues with waiting tasks (a loose
+    /// index scan of `ix_queue`), their figures (ranges of `ix_queue` over
+    /// the waiting tasks only, on the server's clock), the running tasks
+    /// per queue (the namespace's `RUNNING` range of `ix_lease`, which
+    /// holds the queue: no row is read), the rows of the queues table
+    /// (paused, limits, throttled). A name that is not a valid queue name
+    /// (a hand-edited row) is left out and logged.
     pub(crate) async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
         let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
         let waiting = self.waiting_queues(ns).await?;
@@ -77,15 +94,32 @@ impl MySqlStorage {
                 };
             }
         }
-        let paused = sqlx::query(concat!("SELECT queue FROM ", queues!(), " WHERE ns = ? AND paused = 1"))
-            .bind(ns.as_str())
-            .fetch_all_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        for r in paused {
+        let running = sqlx::query(concat!(
+            "SELECT queue, COUNT(*) AS running FROM ",
+            tasks!(),
+            " WHERE ns = ? AND state = 'RUNNING' GROUP BY queue"
+        ))
+        .bind(ns.as_str())
+        .fetch_all_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        for r in running {
             let name: String = r.try_get("queue").map_err(error::storage)?;
             let Some(queue) = valid(&name) else { continue };
-            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue)).paused = true;
+            let n: i64 = r.try_get("running").map_err(error::storage)?;
+            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue)).running =
+                u64::try_from(n).unwrap_or(0);
+        }
+        for row in limits::rows(self, ns).await? {
+            let Some(queue) = valid(&row.name) else { continue };
+            if !row.paused && !row.has_limits {
+                // A row left by a resume racing a clear: nothing to show.
+                continue;
+            }
+            let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
+            info.paused = row.paused;
+            info.limits = row.limits;
+            info.throttled = row.throttled;
         }
         Ok(out.into_values().collect())
     }

@@ -30,7 +30,7 @@ macro_rules! schedules {
     };
 }
 
-/// The paused queues (issue 16).
+/// The queues that are paused or have limits (issue 16).
 macro_rules! queues {
     () => {
         "reliable_executor_queues"
@@ -78,7 +78,16 @@ macro_rules! by_task {
     };
 }
 
-pub(crate) use {by_task, leaders, now_ms, queues, ranks, schedules, task_columns, tasks, workers};
+/// Whether the queues row `p` holds any limit column: such a queue is
+/// claimed only through the limited transaction (`limits.rs`), a corrupt
+/// one included (it then claims nothing until its limits are set again).
+macro_rules! limited {
+    () => {
+        "(p.concurrency IS NOT NULL OR p.rate_starts IS NOT NULL OR p.rate_per_ms IS NOT NULL OR p.rate_burst IS NOT NULL)"
+    };
+}
+
+pub(crate) use {by_task, leaders, limited, now_ms, queues, ranks, schedules, task_columns, tasks, workers};
 
 /// Binds the three values of [`by_task!`].
 pub(crate) fn bind_task<'q>(

@@ -24,7 +24,8 @@ pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
 /// One table set holds every namespace (the `ns` column leads every key).
 /// Every state change is one autocommit statement conditional on the
 /// task's state and fence; no statement waits inside a transaction for the
-/// client, so a stopped process holds no lock. All times come from the
+/// client, so a stopped process holds no lock (except a queue with limits'
+/// row, for at most 2 s: see `docs/mysql.md`, Queues and priorities). All times come from the
 /// server's clock. Cheap to clone: clones share the pool
 /// and the in-process wake-up.
 ///
@@ -48,6 +49,11 @@ pub struct MySqlStorage {
     pub(crate) finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
     /// The server's `max_allowed_packet`, read once.
     packet: Arc<OnceCell<usize>>,
+    /// (namespace, queue) pairs this process has seen with limits: a hint
+    /// of which queues a claim takes through the limited transaction first
+    /// (see `limits.rs`). Only a hint: the plain claim statement excludes
+    /// limited queues itself and names the ones it excluded.
+    pub(crate) limited: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
 }
 
 /// Bytes of a packet kept for everything but the payload: the statement,
@@ -118,6 +124,7 @@ impl MySqlStorage {
             wake: Arc::new(Notify::new()),
             finishes: Arc::new(GroupCommit::new()),
             packet: Arc::new(OnceCell::new()),
+            limited: Arc::default(),
         }
     }
 
@@ -178,7 +185,12 @@ impl MySqlStorage {
             ),
             concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
             concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
-            concat!("SELECT ns, queue, paused FROM ", crate::sql::queues!(), " LIMIT 0"),
+            concat!(
+                "SELECT ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, \
+                 tokens_at, throttled FROM ",
+                crate::sql::queues!(),
+                " LIMIT 0"
+            ),
             concat!(
                 "SELECT ns, name, definition, paused, cursor_ms, fence, last_task FROM ",
                 crate::sql::schedules!(),

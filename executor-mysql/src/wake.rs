@@ -85,17 +85,35 @@ impl MySqlStorage {
 }
 
 /// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
-/// `queues` that are not paused) less now; NULL when none waits. The inner
+/// `queues` that are not paused, not at their concurrency limit and whose
+/// limits are valid, later for an empty bucket) less now; NULL when none
+/// waits. A queue at its concurrency limit does not count: a finish frees
+/// the slot, and the finishing process claims again itself, while other
+/// processes find it within their poll interval. The inner
 /// query is a loose index scan of `ix_queue` (`Using index for group-by`):
 /// one dive per waiting (queue, rank), whatever the number of tasks.
 fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> QueryBuilder<MySql> {
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "SELECT MIN(d.due) - ",
-        now_ms!(),
-        " AS wait_ms FROM (SELECT queue, MIN(ready_at) AS due FROM ",
-        tasks!(),
-        " WHERE ns = "
-    ));
+    // With queues: a queue whose bucket holds less than one token counts
+    // from when its next token is earned (plus a millisecond, so the wake
+    // finds it earned), as the memory store's `next_claimable`.
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(if queues.is_some() {
+        concat!(
+            "SELECT CAST(MIN(IF(p.rate_starts IS NULL, d.due, GREATEST(d.due, p.tokens_at + CEIL((1 - \
+             LEAST(GREATEST(p.tokens, 0), 1)) * p.rate_per_ms / p.rate_starts) + 1))) AS SIGNED) - ",
+            now_ms!(),
+            " AS wait_ms FROM (SELECT queue, MIN(ready_at) AS due FROM ",
+            tasks!(),
+            " WHERE ns = "
+        )
+    } else {
+        concat!(
+            "SELECT MIN(d.due) - ",
+            now_ms!(),
+            " AS wait_ms FROM (SELECT queue, MIN(ready_at) AS due FROM ",
+            tasks!(),
+            " WHERE ns = "
+        )
+    });
     qb.push_bind(ns.as_str().to_owned());
     match queues {
         None => {
@@ -105,12 +123,24 @@ fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> QueryBuilder<MySql>
             qb.push(" AND queue IN ");
             push_in_list(&mut qb, queues.iter().map(QueueName::as_str));
             qb.push(concat!(
-                " AND queue_rank <= 9 GROUP BY ns, queue, queue_rank) d WHERE NOT EXISTS (SELECT 1 FROM ",
+                " AND queue_rank <= 9 GROUP BY ns, queue, queue_rank) d LEFT JOIN ",
                 queues!(),
-                " p WHERE p.ns = "
+                " p ON p.ns = "
             ))
             .push_bind(ns.as_str().to_owned())
-            .push(" AND p.queue = d.queue AND p.paused = 1)");
+            .push(concat!(
+                " AND p.queue = d.queue WHERE p.queue IS NULL OR (p.paused = 0 AND (p.concurrency IS NULL OR \
+                 (p.concurrency <= 1000000 AND p.concurrency > (SELECT COUNT(*) FROM ",
+                tasks!(),
+                " r WHERE r.ns = "
+            ))
+            .push_bind(ns.as_str().to_owned())
+            .push(
+                " AND r.state = 'RUNNING' AND r.queue = d.queue))) AND (p.rate_starts IS NULL OR \
+                 (p.rate_starts BETWEEN 1 AND 1000000 AND p.rate_burst BETWEEN 1 AND 1000000 AND \
+                 p.rate_per_ms BETWEEN 1 AND 86400000)) AND (p.rate_starts IS NOT NULL OR \
+                 (p.rate_per_ms IS NULL AND p.rate_burst IS NULL)))",
+            );
         }
     }
     qb

@@ -1,0 +1,541 @@
+//! Fleet-wide queue limits (issue 16, part 2): concurrency and a token
+//! bucket per queue, kept in `reliable_executor_queues` and enforced inside
+//! the claim.
+//!
+//! A queue with limits is claimed only in a short transaction that first
+//! locks the queue's row (`FOR UPDATE NOWAIT`), then counts the queue's
+//! `RUNNING` tasks, refills and spends the bucket, claims what both allow
+//! and commits. Every claim of the queue holds that row lock from before
+//! its count until after its UPDATE is committed, so claims of one limited
+//! queue are serialised and each count sees every earlier claim: two
+//! claimers can never both see N - 1 running and both claim. The plain
+//! claim statement never takes a limited queue's tasks (it reads the row
+//! and skips such queues). Unlimited queues keep the autocommit claim.
+//!
+//! The one transaction in this crate that waits for the client while it
+//! holds locks, so a stopped holder is bounded (invariant 9): the session's
+//! `wait_timeout` is 2 s (`hold_bound_secs!`) for the transaction's length, and
+//! the server closes a connection idle that long, rolling the transaction
+//! back and releasing the row. Other claimers never wait for the row
+//! (`NOWAIT`): they skip the queue for that claim.
+
+use std::{collections::HashMap, time::Duration};
+
+use executor_core::{
+    MAX_CONCURRENCY_LIMIT, Namespace, QueueLimits, QueueName, RateLimit, Result, TaskRecord, WorkerId,
+};
+use sqlx::{MySql, QueryBuilder, Row, mysql::MySqlRow};
+
+use crate::{
+    MySqlStorage,
+    claim::to_error,
+    conn::RunOn,
+    error, row,
+    sql::{
+        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, now_ms, push_in_list, queues, ranks, task_columns,
+        tasks,
+    },
+};
+
+/// Longest a stopped process can hold a limited queue's row, in seconds:
+/// the `wait_timeout` of the claiming session while its transaction is
+/// open. A healthy claim is idle between its statements for a round trip.
+macro_rules! hold_bound_secs {
+    () => {
+        "2"
+    };
+}
+
+/// Opens the limited claim's transaction with the bound on idleness, and
+/// keeps the session's own `wait_timeout` to put back.
+const BEGIN: &str = concat!(
+    "SET @reliable_executor_wait = @@SESSION.wait_timeout, SESSION wait_timeout = ",
+    hold_bound_secs!(),
+    "; START TRANSACTION"
+);
+/// Commits and puts the session's `wait_timeout` back.
+const COMMIT: &str = "COMMIT; SET SESSION wait_timeout = @reliable_executor_wait";
+/// As [`COMMIT`], undoing.
+const ROLLBACK: &str = "ROLLBACK; SET SESSION wait_timeout = @reliable_executor_wait";
+
+/// How a limited claim of one queue ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// It took all it was asked for; the limits may allow more.
+    Full,
+    /// A limit, the queue's due tasks, a pause or corrupt limits stopped it:
+    /// asking again in the same claim would get nothing more.
+    Done,
+    /// Another claimer holds the queue's row right now.
+    Busy,
+    /// The queue has no limits (any more): claim it the plain way.
+    Unlimited,
+}
+
+/// A queue's row as stored.
+struct Stored {
+    paused: bool,
+    concurrency: Option<u32>,
+    rate_starts: Option<u32>,
+    rate_per_ms: Option<u64>,
+    rate_burst: Option<u32>,
+    tokens: f64,
+    tokens_at: i64,
+    throttled: u64,
+}
+
+impl Stored {
+    fn read(r: &MySqlRow) -> Result<Self> {
+        Ok(Self {
+            paused: r.try_get("paused").map_err(error::storage)?,
+            concurrency: r.try_get("concurrency").map_err(error::storage)?,
+            rate_starts: r.try_get("rate_starts").map_err(error::storage)?,
+            rate_per_ms: r.try_get("rate_per_ms").map_err(error::storage)?,
+            rate_burst: r.try_get("rate_burst").map_err(error::storage)?,
+            tokens: r.try_get("tokens").map_err(error::storage)?,
+            tokens_at: r.try_get("tokens_at").map_err(error::storage)?,
+            throttled: r.try_get("throttled").map_err(error::storage)?,
+        })
+    }
+
+    fn has_limits(&self) -> bool {
+        self.concurrency.is_some()
+            || self.rate_starts.is_some()
+            || self.rate_per_ms.is_some()
+            || self.rate_burst.is_some()
+    }
+
+    /// The limits, or why the stored values are not limits (a hand-edited
+    /// row: a concurrency of 0, a rate with a missing or zero field).
+    fn limits(&self) -> std::result::Result<QueueLimits, String> {
+        let mut limits = QueueLimits::new();
+        if let Some(n) = self.concurrency {
+            if n == 0 || n > MAX_CONCURRENCY_LIMIT {
+                return Err(format!("concurrency {n} is outside 1..={MAX_CONCURRENCY_LIMIT}"));
+            }
+            limits = limits.concurrency(n);
+        }
+        match (self.rate_starts, self.rate_per_ms, self.rate_burst) {
+            (None, None, None) => {}
+            (Some(starts), Some(per), Some(burst)) => {
+                let rate = RateLimit::new(starts, Duration::from_millis(per))
+                    .and_then(|r| r.burst(burst))
+                    .map_err(|e| e.to_string())?;
+                limits = limits.rate(rate);
+            }
+            (s, p, b) => return Err(format!("rate {s:?} per {p:?} ms, burst {b:?}: a field is missing")),
+        }
+        Ok(limits)
+    }
+
+    /// What [`crate::MySqlStorage::queues`] shows: the stored values where
+    /// they make a limit (a corrupt concurrency is shown as stored).
+    pub(crate) fn shown(&self) -> QueueLimits {
+        let mut limits = QueueLimits::new();
+        if let Some(n) = self.concurrency {
+            limits.concurrency = Some(n);
+        }
+        if let (Some(s), Some(p), Some(b)) = (self.rate_starts, self.rate_per_ms, self.rate_burst)
+            && let Ok(rate) = RateLimit::new(s, Duration::from_millis(p)).and_then(|r| r.burst(b))
+        {
+            limits.rate = Some(rate);
+        }
+        limits
+    }
+}
+
+/// The bucket of `rate` as of `now` (server ms): the stored tokens (brought
+/// into 0..=burst: a hand-edited value cannot lend or hoard) plus what was
+/// earned since `tokens_at`, capped at the burst. A `tokens_at` ahead of
+/// `now` earns nothing and is replaced by `now`, so it cannot stall the
+/// bucket.
+fn refilled(rate: &RateLimit, tokens: f64, tokens_at: i64, now: i64) -> f64 {
+    let burst = f64::from(rate.burst);
+    let held = if tokens.is_finite() { tokens.clamp(0.0, burst) } else { 0.0 };
+    let elapsed = Duration::from_millis(u64::try_from(now.saturating_sub(tokens_at)).unwrap_or(0));
+    (held + rate.refill(elapsed)).min(burst)
+}
+
+/// What one limited claim took and how it ended.
+pub(crate) struct Take {
+    pub(crate) tasks: Vec<TaskRecord>,
+    pub(crate) outcome: Outcome,
+}
+
+impl Take {
+    fn nothing(outcome: Outcome) -> Self {
+        Self { tasks: Vec::new(), outcome }
+    }
+}
+
+impl MySqlStorage {
+    /// Sets `queue`'s limits (see `Storage::set_queue_limits`) in one
+    /// statement; [`QueueLimits::new`] removes them, and the row with them
+    /// unless the queue is paused. The bucket: full for a queue that had no
+    /// rate, else its tokens refilled to now under the old rate and capped
+    /// at the new burst. `throttled` is kept, and reset with the limits.
+    pub(crate) async fn set_queue_limits(
+        &self,
+        ns: &Namespace,
+        queue: &QueueName,
+        limits: &QueueLimits,
+    ) -> Result<()> {
+        limits.validate()?;
+        if limits.is_none() {
+            sqlx::query(concat!("DELETE FROM ", queues!(), " WHERE ns = ? AND queue = ? AND paused = 0"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            sqlx::query(concat!(
+                "UPDATE ",
+                queues!(),
+                " SET concurrency = NULL, rate_starts = NULL, rate_per_ms = NULL, rate_burst = NULL, \
+                 tokens = 0, throttled = 0 WHERE ns = ? AND queue = ?"
+            ))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+            self.forget_limited(ns, queue);
+            self.notify_work();
+            return Ok(());
+        }
+        let starts = limits.rate.map(|r| r.starts);
+        let per = limits.rate.map(|r| ms(r.per));
+        let burst = limits.rate.map(|r| r.burst);
+        let full = f64::from(burst.unwrap_or(0));
+        // Assignments run left to right on the updated values: `tokens`
+        // reads the old rate and time before they are replaced.
+        sqlx::query(concat!(
+            "INSERT INTO ",
+            queues!(),
+            " (ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, \
+             throttled) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ",
+            now_ms!(),
+            ", 0) ON DUPLICATE KEY UPDATE tokens = IF(? IS NULL, 0, IF(rate_starts > 0 AND rate_per_ms > 0 \
+             AND rate_burst > 0, LEAST(?, rate_burst, LEAST(GREATEST(tokens, 0), rate_burst) + GREATEST(",
+            now_ms!(),
+            " - tokens_at, 0) * rate_starts / rate_per_ms), ?)), tokens_at = ",
+            now_ms!(),
+            ", concurrency = ?, rate_starts = ?, rate_per_ms = ?, rate_burst = ?"
+        ))
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .bind(limits.concurrency)
+        .bind(starts)
+        .bind(per)
+        .bind(burst)
+        .bind(full)
+        .bind(starts)
+        .bind(full)
+        .bind(full)
+        .bind(limits.concurrency)
+        .bind(starts)
+        .bind(per)
+        .bind(burst)
+        .execute_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        self.remember_limited(ns, queue);
+        // A raised limit may let a waiting claimer here take more.
+        self.notify_work();
+        Ok(())
+    }
+
+    /// Whether this process has seen limits on `queue`.
+    pub(crate) fn known_limited(&self, ns: &Namespace, queue: &QueueName) -> bool {
+        self.limited
+            .lock()
+            .is_ok_and(|set| set.contains(&(ns.as_str().to_owned(), queue.as_str().to_owned())))
+    }
+
+    pub(crate) fn remember_limited(&self, ns: &Namespace, queue: &QueueName) {
+        if let Ok(mut set) = self.limited.lock() {
+            set.insert((ns.as_str().to_owned(), queue.as_str().to_owned()));
+        }
+    }
+
+    pub(crate) fn forget_limited(&self, ns: &Namespace, queue: &QueueName) {
+        if let Ok(mut set) = self.limited.lock() {
+            set.remove(&(ns.as_str().to_owned(), queue.as_str().to_owned()));
+        }
+    }
+
+    /// Claims up to `upto` due tasks of the limited `queue` within its
+    /// limits, in one transaction on one connection (see the module docs):
+    ///
+    /// 1. `SELECT ... FROM queues WHERE ns = ? AND queue = ? FOR UPDATE
+    ///    NOWAIT`: the queue's row, locked until the commit, and the server's
+    ///    now; held by another claimer, the queue is [`Outcome::Busy`];
+    /// 2. with a concurrency limit, its `RUNNING` tasks counted on
+    ///    `ix_lease` (a statement of its own, started after the lock is
+    ///    granted, so under READ COMMITTED it sees every claim committed
+    ///    before);
+    /// 3. the allowance: the limit less the running tasks, and whole tokens
+    ///    of the refilled bucket;
+    /// 4. the candidates (`FOR UPDATE SKIP LOCKED`, one more than allowed,
+    ///    which tells whether the limit cut the claim short) and the UPDATE
+    ///    that claims them, as in the plain claim;
+    /// 5. the bucket and `throttled` written back, the claimed rows read
+    ///    back, commit.
+    ///
+    /// Rows that cannot be claimed (a counter at its column's maximum, a
+    /// priority out of range, a row that does not parse) are moved to
+    /// `ERROR` after the commit, as the plain claim does.
+    pub(crate) async fn claim_limited(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        queue: &QueueName,
+        upto: usize,
+        lease: Duration,
+    ) -> Result<Take> {
+        let mut c = self.conns.get().await.map_err(error::storage)?;
+        sqlx::raw_sql(BEGIN).execute(&mut *c).await.map_err(error::storage)?;
+        let locked = sqlx::query(concat!(
+            "SELECT paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled, ",
+            now_ms!(),
+            " AS now FROM ",
+            queues!(),
+            " WHERE ns = ? AND queue = ? FOR UPDATE NOWAIT"
+        ))
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .fetch_optional(&mut *c)
+        .await;
+        let row = match locked {
+            Ok(row) => row,
+            // MariaDB answers NOWAIT with 1205, MySQL 8 with 3572.
+            Err(e) if matches!(error::mysql_number(&e), Some(1205 | 3572)) => {
+                sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
+                c.done();
+                return Ok(Take::nothing(Outcome::Busy));
+            }
+            Err(e) => return Err(error::storage(e)),
+        };
+        let Some(row) = row else {
+            sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
+            c.done();
+            return Ok(Take::nothing(Outcome::Unlimited));
+        };
+        let stored = Stored::read(&row)?;
+        let now: i64 = row.try_get("now").map_err(error::storage)?;
+        let limits = match stored.limits() {
+            _ if stored.paused => None,
+            _ if !stored.has_limits() => {
+                sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
+                c.done();
+                return Ok(Take::nothing(Outcome::Unlimited));
+            }
+            Ok(limits) => Some(limits),
+            Err(reason) => {
+                // Fail closed: a hand-edited limit may guard something
+                // fragile. Tasks wait until the limits are set again.
+                tracing::warn!(%ns, %queue, %reason, "corrupt queue limits; the queue is not claimed until they are set again");
+                None
+            }
+        };
+        let Some(limits) = limits else {
+            sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
+            c.done();
+            return Ok(Take::nothing(Outcome::Done));
+        };
+
+        let mut allowed = upto;
+        if let Some(n) = limits.concurrency {
+            let running: i64 = sqlx::query(concat!(
+                "SELECT COUNT(*) AS running FROM ",
+                tasks!(),
+                " WHERE ns = ? AND state = 'RUNNING' AND queue = ?"
+            ))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .fetch_one(&mut *c)
+            .await
+            .map_err(error::storage)?
+            .try_get("running")
+            .map_err(error::storage)?;
+            let left = u64::from(n).saturating_sub(u64::try_from(running).unwrap_or(0));
+            allowed = allowed.min(usize::try_from(left).unwrap_or(usize::MAX));
+        }
+        let mut tokens = None;
+        if let Some(rate) = &limits.rate {
+            let t = refilled(rate, stored.tokens, stored.tokens_at, now);
+            // Whole tokens only; `t` is within 0..=burst (a u32).
+            allowed = allowed.min(t.floor() as usize);
+            tokens = Some(t);
+        }
+
+        // One more than allowed: whether more were due than the limit let
+        // this claim take.
+        let look = u32::try_from(allowed.saturating_add(1)).unwrap_or(u32::MAX);
+        let rows = sqlx::query(concat!(
+            "SELECT id, attempts, fence, priority FROM ",
+            tasks!(),
+            " WHERE ns = ? AND queue = ? AND queue_rank IN ",
+            ranks!(),
+            " AND ready_at <= ",
+            now_ms!(),
+            " ORDER BY queue_rank, ready_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
+        ))
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .bind(look)
+        .fetch_all(&mut *c)
+        .await
+        .map_err(error::storage)?;
+        let mut candidates: Vec<String> = Vec::with_capacity(rows.len());
+        let mut corrupt: Vec<(String, String)> = Vec::new();
+        for r in &rows {
+            let id = row::raw_id(r);
+            let attempts: u32 = r.try_get("attempts").map_err(error::storage)?;
+            let fence: u64 = r.try_get("fence").map_err(error::storage)?;
+            let priority: u8 = r.try_get("priority").map_err(error::storage)?;
+            if attempts == MAX_ATTEMPTS_COLUMN || fence == MAX_FENCE_COLUMN {
+                corrupt
+                    .push((id, format!("attempts {attempts} or fence {fence} is at its column's maximum")));
+            } else if priority > executor_core::MAX_PRIORITY {
+                corrupt.push((
+                    id,
+                    format!("priority {priority} is outside 0..={}", executor_core::MAX_PRIORITY),
+                ));
+            } else {
+                candidates.push(id);
+            }
+        }
+        let more_due = candidates.len() > allowed;
+        candidates.truncate(allowed);
+        let cut = allowed < upto && more_due;
+
+        let token = sql::token();
+        let mut claimed_rows: Vec<MySqlRow> = Vec::new();
+        if !candidates.is_empty() {
+            let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+                "UPDATE ",
+                tasks!(),
+                " SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0, started_at = ",
+                now_ms!(),
+                ", lease_until = ",
+                now_ms!(),
+                " + "
+            ));
+            qb.push_bind(ms(lease))
+                .push(", worker = ")
+                .push_bind(worker.as_str().to_owned())
+                .push(", claim_token = ")
+                .push_bind(token)
+                .push(", state = 'RUNNING' WHERE ns = ")
+                .push_bind(ns.as_str().to_owned())
+                .push(" AND id IN ");
+            push_in_list(&mut qb, candidates.iter().map(String::as_str));
+            qb.push(concat!(" AND ready_at <= ", now_ms!(), " AND attempts < "))
+                .push_bind(MAX_ATTEMPTS_COLUMN)
+                .push(" AND fence < ")
+                .push_bind(MAX_FENCE_COLUMN);
+            qb.build().execute(&mut *c).await.map_err(error::storage)?;
+            let mut qb: QueryBuilder<MySql> =
+                QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
+            qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+            push_in_list(&mut qb, candidates.iter().map(String::as_str));
+            qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token);
+            claimed_rows = qb.build().fetch_all(&mut *c).await.map_err(error::storage)?;
+        }
+        let spent = claimed_rows.len();
+        if tokens.is_some() || cut {
+            let left = tokens.map_or(stored.tokens, |t| (t - spent as f64).max(0.0));
+            sqlx::query(concat!(
+                "UPDATE ",
+                queues!(),
+                " SET tokens = ?, tokens_at = ?, throttled = LEAST(throttled, 18446744073709551614) + ? \
+                 WHERE ns = ? AND queue = ?"
+            ))
+            .bind(if left.is_finite() { left } else { 0.0 })
+            .bind(if tokens.is_some() { now } else { stored.tokens_at })
+            .bind(u64::from(cut))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .execute(&mut *c)
+            .await
+            .map_err(error::storage)?;
+        }
+        sqlx::raw_sql(COMMIT).execute(&mut *c).await.map_err(error::storage)?;
+        c.done();
+
+        for (id, reason) in &corrupt {
+            to_error(self, ns, id, None, reason).await?;
+        }
+        let position: HashMap<&str, usize> =
+            candidates.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
+        claimed_rows.sort_by_key(|r| {
+            r.try_get::<&str, _>("id").ok().and_then(|id| position.get(id).copied()).unwrap_or(usize::MAX)
+        });
+        let mut tasks = Vec::with_capacity(claimed_rows.len());
+        for r in &claimed_rows {
+            match row::task_from_row(r) {
+                Ok(task) => tasks.push(task),
+                Err(reason) => to_error(self, ns, &row::raw_id(r), Some(token), &reason).await?,
+            }
+        }
+        let outcome = if spent == upto && !cut { Outcome::Full } else { Outcome::Done };
+        Ok(Take { tasks, outcome })
+    }
+}
+
+/// A queue's row for [`crate::MySqlStorage::queues`].
+pub(crate) struct Shown {
+    /// The queue as stored.
+    pub(crate) name: String,
+    pub(crate) paused: bool,
+    /// Whether any limit column is set (valid or not).
+    pub(crate) has_limits: bool,
+    pub(crate) limits: QueueLimits,
+    pub(crate) throttled: u64,
+}
+
+/// Every row of `ns` in the queues table.
+pub(crate) async fn rows(s: &MySqlStorage, ns: &Namespace) -> Result<Vec<Shown>> {
+    let rows = sqlx::query(concat!(
+        "SELECT queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled FROM ",
+        queues!(),
+        " WHERE ns = ?"
+    ))
+    .bind(ns.as_str())
+    .fetch_all_on(&s.conns)
+    .await
+    .map_err(error::storage)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let name: String = r.try_get("queue").map_err(error::storage)?;
+        let stored = Stored::read(r)?;
+        out.push(Shown {
+            name,
+            paused: stored.paused,
+            has_limits: stored.has_limits(),
+            limits: stored.shown(),
+            throttled: stored.throttled,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_refills_to_its_burst_and_ignores_garbage() {
+        let rate = RateLimit::new(20, Duration::from_secs(1))
+            .and_then(|r| r.burst(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!((refilled(&rate, 0.0, 1_000, 1_100) - 2.0).abs() < 1e-9);
+        assert!((refilled(&rate, 9.5, 1_000, 61_000) - 10.0).abs() < 1e-9);
+        assert!((refilled(&rate, -5.0, 1_000, 1_000)).abs() < 1e-9);
+        assert!((refilled(&rate, 1e300, 1_000, 1_000) - 10.0).abs() < 1e-9);
+        assert!((refilled(&rate, f64::NAN, 1_000, 1_000)).abs() < 1e-9);
+        assert!((refilled(&rate, 3.0, i64::MAX, 0) - 3.0).abs() < 1e-9, "a time ahead earns nothing");
+        assert!((refilled(&rate, 0.0, i64::MIN, i64::MAX) - 10.0).abs() < 1e-9);
+    }
+}
