@@ -316,6 +316,24 @@ fn queue_tour(store: &Store) {
     let listed = store.rt.block_on(store.client.queues()).unwrap_or_else(|e| panic!("queues: {e}"));
     assert!(listed.iter().all(|q| !q.paused), "{listed:?}");
     assert!(store.rex(&["queues", "pause", "e mails"]).fails(2).contains("bad queue name"));
+
+    // Limits: set through rex, seen by the client and in the table, cleared.
+    let set = store.rex(&["queues", "limit", "emails", "--concurrency", "4", "--rate", "50/s"]);
+    assert_eq!(set.ok(), "limited queue emails: c=4 r=50/1s\n");
+    let limited = store.rt.block_on(store.client.queues()).unwrap_or_else(|e| panic!("queues: {e}"));
+    let emails =
+        limited.iter().find(|q| q.queue.as_str() == "emails").unwrap_or_else(|| panic!("{limited:?}"));
+    assert_eq!(emails.limits.concurrency, Some(4), "{emails:?}");
+    assert_eq!(emails.limits.rate.map(|r| (r.starts, r.burst)), Some((50, 50)), "{emails:?}");
+    assert!(
+        store.rex(&["queues"]).ok().lines().any(|l| l.starts_with("emails ") && l.ends_with("c=4 r=50/1s"))
+    );
+    assert_eq!(
+        store.rex(&["queues", "limit", "emails", "--clear"]).ok(),
+        "cleared the limits of queue emails\n"
+    );
+    let cleared = store.rt.block_on(store.client.queues()).unwrap_or_else(|e| panic!("queues: {e}"));
+    assert!(cleared.iter().all(|q| q.limits.is_none()), "{cleared:?}");
 }
 
 #[test]
