@@ -358,30 +358,8 @@ async fn claim_once(
         return Ok(Round { tasks: Vec::new(), lost_race: false, limited });
     }
     let token = sql::token();
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0, started_at = ",
-        now_ms!(),
-        ", lease_until = ",
-        now_ms!(),
-        " + "
-    ));
-    qb.push_bind(ms(lease))
-        .push(", worker = ")
-        .push_bind(worker.as_str().to_owned())
-        .push(", claim_token = ")
-        .push_bind(token)
-        .push(", state = 'RUNNING' WHERE ns = ")
-        .push_bind(ns.as_str().to_owned())
-        .push(" AND id IN ");
-    push_in_list(&mut qb, candidates.iter().map(String::as_str));
-    qb.push(concat!(" AND ready_at <= ", now_ms!(), " AND attempts < "))
-        .push_bind(MAX_ATTEMPTS_COLUMN)
-        .push(" AND fence < ")
-        .push_bind(MAX_FENCE_COLUMN)
-        .push(" ORDER BY queue_rank, ready_at, id LIMIT ")
-        .push_bind(u32::try_from(take).unwrap_or(u32::MAX));
+    let mut qb = claim_update(ns, worker, lease, token, &candidates);
+    qb.push(" ORDER BY queue_rank, ready_at, id LIMIT ").push_bind(u32::try_from(take).unwrap_or(u32::MAX));
     let changed = qb.build().execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
     let lost_race = changed < u64::try_from(take.min(candidates.len())).unwrap_or(u64::MAX);
     if changed == 0 {
@@ -518,4 +496,39 @@ async fn heartbeat_chunk(
 fn push_ids(qb: &mut QueryBuilder<MySql>, leases: &[Lease]) {
     qb.push(" AND id IN ");
     push_in_list(qb, leases.iter().map(|l| l.id.as_str()));
+}
+
+/// The claim's `UPDATE` of `candidates` to `RUNNING` under `token`, each
+/// re-checked under its row lock (still due, attempts and fence below their
+/// columns' maximum); the caller may add an order and a limit.
+pub(crate) fn claim_update(
+    ns: &Namespace,
+    worker: &WorkerId,
+    lease: Duration,
+    token: u64,
+    candidates: &[String],
+) -> QueryBuilder<MySql> {
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0, started_at = ",
+        now_ms!(),
+        ", lease_until = ",
+        now_ms!(),
+        " + "
+    ));
+    qb.push_bind(ms(lease))
+        .push(", worker = ")
+        .push_bind(worker.as_str().to_owned())
+        .push(", claim_token = ")
+        .push_bind(token)
+        .push(", state = 'RUNNING' WHERE ns = ")
+        .push_bind(ns.as_str().to_owned())
+        .push(" AND id IN ");
+    push_in_list(&mut qb, candidates.iter().map(String::as_str));
+    qb.push(concat!(" AND ready_at <= ", now_ms!(), " AND attempts < "))
+        .push_bind(MAX_ATTEMPTS_COLUMN)
+        .push(" AND fence < ")
+        .push_bind(MAX_FENCE_COLUMN);
+    qb
 }

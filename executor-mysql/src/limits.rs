@@ -413,29 +413,11 @@ impl MySqlStorage {
         let token = sql::token();
         let mut claimed_rows: Vec<MySqlRow> = Vec::new();
         if !candidates.is_empty() {
-            let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-                "UPDATE ",
-                tasks!(),
-                " SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0, started_at = ",
-                now_ms!(),
-                ", lease_until = ",
-                now_ms!(),
-                " + "
-            ));
-            qb.push_bind(ms(lease))
-                .push(", worker = ")
-                .push_bind(worker.as_str().to_owned())
-                .push(", claim_token = ")
-                .push_bind(token)
-                .push(", state = 'RUNNING' WHERE ns = ")
-                .push_bind(ns.as_str().to_owned())
-                .push(" AND id IN ");
-            push_in_list(&mut qb, candidates.iter().map(String::as_str));
-            qb.push(concat!(" AND ready_at <= ", now_ms!(), " AND attempts < "))
-                .push_bind(MAX_ATTEMPTS_COLUMN)
-                .push(" AND fence < ")
-                .push_bind(MAX_FENCE_COLUMN);
-            qb.build().execute(&mut *c).await.map_err(error::storage)?;
+            crate::claim::claim_update(ns, worker, lease, token, &candidates)
+                .build()
+                .execute(&mut *c)
+                .await
+                .map_err(error::storage)?;
             let mut qb: QueryBuilder<MySql> =
                 QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
             qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
