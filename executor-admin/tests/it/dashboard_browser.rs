@@ -197,13 +197,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         browser.find(Locator::Css("button[data-pause='nightly']")).await?.click().await?;
         eventually("the pause notice", Duration::from_secs(10), || {
             let browser = browser.clone();
-            async move {
-                let notices = browser.find_all(Locator::Id("notice")).await?;
-                Ok(match notices.first() {
-                    Some(n) => n.text().await? == "Paused schedule nightly.",
-                    None => false,
-                })
-            }
+            async move { notice_says(&browser, "Paused schedule nightly.").await }
         })
         .await?;
         let (status, listed) = json(&api, "GET", "/admin/api/schedules", None).await?;
@@ -224,13 +218,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
             browser.find(Locator::Css(&selector)).await?.click().await?;
             eventually(notice, Duration::from_secs(10), || {
                 let browser = browser.clone();
-                async move {
-                    let notices = browser.find_all(Locator::Id("notice")).await?;
-                    Ok(match notices.first() {
-                        Some(n) => n.text().await? == notice,
-                        None => false,
-                    })
-                }
+                async move { notice_says(&browser, notice).await }
             })
             .await?;
             let row = browser.find(Locator::Css("#queues tr[data-queue='emails']")).await?;
@@ -256,13 +244,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         let limited = "Limited queue emails: at most 2 running.";
         eventually(limited, Duration::from_secs(10), || {
             let browser = browser.clone();
-            async move {
-                let notices = browser.find_all(Locator::Id("notice")).await?;
-                Ok(match notices.first() {
-                    Some(n) => n.text().await? == limited,
-                    None => false,
-                })
-            }
+            async move { notice_says(&browser, limited).await }
         })
         .await?;
         let cell = browser.find(Locator::Css("#queues td[data-concurrency-limit='emails']")).await?;
@@ -283,13 +265,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         let cleared = "Cleared the limits of queue emails.";
         eventually(cleared, Duration::from_secs(10), || {
             let browser = browser.clone();
-            async move {
-                let notices = browser.find_all(Locator::Id("notice")).await?;
-                Ok(match notices.first() {
-                    Some(n) => n.text().await? == cleared,
-                    None => false,
-                })
-            }
+            async move { notice_says(&browser, cleared).await }
         })
         .await?;
         let cell = browser.find(Locator::Css("#queues td[data-concurrency-limit='emails']")).await?;
@@ -305,4 +281,23 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
     result?;
     closed?;
     Ok(())
+}
+
+/// Whether the page's notice says `text`. Right after a click the old page
+/// may still be showing while the new one loads: its notice then goes stale
+/// between the find and the read, which is "not yet", not a failure.
+async fn notice_says(browser: &fantoccini::Client, text: &str) -> BoxResult<bool> {
+    for n in browser.find_all(Locator::Id("notice")).await? {
+        match n.text().await {
+            Ok(t) if t == text => return Ok(true),
+            Ok(_) => {}
+            Err(fantoccini::error::CmdError::Standard(e))
+                if e.error == fantoccini::error::ErrorStatus::StaleElementReference =>
+            {
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(false)
 }
