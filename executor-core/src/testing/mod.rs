@@ -338,6 +338,28 @@ where
     }
 }
 
+/// Most spans open at one instant: the concurrency a set of handler runs
+/// (start, end) reached. An end and a start at the same instant do not
+/// overlap (a slot freed and taken again).
+///
+/// ```
+/// use executor_core::testing::max_overlap;
+///
+/// assert_eq!(max_overlap(&[(0, 10), (5, 15), (10, 20)]), 2);
+/// assert_eq!(max_overlap::<u32>(&[]), 0);
+/// ```
+pub fn max_overlap<T: Ord + Copy>(spans: &[(T, T)]) -> usize {
+    let mut edges: Vec<(T, i8)> = spans.iter().flat_map(|(a, b)| [(*a, 1), (*b, -1)]).collect();
+    // Ends (-1) sort before starts (+1) at the same instant.
+    edges.sort();
+    let (mut open, mut most) = (0usize, 0usize);
+    for (_, d) in edges {
+        open = if d > 0 { open + 1 } else { open.saturating_sub(1) };
+        most = most.max(open);
+    }
+    most
+}
+
 /// A plain task named `conformance`, due now, with 3 attempts, no deadline
 /// and payload `{"n":1}`.
 ///

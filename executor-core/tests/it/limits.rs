@@ -39,19 +39,6 @@ fn spans(s: &Spans) -> Vec<(Instant, Instant)> {
     s.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
 }
 
-/// Most spans open at one instant.
-fn max_overlap(spans: &[(Instant, Instant)]) -> usize {
-    let mut edges: Vec<(Instant, i32)> = spans.iter().flat_map(|(a, b)| [(*a, 1), (*b, -1)]).collect();
-    // Ends before starts at the same instant: a slot freed and retaken.
-    edges.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.cmp(&y.1)));
-    let (mut open, mut most) = (0i32, 0i32);
-    for (_, d) in edges {
-        open += d;
-        most = most.max(open);
-    }
-    usize::try_from(most).unwrap_or(0)
-}
-
 async fn until_done(spans: &Spans, n: usize, limit: Duration) -> Result<()> {
     let end = Instant::now() + limit;
     while spans.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len() < n {
@@ -109,7 +96,11 @@ async fn a_concurrency_limit_holds_across_three_executors_and_is_reached() -> Re
         r.shutdown().await?;
     }
     let all = spans(&reports);
-    assert_eq!(max_overlap(&all), 3, "at most 3 reports at once across 3 executors, and 3 reached");
+    assert_eq!(
+        executor_core::testing::max_overlap(&all),
+        3,
+        "at most 3 reports at once across 3 executors, and 3 reached"
+    );
     // 30 one-second reports, 3 at a time: about 10 s, not 30 (the limit is
     // used) and not 2 (it holds).
     let first = all.iter().map(|s| s.0).min().unwrap_or(t0);

@@ -54,18 +54,6 @@ fn count(tasks: &[TaskRecord], queue: &str) -> usize {
     tasks.iter().filter(|t| t.queue.as_str() == queue).count()
 }
 
-/// Most spans open at one instant (ends before starts at the same instant).
-fn max_overlap(spans: &[(Instant, Instant)]) -> usize {
-    let mut edges: Vec<(Instant, i32)> = spans.iter().flat_map(|(a, b)| [(*a, 1), (*b, -1)]).collect();
-    edges.sort_by(|x, y| x.0.cmp(&y.0).then(x.1.cmp(&y.1)));
-    let (mut open, mut most) = (0i32, 0i32);
-    for (_, d) in edges {
-        open += d;
-        most = most.max(open);
-    }
-    usize::try_from(most).unwrap_or(0)
-}
-
 fn sleeper(queue: &QueueName, spans: &Spans) -> Handler {
     let spans = Arc::clone(spans);
     Handler::new("slow", move |_: u32, _ctx: TaskContext| {
@@ -119,7 +107,7 @@ async fn three_executors_hold_a_concurrency_limit_of_three() -> TestResult {
         r.shutdown().await?;
     }
     let spans = spans.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let most = max_overlap(&spans);
+    let most = executor_core::testing::max_overlap(&spans);
     assert_eq!(most, 3, "at most 3 at once, and 3 reached: {most}");
     // 15 tasks 3 at a time are 5 rounds of 200 ms.
     assert!(took >= Duration::from_millis(1_000), "15 tasks in {took:?}: faster than 3 at a time");
