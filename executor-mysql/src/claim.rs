@@ -14,7 +14,7 @@ use crate::{
     error, limits, row,
     sql::{
         self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, limited, ms, now_ms, push_in_list, queues,
-        ranks, task_columns, tasks,
+        task_columns, tasks,
     },
 };
 
@@ -23,6 +23,57 @@ const MAX_BATCH: usize = 1000;
 
 /// Rounds of a claim that lost candidates to concurrent claimers.
 const ROUNDS: usize = 3;
+
+/// Priority ranks a waiting task can have (`queue_rank = 9 - priority`).
+const RANKS: u32 = 10;
+
+/// Every rank, as a mask (bit `r` for rank `r`).
+const ALL_RANKS: u16 = (1 << RANKS) - 1;
+
+/// Claims a rank stays read with locks after the last one that found a
+/// task of it there.
+const KEEP: u8 = 8;
+
+/// Which priority ranks of a queue the claim reads with locks, per
+/// (namespace, queue): the ranks where recent claims found due tasks.
+///
+/// A locking read (`FOR UPDATE SKIP LOCKED`) of a rank with no due task is
+/// not free: InnoDB locks the first record past the empty range before it
+/// sees the range has ended, and that record is the head of the next rank,
+/// the rows every claimer is locking at that moment. Ten ranges of which
+/// nine are empty (every task at the default priority) halved MariaDB's
+/// processing rate (docs/mysql.md). So the claim reads the ranks where it
+/// found due tasks lately with locks, and looks at the others with a
+/// consistent read that takes no lock; what that read finds is claimed too
+/// (the UPDATE checks every candidate again under its row lock, so two
+/// claimers never take one task) and its rank is read with locks from the
+/// next claim on. Every rank is read by every claim, one way or the other,
+/// so the priority order holds whatever the hint says; only the cost moves.
+#[derive(Debug, Default)]
+pub(crate) struct RankHints(std::sync::Mutex<HashMap<(String, String), [u8; RANKS as usize]>>);
+
+impl RankHints {
+    /// The mask of ranks of `queue` to read with locks.
+    fn locked(&self, ns: &Namespace, queue: &QueueName) -> u16 {
+        let Ok(map) = self.0.lock() else { return ALL_RANKS };
+        map.get(&(ns.as_str().to_owned(), queue.as_str().to_owned())).map_or(0, |keep| {
+            keep.iter().enumerate().filter(|(_, k)| **k > 0).fold(0, |mask, (r, _)| mask | (1 << r))
+        })
+    }
+
+    /// A claim of `queue` found due tasks of the ranks in `seen`.
+    fn saw(&self, ns: &Namespace, queue: &QueueName, seen: u16) {
+        let Ok(mut map) = self.0.lock() else { return };
+        let key = (ns.as_str().to_owned(), queue.as_str().to_owned());
+        if seen == 0 && !map.contains_key(&key) {
+            return;
+        }
+        let keep = map.entry(key).or_default();
+        for (r, k) in keep.iter_mut().enumerate() {
+            *k = if seen & (1 << r) != 0 { KEEP } else { k.saturating_sub(1) };
+        }
+    }
+}
 
 impl MySqlStorage {
     /// Claims up to `limit` due tasks of the default queue: a plan of that
@@ -43,13 +94,16 @@ impl MySqlStorage {
     /// through the reaper one lease later):
     ///
     /// 1. per queue of the plan, `SELECT id ... WHERE queue = ? AND
-    ///    queue_rank IN (0..9) AND ready_at <= now AND NOT EXISTS (a paused
+    ///    queue_rank IN (ranks) AND ready_at <= now AND NOT EXISTS (a paused
     ///    row for the queue) ORDER BY queue_rank, ready_at, id LIMIT 2n FOR
-    ///    UPDATE SKIP LOCKED`, the queues' selects joined by `UNION ALL` into
-    ///    one statement: candidates no one is changing right now (the locks
-    ///    end with the statement), in claim order, none from a paused queue
-    ///    (the pause is read by the claim itself, so it holds from the next
-    ///    claim statement on);
+    ///    UPDATE SKIP LOCKED` over the ranks where recent claims found due
+    ///    tasks, and the same without `FOR UPDATE` over the other ranks
+    ///    ([`RankHints`]), all joined by `UNION ALL` into one statement:
+    ///    candidates (the locked ones no one is changing right now; the
+    ///    locks end with the statement) of every rank, sorted into claim
+    ///    order by the client, none from a paused queue (the pause is read
+    ///    by the claim itself, so it holds from the next claim statement
+    ///    on);
     /// 2. `UPDATE ... WHERE id IN (ids) AND ready_at <= now ORDER BY
     ///    queue_rank, ready_at, id LIMIT n`, stamping a fresh token: the
     ///    condition is checked again under the row lock, so two claimers
@@ -269,25 +323,35 @@ async fn claim_once(
     let per_branch = u32::try_from((limit * 2).min(2 * MAX_BATCH)).unwrap_or(u32::MAX);
     let several = want.queues.len() > 1;
     let mut qb: QueryBuilder<MySql> = QueryBuilder::new("");
+    let mut first = true;
     for (i, (queue, _)) in want.queues.iter().enumerate() {
-        if i > 0 {
-            qb.push(" UNION ALL ");
-        }
-        qb.push("(");
-        qb.push("SELECT CAST(")
-            .push_bind(i64::try_from(i).unwrap_or(i64::MAX))
-            .push(concat!(
-                " AS SIGNED) AS branch, id, attempts, fence, priority FROM ",
-                tasks!(),
-                " WHERE ns = "
-            ))
-            .push_bind(ns.as_str().to_owned())
-            .push(" AND queue = ")
-            .push_bind(queue.as_str().to_owned())
-            .push(concat!(
-                " AND queue_rank IN ",
-                ranks!(),
-                " AND ready_at <= ",
+        let locked = s.ranks.locked(ns, queue);
+        for (ranks, lock) in [(locked, true), (!locked & ALL_RANKS, false)] {
+            if ranks == 0 {
+                continue;
+            }
+            if !std::mem::take(&mut first) {
+                qb.push(" UNION ALL ");
+            }
+            qb.push("(SELECT CAST(")
+                .push_bind(i64::try_from(i).unwrap_or(i64::MAX))
+                .push(concat!(
+                    " AS SIGNED) AS branch, id, attempts, fence, priority, queue_rank, ready_at FROM ",
+                    tasks!(),
+                    " WHERE ns = "
+                ))
+                .push_bind(ns.as_str().to_owned())
+                .push(" AND queue = ")
+                .push_bind(queue.as_str().to_owned())
+                .push(" AND queue_rank IN (");
+            let mut list = qb.separated(", ");
+            for rank in (0..RANKS).filter(|r| ranks & (1 << r) != 0) {
+                // Literals, so each (queue, ranks) shape is one prepared
+                // statement whose ranges the optimizer sees.
+                list.push(rank.to_string());
+            }
+            qb.push(concat!(
+                ") AND ready_at <= ",
                 now_ms!(),
                 " AND NOT EXISTS (SELECT 1 FROM ",
                 queues!(),
@@ -302,13 +366,15 @@ async fn claim_once(
                 ")) ORDER BY queue_rank, ready_at, id LIMIT "
             ))
             .push_bind(per_branch)
-            .push(" FOR UPDATE SKIP LOCKED)");
+            .push(if lock { " FOR UPDATE SKIP LOCKED)" } else { ")" });
+        }
     }
     // Branch -1: the plan's queues that have limits and are not paused,
     // which the branches above skipped (one primary-key lookup per queue).
     qb.push(concat!(
         " UNION ALL (SELECT CAST(-1 AS SIGNED) AS branch, CONVERT(p.queue USING utf8mb4) COLLATE utf8mb4_bin \
-         AS id, CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED) FROM ",
+         AS id, CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), \
+         CAST(0 AS SIGNED) FROM ",
         queues!(),
         " p WHERE p.ns = "
     ))
@@ -317,7 +383,9 @@ async fn claim_once(
     push_in_list(&mut qb, want.queues.iter().map(|(q, _)| q.as_str()));
     qb.push(concat!(" AND p.paused = 0 AND ", limited!(), ")"));
     let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
-    let mut per_queue = vec![std::collections::VecDeque::new(); want.queues.len()];
+    // Per queue: (rank, due, id) of each candidate, and the ranks seen.
+    let mut per_queue: Vec<Vec<(u64, i64, String)>> = vec![Vec::new(); want.queues.len()];
+    let mut seen = vec![0u16; want.queues.len()];
     let mut limited = Vec::new();
     for r in &rows {
         let id = row::raw_id(r);
@@ -328,10 +396,16 @@ async fn claim_once(
             }
             continue;
         }
-        // BIGINT UNSIGNED: the union with branch -1 widens the columns.
+        // BIGINT (UNSIGNED): the union with branch -1 widens the columns.
         let attempts: u64 = r.try_get("attempts").map_err(error::storage)?;
         let fence: u64 = r.try_get("fence").map_err(error::storage)?;
         let priority: u64 = r.try_get("priority").map_err(error::storage)?;
+        let rank: u64 = r.try_get("queue_rank").map_err(error::storage)?;
+        let due: i64 = r.try_get("ready_at").map_err(error::storage)?;
+        let Some(b) = usize::try_from(branch).ok().filter(|b| *b < per_queue.len()) else { continue };
+        if let Some(bit) = u32::try_from(rank).ok().and_then(|r| 1u16.checked_shl(r)) {
+            seen[b] |= bit & ALL_RANKS;
+        }
         if attempts >= u64::from(MAX_ATTEMPTS_COLUMN) || fence == MAX_FENCE_COLUMN {
             // Bumping it would fail the claim "out of range", every time.
             let reason = format!("attempts {attempts} or fence {fence} is at its column's maximum");
@@ -341,10 +415,23 @@ async fn claim_once(
             // `ck_tasks_priority`, so claiming it would fail the whole batch.
             let reason = format!("priority {priority} is outside 0..={MAX_PRIORITY}");
             to_error(s, ns, &id, None, &reason).await?;
-        } else if let Some(from) = usize::try_from(branch).ok().and_then(|b| per_queue.get_mut(b)) {
-            from.push_back(id);
+        } else {
+            per_queue[b].push((rank, due, id));
         }
     }
+    for ((queue, _), seen) in want.queues.iter().zip(seen) {
+        s.ranks.saw(ns, queue, seen);
+    }
+    // Each queue's candidates in claim order (the two reads of a queue each
+    // come in order; together they interleave by rank). `id` compares as
+    // its bytes, as the column's binary collation does.
+    let per_queue: Vec<std::collections::VecDeque<String>> = per_queue
+        .into_iter()
+        .map(|mut c| {
+            c.sort();
+            c.into_iter().map(|(_, _, id)| id).collect()
+        })
+        .collect();
     // One queue: every candidate, of which the UPDATE takes the first
     // `limit` still waiting. Several: exactly the ones the plan picks.
     let (candidates, take) = if several {

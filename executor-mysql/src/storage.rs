@@ -54,6 +54,9 @@ pub struct MySqlStorage {
     /// (see `limits.rs`). Only a hint: the plain claim statement excludes
     /// limited queues itself and names the ones it excluded.
     pub(crate) limited: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+    /// Which priority ranks of each queue the claim reads with locks
+    /// (`claim.rs`).
+    pub(crate) ranks: Arc<crate::claim::RankHints>,
 }
 
 /// Bytes of a packet kept for everything but the payload: the statement,
@@ -125,6 +128,7 @@ impl MySqlStorage {
             finishes: Arc::new(GroupCommit::new()),
             packet: Arc::new(OnceCell::new()),
             limited: Arc::default(),
+            ranks: Arc::default(),
         }
     }
 

@@ -20,6 +20,7 @@ mod migrations_and_wake;
 mod neighbours;
 mod options;
 mod paused_claimer;
+mod priority_ranks;
 mod queue_limits;
 mod queue_upgrade;
 mod races;
