@@ -19,6 +19,7 @@ pub struct Admin<S> {
     pub(crate) worker: Option<WorkerInfo>,
     pub(crate) registry: Option<Registry>,
     pub(crate) body_limit: usize,
+    pub(crate) read_only: bool,
 }
 
 /// This process as a worker.
@@ -35,6 +36,7 @@ impl<S> Clone for Admin<S> {
             worker: self.worker.clone(),
             registry: self.registry.clone(),
             body_limit: self.body_limit,
+            read_only: self.read_only,
         }
     }
 }
@@ -45,6 +47,7 @@ impl<S> fmt::Debug for Admin<S> {
             .field("client", &self.client)
             .field("worker", &self.worker)
             .field("body_limit", &self.body_limit)
+            .field("read_only", &self.read_only)
             .finish_non_exhaustive()
     }
 }
@@ -58,6 +61,7 @@ impl<S: Storage> From<Executor<S>> for Admin<S> {
             worker: Some(WorkerInfo { id: executor.worker_id().clone(), handlers }),
             registry: Some(registry),
             body_limit: DEFAULT_BODY_LIMIT,
+            read_only: false,
         }
     }
 }
@@ -73,7 +77,7 @@ impl<S: Storage> From<Client<S>> for Admin<S> {
         // The client keeps its registry private; the handlers linked into
         // this binary are the same inventory, read again for their defaults.
         let registry = Registry::collect([]).ok();
-        Self { client, worker: None, registry, body_limit: DEFAULT_BODY_LIMIT }
+        Self { client, worker: None, registry, body_limit: DEFAULT_BODY_LIMIT, read_only: false }
     }
 }
 
@@ -83,6 +87,34 @@ impl<S: Storage> Admin<S> {
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
         self
+    }
+
+    /// Read-only: every request other than `GET` and `HEAD` answers `403
+    /// read_only` before it reaches a handler, and the dashboard shows no
+    /// buttons or forms (a "read-only" badge instead). For a dashboard
+    /// shown to people who may look but not act: support staff, a status
+    /// screen. Off by default.
+    ///
+    /// ```
+    /// use executor_admin::{Admin, admin_router};
+    /// use executor_core::{Client, MemoryStorage, Namespace};
+    ///
+    /// # fn main() -> Result<(), executor_core::Error> {
+    /// let client = Client::new(MemoryStorage::new(), Namespace::new("shop")?)?;
+    /// let app: axum::Router = axum::Router::new().nest("/status", admin_router(Admin::from(client).read_only(true)));
+    /// # let _ = app;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
+    }
+
+    /// Whether the routes refuse every change ([`Admin::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The client the routes use.

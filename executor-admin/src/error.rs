@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 /// | status | `code` | when |
 /// |---|---|---|
 /// | 400 | `malformed_json` | the body is not JSON |
+/// | 403 | `read_only` | a change (any method but `GET` and `HEAD`) asked of a read-only admin ([`crate::Admin::read_only`]) |
 /// | 404 | `not_found` | no task has this id (or it was trimmed), or no schedule this name |
 /// | 404 | `no_route` | no admin route has this path |
 /// | 409 | `illegal_transition` | e.g. requeue of a task that is not dead-lettered |

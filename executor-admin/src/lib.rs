@@ -44,6 +44,12 @@
 //! `/admin` exactly: axum does not route `/admin/` into the nested router
 //! (add a redirect in your own router if your users type the slash).
 //!
+//! The router has no authentication of its own: put your service's auth
+//! layer on it (`admin_router(..).layer(..)`, any tower layer), or build it
+//! from [`Admin::read_only`] to serve a dashboard and API that show
+//! everything and change nothing (`403 read_only` for any method but `GET`
+//! and `HEAD`; pages without forms).
+//!
 //! Errors are JSON [`ErrorBody`] `{code, message}` with the stable codes
 //! listed there. The store keeps no history of attempts: a task shows its
 //! attempt count and last error only.

@@ -75,6 +75,7 @@ use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
         limits::QueueLimitsRequest,
         limits::RateLimitRequest,
     )),
+    modifiers(&ReadOnlyAnswers),
     tags(
         (name = "tasks", description = "Submit and inspect tasks"),
         (name = "dead letter", description = "FAILED, TIMEOUT and ERROR tasks: requeue them"),
@@ -86,6 +87,28 @@ use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
     )
 )]
 pub struct ApiDoc;
+
+/// Adds the answer of a read-only admin (`403 read_only`, see
+/// `Admin::read_only`) to every operation that changes something: every
+/// one but `GET`.
+struct ReadOnlyAnswers;
+
+impl utoipa::Modify for ReadOnlyAnswers {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{Content, Ref, ResponseBuilder};
+        for item in doc.paths.paths.values_mut() {
+            for op in [&mut item.post, &mut item.put, &mut item.delete, &mut item.patch].into_iter().flatten()
+            {
+                let content = Content::new(Some(Ref::from_schema_name("ErrorBody")));
+                let answer = ResponseBuilder::new()
+                    .description("The admin is read-only (`read_only`): it changes nothing")
+                    .content("application/json", content)
+                    .build();
+                op.responses.responses.entry("403".to_owned()).or_insert(answer.into());
+            }
+        }
+    }
+}
 
 /// This document.
 #[utoipa::path(get, path = "/openapi.json", tag = "meta",

@@ -78,7 +78,10 @@ pub fn admin_routes() -> Vec<(&'static str, &'static str)> {
 /// OpenAPI document (`/openapi.json`) for an [`executor_core::Executor`] or a
 /// [`executor_core::Client`]. Mount it under any prefix with
 /// [`Router::nest`]; put your authentication in front of it (it has none,
-/// and its forms change state).
+/// and its forms change state): any tower layer, e.g. `admin_router(..)
+/// .layer(axum::middleware::from_fn(check_token))` (see
+/// `docs/operations.md`, Admin API and dashboard), or make it
+/// [`Admin::read_only`].
 ///
 /// ```
 /// use executor_core::{Executor, MemoryStorage};
@@ -94,12 +97,33 @@ pub fn admin_routes() -> Vec<(&'static str, &'static str)> {
 pub fn admin_router<S: Storage>(admin: impl Into<Admin<S>>) -> Router {
     let admin = admin.into();
     let limit = admin.body_limit;
-    routes::<S>()
+    let read_only = admin.read_only;
+    let router = routes::<S>()
         .router
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(admin)
+        .layer(DefaultBodyLimit::max(limit));
+    let router = if read_only { router.layer(axum::middleware::from_fn(refuse_changes)) } else { router };
+    router.with_state(admin)
+}
+
+/// In front of every route of a read-only admin: only `GET` and `HEAD`
+/// pass.
+async fn refuse_changes(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if matches!(*request.method(), axum::http::Method::GET | axum::http::Method::HEAD) {
+        next.run(request).await
+    } else {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "read_only",
+            "this admin is read-only: it shows the store and changes nothing",
+        )
+        .into_response()
+    }
 }
 
 async fn no_route() -> ApiError {

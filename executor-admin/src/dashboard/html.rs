@@ -76,17 +76,26 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (y, m, d)
 }
 
-/// A whole page: title, navigation back to the overview, and `body`.
-pub(crate) fn page(title: &str, base: &str, body: &str) -> String {
+/// A whole page: title, navigation back to the overview, and `body`. A
+/// read-only page ([`crate::Admin::read_only`]) shows no form (every
+/// button of the dashboard is one) and says it is read-only.
+pub(crate) fn page(title: &str, base: &str, body: &str, read_only: bool) -> String {
     let mut out = String::with_capacity(body.len() + 2048);
     let home = if base.is_empty() { "/" } else { base };
+    let stripped;
+    let (body, badge) = if read_only {
+        stripped = without_forms(body);
+        (stripped.as_str(), "<span class=\"badge\" id=\"read-only\">read-only</span>")
+    } else {
+        (body, "")
+    };
     let _ = write!(
         out,
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{title}</title><style>{CSS}</style></head><body>\
          <header><a class=\"brand\" href=\"{home}\">Reliable Executor</a>\
-         <a href=\"{base}/openapi.json\">OpenAPI</a></header><main>{body}</main></body></html>",
+         <a href=\"{base}/openapi.json\">OpenAPI</a>{badge}</header><main>{body}</main></body></html>",
         title = esc(title),
         home = esc(home),
         base = esc(base),
@@ -94,10 +103,30 @@ pub(crate) fn page(title: &str, base: &str, body: &str) -> String {
     out
 }
 
+/// `body` less every `<form ...>...</form>` (the dashboard's forms hold
+/// their buttons and never nest; text is escaped, so a `<form` in the
+/// markup is always one of them).
+fn without_forms(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(start) = rest.find("<form") {
+        out.push_str(&rest[..start]);
+        match rest[start..].find("</form>") {
+            Some(end) => rest = &rest[start + end + "</form>".len()..],
+            None => {
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 const CSS: &str = "\
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2328;background:#f6f8fa}\
 header{background:#24292f;padding:10px 24px;display:flex;gap:20px;align-items:center}\
 header a{color:#d0d7de;text-decoration:none}header a.brand{color:#fff;font-weight:600;font-size:16px}\
+header .badge{margin-left:auto;color:#24292f;background:#d0d7de;border-radius:10px;padding:1px 8px;font-size:12px}\
 main{padding:16px 24px;max-width:1200px}h1{font-size:20px;margin:8px 0}h2{font-size:16px;margin:24px 0 8px}\
 .meta{color:#57606a;margin-bottom:12px}\
 .cards{display:flex;flex-wrap:wrap;gap:10px}.card{background:#fff;border:1px solid #d0d7de;border-radius:6px;\

@@ -54,7 +54,7 @@ impl IntoResponse for HtmlError {
             esc(&self.0.body.code),
             esc(&self.0.body.message)
         );
-        (self.0.status, Html(page("Error", "", &body))).into_response()
+        (self.0.status, Html(page("Error", "", &body, false))).into_response()
     }
 }
 
@@ -247,7 +247,7 @@ pub(crate) async fn overview<S: Storage>(
 
     schedules_table(&mut b, &base, client.schedules().list().await)?;
     let _ = write!(b, "<p class=\"meta\">Rendered {}.</p>", time(Some(Timestamp::now_system())));
-    Ok(Html(page("Reliable Executor", &base, &b)))
+    Ok(Html(page("Reliable Executor", &base, &b, admin.is_read_only())))
 }
 
 /// `GET /tasks/{id}`: every field of the record.
@@ -274,7 +274,9 @@ pub(crate) async fn task<S: Storage>(
     let t = match admin.client().status(&id).await {
         Ok(Some(t)) => t,
         Ok(None) => return Err(executor_core::Error::NotFound(id).into()),
-        Err(executor_core::Error::Corrupt { reason, .. }) => return Ok(corrupt_page(&base, &id, &reason)),
+        Err(executor_core::Error::Corrupt { reason, .. }) => {
+            return Ok(corrupt_page(&base, &id, &reason, admin.is_read_only()));
+        }
         Err(e) => return Err(e.into()),
     };
     let payload = serde_json::from_slice::<serde_json::Value>(&t.payload)
@@ -338,7 +340,7 @@ pub(crate) async fn task<S: Storage>(
          <code>on_retry_scheduled</code> listener.</p>",
     );
     let _ = write!(b, "<h2>Payload</h2><pre id=\"payload\">{}</pre>", esc(&payload));
-    Ok(Html(page(&format!("Task {}", t.id.as_str()), &base, &b)).into_response())
+    Ok(Html(page(&format!("Task {}", t.id.as_str()), &base, &b, admin.is_read_only())).into_response())
 }
 
 fn back(base: &str, notice: Result<String, String>) -> Redirect {

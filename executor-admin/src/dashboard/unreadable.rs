@@ -59,7 +59,7 @@ pub(super) fn delete_form(action: &str, eid: &str) -> String {
 
 /// The page of a task whose record does not parse: the reason, and the
 /// way out. Answered as `500 corrupt_record`, as the API does.
-pub(super) fn corrupt_page(base: &str, id: &TaskId, reason: &str) -> Response {
+pub(super) fn corrupt_page(base: &str, id: &TaskId, reason: &str, read_only: bool) -> Response {
     let e = ApiError::from(executor_core::Error::Corrupt { id: id.clone(), reason: reason.to_owned() });
     let eid = esc(id.as_str());
     let action = format!("{}/tasks/{}", esc(base), segment(id.as_str()));
@@ -71,5 +71,5 @@ pub(super) fn corrupt_page(base: &str, id: &TaskId, reason: &str) -> Response {
         message = esc(&e.body.message),
         form = delete_form(&action, &eid),
     );
-    (e.status, Html(page(&format!("Task {}", id.as_str()), base, &body))).into_response()
+    (e.status, Html(page(&format!("Task {}", id.as_str()), base, &body, read_only))).into_response()
 }

@@ -17,5 +17,6 @@ mod fuzz;
 mod metrics_scrape;
 mod openapi;
 mod queues;
+mod read_only;
 mod schedules;
 mod unreadable;
