@@ -138,6 +138,7 @@ impl MySqlStorage {
     ) -> Result<Vec<TaskRecord>> {
         let mut claimed: Vec<TaskRecord> = Vec::new();
         let mut want = Want::new(plan);
+        let one_queue = want.queues.len() == 1;
         // Queues with limits (as far as this process knows) first, each up
         // to its quota, in their own transactions (`limits.rs`).
         let mut refill: Vec<QueueName> = Vec::new();
@@ -225,6 +226,18 @@ impl MySqlStorage {
                     break;
                 }
             }
+        }
+        // A round after the first takes what an earlier one lost to other
+        // claimers, which may come before what it took: one queue's batch
+        // goes back into claim order (priority, due time, id), as one
+        // round would have returned it.
+        if one_queue {
+            claimed.sort_by(|a, b| {
+                b.priority
+                    .cmp(&a.priority)
+                    .then(a.due_at.cmp(&b.due_at))
+                    .then_with(|| a.id.as_str().cmp(b.id.as_str()))
+            });
         }
         Ok(claimed)
     }
