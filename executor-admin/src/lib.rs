@@ -23,7 +23,8 @@
 //!
 //! | path (under the mount) | what |
 //! |---|---|
-//! | `GET /` | dashboard: counts, dead letter with requeue buttons, unreadable records with delete buttons, recent failures, named queues with pause/resume buttons and a limits form, cron schedules with pause/resume buttons |
+//! | `GET /` | dashboard (`?refresh=5`: refreshed in place every 5 s): a find-a-task box, counts linking to each state's pages, dead letter with requeue buttons, unreadable records with delete buttons, recent failures, named queues with pause/resume buttons and a limits form, cron schedules with pause/resume buttons |
+//! | `GET /tasks?state=&cursor=` | one state's tasks a page at a time (the store's cursor: every page costs the same), with the states as tabs; `?id=` finds a task (303 to its page) |
 //! | `GET /tasks/{id}` | a task's record |
 //! | `POST /tasks/{id}/requeue`, `/cancel`, `/delete`, `POST /dead-letter/requeue`, `POST /schedules/{name}/pause`, `/resume`, `POST /queues/{name}/pause`, `/resume`, `/limits` | the dashboard's forms |
 //! | `POST /api/tasks` | submit `{name, payload, id?, delay_ms?, idempotent?}` |

@@ -39,6 +39,7 @@ use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
         queues::put_limits,
         openapi_json,
         dashboard::overview,
+        dashboard::tasks::list,
         dashboard::task,
         dashboard::requeue,
         dashboard::cancel,

@@ -56,6 +56,7 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("PUT", "/api/queues/{name}/limits", queues::put_limits::<S>)
         .add("GET", "/openapi.json", openapi::openapi_json)
         .add("GET", "/", dashboard::overview::<S>)
+        .add("GET", "/tasks", dashboard::tasks::list::<S>)
         .add("GET", "/tasks/{id}", dashboard::task::<S>)
         .add("POST", "/tasks/{id}/requeue", dashboard::requeue::<S>)
         .add("POST", "/tasks/{id}/cancel", dashboard::cancel::<S>)

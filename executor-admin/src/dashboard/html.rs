@@ -76,6 +76,21 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (y, m, d)
 }
 
+/// Reloads the page's `<main>` every `ms` milliseconds without reloading
+/// the page: fetched, parsed, swapped in; skipped while the tab is hidden
+/// or a field has the focus (someone is typing a limit), kept on errors.
+pub(crate) fn refresh_script(ms: u32) -> String {
+    format!(
+        "<script>(function(){{var ms={ms};function again(){{setTimeout(tick,ms);}}function tick(){{\
+         var f=document.activeElement;if(document.hidden||(f&&/^(INPUT|SELECT|TEXTAREA)$/.test(f.tagName)))\
+         {{return again();}}fetch(location.href,{{headers:{{Accept:'text/html'}}}}).then(function(r){{\
+         return r.ok?r.text():null;}}).then(function(t){{if(t){{var m=new DOMParser().parseFromString(t,\
+         'text/html').querySelector('main');if(m){{document.querySelector('main').innerHTML=m.innerHTML;\
+         document.body.dataset.refreshed=String(Date.now());}}}}}}).catch(function(){{}}).then(again);}}\
+         again();}})();</script>"
+    )
+}
+
 /// A whole page: title, navigation back to the overview, and `body`. A
 /// read-only page ([`crate::Admin::read_only`]) shows no form (every
 /// button of the dashboard is one) and says it is read-only.
@@ -103,13 +118,15 @@ pub(crate) fn page(title: &str, base: &str, body: &str, read_only: bool) -> Stri
     out
 }
 
-/// `body` less every `<form ...>...</form>` (the dashboard's forms hold
-/// their buttons and never nest; text is escaped, so a `<form` in the
-/// markup is always one of them).
+/// `body` less every `<form method="post" ...>...</form>` (the dashboard's
+/// forms that change something hold their buttons and never nest; text is
+/// escaped, so such markup is always one of them). The find form, a
+/// `GET`, stays.
 fn without_forms(body: &str) -> String {
+    const POST_FORM: &str = "<form method=\"post\"";
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
-    while let Some(start) = rest.find("<form") {
+    while let Some(start) = rest.find(POST_FORM) {
         out.push_str(&rest[..start]);
         match rest[start..].find("</form>") {
             Some(end) => rest = &rest[start + end + "</form>".len()..],
@@ -147,7 +164,15 @@ button.danger{color:#cf222e}form{display:inline;margin:0}\
 .notice.bad{background:#ffebe9;border-color:#ff8182}\
 pre{background:#fff;border:1px solid #d0d7de;padding:10px;overflow:auto}.empty{color:#57606a;padding:8px 0}\
 dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;background:#fff;border:1px solid #d0d7de;\
-padding:12px}dt{color:#57606a}dd{margin:0}";
+padding:12px}dt{color:#57606a}dd{margin:0}\
+.tabs{display:flex;flex-wrap:wrap;gap:6px;margin:10px 0}.tabs a{padding:3px 10px;border:1px solid #d0d7de;\
+border-radius:6px;background:#fff;text-decoration:none;color:#1f2328;font-size:12px}\
+.tabs a.current{background:#24292f;color:#fff}.tabs .n{color:#57606a}.tabs a.current .n{color:#d0d7de}\
+.find input{font:inherit;font-size:12px;padding:3px 8px;border:1px solid #d0d7de;border-radius:6px;width:260px}\
+.pager{margin:12px 0}.card .s a{color:inherit}\
+@media (max-width:720px){header{padding:8px 12px;gap:12px}main{padding:10px 12px}\
+table{display:block;overflow-x:auto;white-space:nowrap}td.err{white-space:normal;min-width:200px}\
+.find input{width:150px}.card{min-width:70px;padding:6px 10px}}";
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,11 @@
-//! The dashboard: server-rendered HTML pages, no build step, no script.
+//! The dashboard: server-rendered HTML pages, no build step, no external
+//! script (the overview's optional auto-refresh is a few inline lines).
 //! Buttons are plain forms that POST and redirect back (303).
 
 mod html;
 pub(crate) mod queues;
 pub(crate) mod schedules;
+pub(crate) mod tasks;
 mod unreadable;
 
 use std::fmt::Write as _;
@@ -62,6 +64,8 @@ impl IntoResponse for HtmlError {
 pub(crate) struct Notice {
     notice: Option<String>,
     bad: Option<String>,
+    /// Seconds between auto-refreshes of the overview, 1 to 3,600.
+    refresh: Option<u32>,
 }
 
 /// `GET /`: counts, named queues with pause and resume buttons, the dead
@@ -85,7 +89,8 @@ pub(crate) async fn overview<S: Storage>(
 ) -> Result<Html<String>, HtmlError> {
     // A notice only decorates the page: a query that does not parse (a
     // repeated key, say) shows the page without one rather than a 400.
-    let notice = notice.map_or(Notice { notice: None, bad: None }, |Query(n)| n);
+    let notice = notice.map_or(Notice { notice: None, bad: None, refresh: None }, |Query(n)| n);
+    let refresh = notice.refresh.filter(|s| (1..=3_600).contains(s));
     let base = html::base(&original, &uri);
     let client = admin.client();
     let counts = client.counts().await?;
@@ -154,6 +159,7 @@ pub(crate) async fn overview<S: Storage>(
         let _ = write!(b, "<div class=\"notice bad\" id=\"notice\">{}</div>", esc(text));
     }
 
+    b.push_str(&tasks::find_form(&base));
     b.push_str("<div class=\"cards\" id=\"counts\">");
     for state in TaskState::ALL {
         let class = if state.is_dead_letter() {
@@ -165,9 +171,11 @@ pub(crate) async fn overview<S: Storage>(
         };
         let _ = write!(
             b,
-            "<div class=\"{class}\" data-state=\"{s}\"><div class=\"n\">{n}</div><div class=\"s\">{s}</div></div>",
+            "<div class=\"{class}\" data-state=\"{s}\"><div class=\"n\">{n}</div><div class=\"s\">\
+             <a href=\"{base}/tasks?state={s}\">{s}</a></div></div>",
             s = state.as_str(),
-            n = counts.get(state)
+            n = counts.get(state),
+            base = esc(&base),
         );
     }
     b.push_str("</div>");
@@ -246,7 +254,23 @@ pub(crate) async fn overview<S: Storage>(
     }
 
     schedules_table(&mut b, &base, client.schedules().list().await)?;
-    let _ = write!(b, "<p class=\"meta\">Rendered {}.</p>", time(Some(Timestamp::now_system())));
+    let _ = write!(b, "<p class=\"meta\" id=\"rendered\">Rendered {}. ", time(Some(Timestamp::now_system())));
+    // axum routes a nested router's root at `/admin`, not `/admin/`.
+    let home = if base.is_empty() { "/" } else { base.as_str() };
+    match refresh {
+        Some(secs) => {
+            let _ = write!(
+                b,
+                "Refreshing every {secs} s (<a href=\"{}\" id=\"refresh-off\">stop</a>).</p>{}",
+                esc(home),
+                html::refresh_script(secs * 1000)
+            );
+        }
+        None => {
+            let _ =
+                write!(b, "<a href=\"{}?refresh=5\" id=\"refresh-on\">Refresh every 5 s</a>.</p>", esc(home));
+        }
+    }
     Ok(Html(page("Reliable Executor", &base, &b, admin.is_read_only())))
 }
 

@@ -271,6 +271,48 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         let cell = browser.find(Locator::Css("#queues td[data-concurrency-limit='emails']")).await?;
         assert_eq!(cell.text().await?, "—");
         assert_eq!(emails_limits(api.clone()).await?, serde_json::json!({"concurrency": null, "rate": null}));
+        // Auto-refresh: the overview at `?refresh=1` shows a task completed
+        // after it loaded, without reloading (a marker set on the loaded
+        // page survives).
+        browser.goto(&format!("{url}?refresh=1")).await?;
+        browser.execute("window.__loaded_once = true; return null;", vec![]).await?;
+        let completed = |browser: fantoccini::Client| async move {
+            let n = browser.find(Locator::Css(".card[data-state='COMPLETED'] .n")).await?.text().await;
+            BoxResult::Ok(n.ok().and_then(|t| t.parse::<u64>().ok()))
+        };
+        let before = completed(browser.clone()).await?.ok_or("no COMPLETED count")?;
+        TaskBuilder::new("echo", 99, TaskOptions::new()).id("refresh-probe").submit(&exec).await?;
+        exec.wait_for(&TaskId::new("refresh-probe")?, Duration::from_secs(5)).await?;
+        eventually("the count to refresh in place", Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move { Ok(completed(browser).await? == Some(before + 1)) }
+        })
+        .await?;
+        let same_page = browser.execute("return window.__loaded_once === true;", vec![]).await?;
+        assert_eq!(same_page, serde_json::json!(true), "the page was reloaded instead of refreshed");
+
+        // Find a task by id from the overview.
+        browser.goto(&url).await?;
+        browser.find(Locator::Id("find-id")).await?.send_keys("crm-1042").await?;
+        browser.find(Locator::Id("find")).await?.click().await?;
+        eventually("the task page", Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move { Ok(browser.current_url().await?.path().ends_with("/tasks/crm-1042")) }
+        })
+        .await?;
+
+        // A phone's width: the list of FAILED tasks and the overview fit;
+        // wide tables scroll inside themselves, the page does not.
+        browser.set_window_size(390, 844).await?;
+        for page in [format!("{url}/tasks?state=FAILED"), url.clone()] {
+            browser.goto(&page).await?;
+            let fits = browser
+                .execute("return document.documentElement.scrollWidth <= window.innerWidth + 1;", vec![])
+                .await?;
+            assert_eq!(fits, serde_json::json!(true), "{page} is wider than a phone");
+            let row = if page.contains("/tasks?") { "#tasks" } else { "#dead-letter" };
+            browser.find(Locator::Css(&format!("{row} tr[data-task='crm-2077']"))).await?;
+        }
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     }
     .await;

@@ -245,7 +245,7 @@ fn documented_parameter_rules_are_the_servers() -> BoxResult {
             }
         }
     }
-    assert_eq!(id_schemas.len(), 6, "{id_schemas:?}");
+    assert_eq!(id_schemas.len(), 7, "{id_schemas:?}");
     let patterns: BTreeSet<_> = id_schemas.iter().map(|s| s["pattern"].as_str()).collect();
     assert_eq!(patterns.len(), 1, "id patterns differ: {patterns:?}");
     for s in &id_schemas {

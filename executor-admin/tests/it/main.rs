@@ -19,4 +19,5 @@ mod openapi;
 mod queues;
 mod read_only;
 mod schedules;
+mod task_pages;
 mod unreadable;
