@@ -168,7 +168,7 @@ padding:12px}dt{color:#57606a}dd{margin:0}\
 .tabs{display:flex;flex-wrap:wrap;gap:6px;margin:10px 0}.tabs a{padding:3px 10px;border:1px solid #d0d7de;\
 border-radius:6px;background:#fff;text-decoration:none;color:#1f2328;font-size:12px}\
 .tabs a.current{background:#24292f;color:#fff}.tabs .n{color:#57606a}.tabs a.current .n{color:#d0d7de}\
-.find input{font:inherit;font-size:12px;padding:3px 8px;border:1px solid #d0d7de;border-radius:6px;width:260px}\
+form.find{display:block;margin:0 0 10px}.find input{font:inherit;font-size:12px;padding:3px 8px;border:1px solid #d0d7de;border-radius:6px;width:260px}\
 .pager{margin:12px 0}.card .s a{color:inherit}\
 @media (max-width:720px){header{padding:8px 12px;gap:12px}main{padding:10px 12px}\
 table{display:block;overflow-x:auto;white-space:nowrap}td.err{white-space:normal;min-width:200px}\
