@@ -6,12 +6,14 @@
 //! ```sh
 //! cargo run --release --example bench -- --storage redis
 //! cargo run --release --example bench -- --storage memory --big-backlog 100000
+//! cargo run --release --example bench -- --storage redis --plot docs   # and the charts
 //! ```
 //!
 //! Results and the exact commands behind them: `docs/redis.md`, Benchmarks.
 
 mod backend;
 mod phases;
+mod plot;
 mod stats;
 mod worker;
 
@@ -120,6 +122,14 @@ struct Args {
     /// (bucket of the same size).
     #[arg(long)]
     limit_rate: Option<u32>,
+    /// Sizes of the backlog measured between the small and the large one
+    /// (the backlog phase's chart).
+    #[arg(long, value_delimiter = ',', default_value = "100000")]
+    backlog_steps: Vec<usize>,
+    /// Also draw what the phases measured into PNG charts in this directory
+    /// (`bench-<store>-processing.png`, `-latency.png`, `-backlog.png`).
+    #[arg(long)]
+    plot: Option<std::path::PathBuf>,
     /// Internal: run as the worker child of the RSS phase.
     #[arg(long, hide = true)]
     worker_ns: Option<String>,

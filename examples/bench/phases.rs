@@ -237,6 +237,7 @@ fn ratio(rate: f64, ceiling: Option<f64>) -> String {
 
 /// Runs every selected phase and prints one line per figure.
 pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
+    let mut figures = crate::plot::Figures { latency_rate: args.rate, ..Default::default() };
     let mut set_rps = None;
     let mut set_cpu = None;
     if args.runs(Phase::Ceiling) && storage.redis().is_some() {
@@ -306,6 +307,7 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
             preload(&storage, &ns, n, args.batch_size).await?;
             let flow = apply_limits(&storage, &ns).await?;
             let (r, cpu) = process(&storage, &ns, c, n).await?;
+            figures.processing.push((c, r));
             println!(
                 "process   backlog {n}, concurrency {c}{flow}: {r:.0} tasks/s{}{}",
                 ratio(r, set_rps),
@@ -315,16 +317,23 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
         }
     }
     if args.runs(Phase::Latency) {
-        latency(&storage, args).await?;
+        figures.latency_ms = latency(&storage, args).await?;
     }
     if args.runs(Phase::Lateness) {
         lateness(&storage, args).await?;
     }
     if args.runs(Phase::Backlog) {
-        backlog(&storage, args).await?;
+        figures.backlog = backlog(&storage, args).await?;
     }
     if args.runs(Phase::Rss) {
         crate::worker::rss(&storage, args, set_rps).await?;
+    }
+    if let Some(dir) = &args.plot {
+        figures.ceiling = set_rps;
+        let store = format!("{:?}", args.storage).to_lowercase();
+        for file in crate::plot::write(dir, &store, &figures)? {
+            println!("plot      {file}");
+        }
     }
     Ok(())
 }
@@ -373,7 +382,7 @@ async fn lone<S: Backend>(storage: &S, args: &Args) -> Res<()> {
 }
 
 /// Due→start latency on an idle executor at a steady submit rate.
-async fn latency<S: Backend>(storage: &S, args: &Args) -> Res<()> {
+async fn latency<S: Backend>(storage: &S, args: &Args) -> Res<Vec<f64>> {
     let ns = namespace("latency")?;
     let n = usize::try_from(args.rate * args.latency_secs)?;
     let sent: Arc<Vec<Mutex<Option<Instant>>>> = Arc::new((0..n).map(|_| Mutex::new(None)).collect());
@@ -410,13 +419,13 @@ async fn latency<S: Backend>(storage: &S, args: &Args) -> Res<()> {
     running.shutdown().await?;
     let values = std::mem::take(&mut *waits.lock().unwrap_or_else(|e| e.into_inner()));
     let got = values.len();
-    let (_, p50, p99, max) = stats::summary(values);
+    let (_, p50, p99, max) = stats::summary(values.clone());
     println!(
         "latency   submit->start at {}/s for {}s ({got} tasks): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
         args.rate, args.latency_secs
     );
     storage.drop_namespace(&ns).await;
-    Ok(())
+    Ok(values)
 }
 
 fn now_us() -> i64 {
@@ -468,12 +477,24 @@ async fn lateness<S: Backend>(storage: &S, args: &Args) -> Res<()> {
     Ok(())
 }
 
-/// Processing rate with a large backlog vs a small one; memory per task.
-async fn backlog<S: Backend>(storage: &S, args: &Args) -> Res<()> {
+/// Processing rate with a large backlog vs a small one (and the sizes of
+/// `--backlog-steps` between them); memory per task. Returns (queued, rate)
+/// per size.
+async fn backlog<S: Backend>(storage: &S, args: &Args) -> Res<Vec<(usize, f64)>> {
     let ns = namespace("small")?;
     preload(storage, &ns, args.small_backlog, args.batch_size).await?;
     let (small, _) = process(storage, &ns, 64, args.small_backlog).await?;
     storage.drop_namespace(&ns).await;
+    let mut points = vec![(args.small_backlog, small)];
+    for &size in args.backlog_steps.iter().filter(|n| **n > args.small_backlog && **n < args.big_backlog) {
+        let ns = namespace(&format!("step{size}"))?;
+        preload(storage, &ns, size, args.batch_size).await?;
+        let sample = args.big_sample.min(size);
+        let (rate, _) = process(storage, &ns, 64, sample).await?;
+        println!("backlog   concurrency 64 with {size} queued (first {sample}): {rate:.0} tasks/s");
+        points.push((size, rate));
+        storage.drop_namespace(&ns).await;
+    }
 
     let ns = namespace("big")?;
     let before = storage.used_memory().await;
@@ -500,6 +521,7 @@ async fn backlog<S: Backend>(storage: &S, args: &Args) -> Res<()> {
         args.big_backlog,
         big / small * 100.0
     );
+    points.push((args.big_backlog, big));
     storage.drop_namespace(&ns).await;
-    Ok(())
+    Ok(points)
 }

@@ -1,31 +1,13 @@
 //! The soak's chart: stored tasks, store memory and processing rate over
 //! time, one panel each, drawn with `plotters` into a PNG.
 
-use plotters::{prelude::*, style::FontStyle};
+use examples::plot::register_font;
+use plotters::prelude::*;
 
 use crate::Sample;
 
 /// One panel: its caption, line colour and points `(seconds, value)`.
 type Panel<'a> = (&'a str, &'a RGBColor, Vec<(f64, f64)>);
-
-/// Fonts tried for the labels, in order (Debian's DejaVu and Liberation).
-const FONTS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-];
-
-/// Registers the first font found as plotters' `sans-serif`.
-fn register_font() -> Result<(), Box<dyn std::error::Error>> {
-    for path in FONTS {
-        if let Ok(bytes) = std::fs::read(path) {
-            // plotters keeps the font for the life of the process.
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            return plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
-                .map_err(|_| format!("{path} is not a font plotters can read").into());
-        }
-    }
-    Err(format!("no font for the chart labels; install fonts-dejavu-core (looked for {FONTS:?})").into())
-}
 
 /// Draws `samples` into `path` (1200 × 900).
 pub(crate) fn chart(path: &str, title: &str, samples: &[Sample]) -> Result<(), Box<dyn std::error::Error>> {

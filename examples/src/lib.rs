@@ -1,7 +1,35 @@
-//! Shared helpers of the example programs: the `--storage` flag and its URLs.
+//! Shared helpers of the example programs: the `--storage` flag and its
+//! URLs, and the font of their charts.
 
 use clap::ValueEnum;
 use executor_any::AnyStorage;
+
+/// Charts drawn with `plotters` (the soak's and the benchmark's).
+pub mod plot {
+    use plotters::style::FontStyle;
+
+    /// Fonts tried for the labels, in order (Debian's DejaVu and Liberation).
+    const FONTS: &[&str] = &[
+        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    ];
+
+    /// Registers the first font found as plotters' `sans-serif`.
+    ///
+    /// # Errors
+    /// No font found, or one plotters cannot read.
+    pub fn register_font() -> Result<(), Box<dyn std::error::Error>> {
+        for path in FONTS {
+            if let Ok(bytes) = std::fs::read(path) {
+                // plotters keeps the font for the life of the process.
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                return plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+                    .map_err(|_| format!("{path} is not a font plotters can read").into());
+            }
+        }
+        Err(format!("no font for the chart labels; install fonts-dejavu-core (looked for {FONTS:?})").into())
+    }
+}
 
 /// Where an example's tasks live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
