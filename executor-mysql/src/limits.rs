@@ -418,8 +418,13 @@ impl MySqlStorage {
                 .execute(&mut *c)
                 .await
                 .map_err(error::storage)?;
-            let mut qb: QueryBuilder<MySql> =
-                QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
+            let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+                "SELECT ",
+                task_columns!(),
+                " FROM ",
+                tasks!(),
+                " FORCE INDEX (PRIMARY) WHERE ns = "
+            ));
             qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
             push_in_list(&mut qb, candidates.iter().map(String::as_str));
             qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token);
