@@ -465,23 +465,8 @@ async fn claim_once(
     if changed == 0 {
         return Ok(Round { tasks: Vec::new(), lost_race, limited });
     }
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM ",
-        tasks!(),
-        " FORCE INDEX (PRIMARY) WHERE ns = "
-    ));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-    push_in_list(&mut qb, candidates.iter().map(String::as_str));
-    // RUNNING: a claimer stopped between its UPDATE and this read for
-    // longer than the lease finds its tasks reaped and does not run them.
-    // By primary key, always: with a large backlog churning, the optimizer
-    // chose `ix_lease` for `state = 'RUNNING'` and walked its entries of
-    // tasks that left RUNNING and await purge (24,774 rows examined per
-    // read-back, 48 ms, with 1,000,000 tasks waiting).
-    qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token);
-    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let rows =
+        claimed_read(ns, token, &candidates).build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
     // Back in claim order: the order the candidates were picked in.
     let position: HashMap<&str, usize> =
         candidates.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
@@ -605,6 +590,27 @@ async fn heartbeat_chunk(
 fn push_ids(qb: &mut QueryBuilder<MySql>, leases: &[Lease]) {
     qb.push(" AND id IN ");
     push_in_list(qb, leases.iter().map(|l| l.id.as_str()));
+}
+
+/// The claim's read-back: the rows of `candidates` that its `UPDATE` took
+/// (`RUNNING` under `token`: a claimer stopped between its UPDATE and this
+/// read for longer than the lease finds its tasks reaped and does not run
+/// them). By primary key, always: with a large backlog churning, the
+/// optimizer chose `ix_lease` for `state = 'RUNNING'` and walked its
+/// entries of tasks that left RUNNING and await purge (24,774 rows
+/// examined per read-back, 48 ms, with 1,000,000 tasks waiting).
+pub(crate) fn claimed_read(ns: &Namespace, token: u64, candidates: &[String]) -> QueryBuilder<MySql> {
+    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+        "SELECT ",
+        task_columns!(),
+        " FROM ",
+        tasks!(),
+        " FORCE INDEX (PRIMARY) WHERE ns = "
+    ));
+    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
+    push_in_list(&mut qb, candidates.iter().map(String::as_str));
+    qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token);
+    qb
 }
 
 /// The claim's `UPDATE` of `candidates` to `RUNNING` under `token`, each

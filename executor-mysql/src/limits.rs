@@ -24,17 +24,14 @@ use std::{collections::HashMap, time::Duration};
 use executor_core::{
     MAX_CONCURRENCY_LIMIT, Namespace, QueueLimits, QueueName, RateLimit, Result, TaskRecord, WorkerId,
 };
-use sqlx::{MySql, QueryBuilder, Row, mysql::MySqlRow};
+use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
     MySqlStorage,
     claim::to_error,
     conn::RunOn,
     error, row,
-    sql::{
-        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, now_ms, push_in_list, queues, ranks, task_columns,
-        tasks,
-    },
+    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, now_ms, queues, ranks, tasks},
 };
 
 /// Longest a stopped process can hold a limited queue's row, in seconds:
@@ -418,17 +415,11 @@ impl MySqlStorage {
                 .execute(&mut *c)
                 .await
                 .map_err(error::storage)?;
-            let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-                "SELECT ",
-                task_columns!(),
-                " FROM ",
-                tasks!(),
-                " FORCE INDEX (PRIMARY) WHERE ns = "
-            ));
-            qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-            push_in_list(&mut qb, candidates.iter().map(String::as_str));
-            qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token);
-            claimed_rows = qb.build().fetch_all(&mut *c).await.map_err(error::storage)?;
+            claimed_rows = crate::claim::claimed_read(ns, token, &candidates)
+                .build()
+                .fetch_all(&mut *c)
+                .await
+                .map_err(error::storage)?;
         }
         let spent = claimed_rows.len();
         if tokens.is_some() || cut {
