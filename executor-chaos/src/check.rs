@@ -294,9 +294,12 @@ pub fn check(
                 // not from the claim). Counted apart; it is a violation only if
                 // it ran at the same time as the newer attempt or its write was
                 // accepted.
-                let paused = windows
-                    .iter()
-                    .any(|w| w.kind == "stop" && w.pid == Some(b.pid) && w.to >= a.start && w.to <= b.start);
+                let paused = windows.iter().any(|w| {
+                    w.kind == "stop"
+                        && w.pid == Some(b.pid)
+                        && w.to >= a.start
+                        && w.to <= b.start + RESUME_SLACK_MS
+                });
                 let overlaps = a.end.is_none_or(|end| end > b.start);
                 if paused && !overlaps && b.accepted.is_empty() {
                     r.stale_starts += 1;
@@ -467,6 +470,11 @@ pub fn check_victims(
     }
 }
 
+/// The controller stamps `cont` once `kill(SIGCONT)` has returned; the
+/// resumed worker can run, and stamp its handler's start, before the
+/// controller's stamp (seen: 1 ms later, on two busy cores).
+const RESUME_SLACK_MS: u64 = 20;
+
 /// Slack for three clocks (the controller's, the store's, the worker's; one
 /// machine) read at millisecond granularity.
 const DUE_SLACK_MS: u64 = 5;
@@ -616,6 +624,53 @@ mod tests {
         let r = check(&paused, &["t0000001".to_owned()], &finals(), 2_000);
         assert_eq!((r.healthy_reruns, r.violations.len()), (0, 0), "{:?}", r.violations);
         assert_eq!(r.rerun_causes.get("stop"), Some(&1));
+    }
+
+    #[test]
+    fn a_start_stamped_just_before_the_controllers_resume_is_a_stale_start() {
+        let task = || "t0000001".to_owned();
+        let fault =
+            |kind: &str, t| Event::Fault { kind: kind.to_owned(), pid: Some(7), t, note: String::new() };
+        let run = |resumed_at| {
+            let events = vec![
+                fault("stop", 1_000),
+                Event::Start { task: task(), fence: 3, attempt: 2, pid: 8, t: 3_000 },
+                Event::End { task: task(), fence: 3, pid: 8, t: 3_050 },
+                Event::Finish {
+                    task: task(),
+                    fence: 3,
+                    pid: 8,
+                    t: 3_060,
+                    target: "COMPLETED".to_owned(),
+                    result: "ok:COMPLETED".to_owned(),
+                },
+                // Worker 7 claimed fence 1 before it was stopped; it starts the
+                // handler as soon as it runs again, and its write is refused.
+                Event::Start { task: task(), fence: 1, attempt: 1, pid: 7, t: 5_000 },
+                fault("cont", resumed_at),
+                Event::End { task: task(), fence: 1, pid: 7, t: 5_010 },
+                Event::Finish {
+                    task: task(),
+                    fence: 1,
+                    pid: 7,
+                    t: 5_020,
+                    target: "COMPLETED".to_owned(),
+                    result: "stale".to_owned(),
+                },
+            ];
+            let done = Final { state: "COMPLETED".to_owned(), fence: 3, tier: "hot", copies: 1 };
+            check(&events, &[task()], &HashMap::from([(task(), done)]), 2_000)
+        };
+        let r = run(5_001);
+        assert_eq!((r.stale_starts, r.violations.len()), (1, 0), "{:?}", r.violations);
+        // A resume long after the start does not explain it.
+        let r = run(5_500);
+        assert_eq!(r.stale_starts, 0);
+        assert!(
+            r.violations.iter().any(|v| v.contains("fence 1 (pid 7) started at 5000 after fence 3")),
+            "{:?}",
+            r.violations
+        );
     }
 
     #[test]
