@@ -370,6 +370,34 @@ impl<S: Storage> Client<S> {
     }
 }
 
+impl<S: Storage> Client<S> {
+    /// Submits `task` inside the caller's database transaction: `conn` is
+    /// the connection of an open transaction of the same database
+    /// (`&mut *tx` for a `sqlx::Transaction`). The task exists once the
+    /// transaction commits, and never if it rolls back; on PostgreSQL the
+    /// commit also wakes idle workers in every process. Checked as
+    /// [`Submit::submit_new`] checks (handler name, payload size, options)
+    /// before anything is sent. Metrics and listeners count the submit when
+    /// the INSERT ran: a rollback afterwards undoes the task, not the count.
+    /// `executor_postgres::PostgresStorage` and `executor_mysql::MySqlStorage`
+    /// have this ability (docs/postgres.md shows a whole request handler).
+    ///
+    /// # Errors
+    /// As [`Submit::submit_new`]; the transaction is the caller's to roll
+    /// back after an error.
+    pub async fn submit_in<C>(&self, conn: &mut C, task: NewTask) -> Result<Submitted>
+    where
+        C: ?Sized + Send,
+        S: crate::storage::SubmitIn<C>,
+    {
+        self.check(&task, self.payload_limit().await?)?;
+        let name = task.name.clone();
+        let submitted = self.inner.storage.submit_in(conn, &self.inner.namespace, task).await?;
+        self.submitted(&name, &submitted);
+        Ok(submitted)
+    }
+}
+
 impl<S: Storage> Submit for Client<S> {
     async fn submit_new(&self, task: NewTask) -> Result<Submitted> {
         self.check(&task, self.payload_limit().await?)?;
@@ -672,5 +700,20 @@ impl<P: Serialize> TaskBuilder<P> {
     pub async fn submit<C: Submit>(self, client: &C) -> Result<Submitted> {
         let task = self.into_new_task()?;
         client.submit_new(task).await
+    }
+
+    /// Submits inside the caller's database transaction (see
+    /// [`Client::submit_in`]): the task exists if and only if the
+    /// transaction commits.
+    ///
+    /// # Errors
+    /// As [`TaskBuilder::into_new_task`] and [`Client::submit_in`].
+    pub async fn submit_in<S, C>(self, client: &Client<S>, conn: &mut C) -> Result<Submitted>
+    where
+        S: crate::storage::SubmitIn<C>,
+        C: ?Sized + Send,
+    {
+        let task = self.into_new_task()?;
+        client.submit_in(conn, task).await
     }
 }

@@ -457,6 +457,34 @@ pub trait Storage: Send + Sync + 'static {
     }
 }
 
+/// The ability to submit inside the caller's own database transaction:
+/// the task is stored if and only if the transaction commits (the outbox
+/// problem, solved where the business data lives). `C` is the connection
+/// type the caller's transaction derefs to (`sqlx::PgConnection` for
+/// PostgreSQL, `sqlx::MySqlConnection` for MySQL), so a store that cannot
+/// join such a transaction is a compile error, not a failure at run time.
+/// Users call [`crate::Client::submit_in`] or
+/// [`crate::TaskBuilder::submit_in`], which check the task as a submit
+/// does first.
+///
+/// A store answers as its `submit` does (created, existing, debounced) as
+/// far as the transaction can see; it never commits or rolls back the
+/// caller's transaction, and after an error the caller rolls it back.
+pub trait SubmitIn<C: ?Sized + Send>: Storage {
+    /// Stores `task` in `ns` through `conn`, inside whatever transaction
+    /// is open on it.
+    ///
+    /// # Errors
+    /// As [`Storage::submit`]; [`crate::Error::Unsupported`] for a submit
+    /// mode the store cannot run inside a transaction.
+    fn submit_in(
+        &self,
+        conn: &mut C,
+        ns: &Namespace,
+        task: NewTask,
+    ) -> impl Future<Output = Result<Submitted>> + Send;
+}
+
 /// The ability to serve as a tier of [`crate::TieredStorage`]: list waiting
 /// tasks by due time, store a record as given, and delete a waiting task
 /// by fence. An ability of its own, so a store without it is a compile

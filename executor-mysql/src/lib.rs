@@ -233,3 +233,14 @@ impl TierStorage for MySqlStorage {
         MySqlStorage::remove(self, ns, id, fence).await
     }
 }
+
+impl executor_core::storage::SubmitIn<sqlx::MySqlConnection> for MySqlStorage {
+    async fn submit_in(
+        &self,
+        conn: &mut sqlx::MySqlConnection,
+        ns: &Namespace,
+        task: NewTask,
+    ) -> Result<Submitted> {
+        MySqlStorage::submit_in(self, conn, ns, task).await
+    }
+}

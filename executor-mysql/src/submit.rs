@@ -202,6 +202,63 @@ impl MySqlStorage {
     }
 }
 
+impl MySqlStorage {
+    /// Submits `task` inside the caller's transaction (or on any connection
+    /// of theirs): one INSERT on `conn`. The task is visible to claims only
+    /// once the transaction commits, and is gone if it rolls back. MySQL has
+    /// no notification on commit, so claimers in other processes (and this
+    /// one) see it at their next poll, within the poll interval's maximum
+    /// (250 ms by default, [`crate::MySqlOptions::poll_interval`]).
+    /// Idempotent submits keep their meaning (an id taken by a committed
+    /// task answers `Existing`; one taken by another open transaction waits
+    /// for it, as InnoDB does); a duplicate id refuses only this statement
+    /// and leaves the transaction usable. A debounced submit is refused:
+    /// MySQL's debounce is several statements that must not hold their
+    /// locks until the caller commits.
+    ///
+    /// ```no_run
+    /// # async fn run(storage: executor_mysql::MySqlStorage) -> Result<(), Box<dyn std::error::Error>> {
+    /// use executor_core::{Namespace, TaskId, storage::NewTask};
+    ///
+    /// let ns = Namespace::new("shop")?;
+    /// let mut tx = storage.pool().begin().await?;
+    /// sqlx::query("INSERT INTO orders (id) VALUES (?)").bind(42_i64).execute(&mut *tx).await?;
+    /// let task = NewTask::new(TaskId::new("order-42")?, "process_order", br#"{"id":42}"#.to_vec());
+    /// storage.submit_in(&mut tx, &ns, task).await?;
+    /// tx.commit().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As a submit; [`Error::Unsupported`] for a debounced submit.
+    pub async fn submit_in(
+        &self,
+        conn: &mut sqlx::MySqlConnection,
+        ns: &Namespace,
+        task: NewTask,
+    ) -> Result<Submitted> {
+        let row = validate(task, self.max_payload().await?)?;
+        if !matches!(row.mode, SubmitMode::Plain | SubmitMode::Idempotent) {
+            return Err(Error::unsupported(
+                "submit_in",
+                "a debounced submit cannot join a MySQL transaction (its statements must not hold locks \
+                 until the caller commits); submit it after the commit, or use PostgreSQL",
+            ));
+        }
+        let mut qb = insert_head();
+        qb.push_values(std::iter::once(&row), |mut b, r| push_row(&mut b, ns, r));
+        match qb.build().execute(&mut *conn).await {
+            Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
+            Err(e) if error::is_duplicate(&e) => match row.mode {
+                SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
+                _ => Err(Error::DuplicateId(row.id.clone())),
+            },
+            Err(e) => Err(error::storage(e)),
+        }
+    }
+}
+
 async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
     let mut qb = insert_head();
     qb.push_values(std::iter::once(row), |mut b, r| push_row(&mut b, ns, r));

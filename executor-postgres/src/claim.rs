@@ -1,0 +1,394 @@
+//! Claiming due tasks and renewing the leases on them.
+
+use std::time::Duration;
+
+use executor_core::{
+    ClaimPlan, Namespace, QueueName, Result, TaskRecord, WorkerId,
+    storage::{Heartbeat, Lease},
+};
+use sqlx::{Row, postgres::PgRow};
+
+use crate::{
+    PostgresStorage,
+    conn::RunOn,
+    error, limits, row,
+    sql::{big, clip_error, limited, ms, now_ms, queues, t_task_columns, tasks, waiting},
+};
+
+/// Most tasks one claim or heartbeat statement names.
+const MAX_BATCH: usize = 1000;
+
+/// Rounds of a claim that lost candidates to concurrent claimers.
+const ROUNDS: usize = 3;
+
+/// A waiting row whose counters are at their column's maximum: bumping
+/// them would fail the claim "out of range", every time; the claim moves it
+/// to `ERROR` instead (invariant 6).
+macro_rules! at_max {
+    () => {
+        "(t.attempts >= 2147483647 OR t.fence >= 9223372036854775807)"
+    };
+}
+
+/// The SET of a claim's UPDATE of the tasks aliased `t`: `RUNNING` with the
+/// fence and attempts bumped and the lease (`$4` ms, worker `$5`) on the
+/// server's clock, or `ERROR` with the reason for a row at its counters'
+/// maximum ([`at_max!`]).
+macro_rules! claim_set {
+    () => {
+        concat!(
+            " t SET state = CASE WHEN ",
+            at_max!(),
+            " THEN 'ERROR' ELSE 'RUNNING' END, fence = CASE WHEN ",
+            at_max!(),
+            " THEN t.fence ELSE t.fence + 1 END, attempts = CASE WHEN ",
+            at_max!(),
+            " THEN t.attempts ELSE t.attempts + 1 END, cancel_requested = FALSE, started_at = ",
+            now_ms!(),
+            ", finished_at = CASE WHEN ",
+            at_max!(),
+            " THEN ",
+            now_ms!(),
+            " END, last_error = CASE WHEN ",
+            at_max!(),
+            " THEN 'corrupt record: attempts ' || t.attempts || ' or fence ' || t.fence || ' is at its column''s maximum' \
+     ELSE t.last_error END, lease_until = CASE WHEN ",
+            at_max!(),
+            " THEN NULL ELSE ",
+            now_ms!(),
+            " + $4 END, worker = CASE WHEN ",
+            at_max!(),
+            " THEN NULL ELSE $5 END"
+        )
+    };
+}
+
+pub(crate) use {at_max, claim_set};
+
+/// The claim of one queue, in one statement:
+///
+/// 1. `c`: up to `$3` due tasks of the queue in claim order (priority high
+///    first, due time, id) from the `ix_waiting` index, `FOR UPDATE SKIP
+///    LOCKED`: rows another claimer is taking right now are skipped, not
+///    waited for, and a row that changed since the statement's snapshot is
+///    checked again under its lock (so a task claimed meanwhile is left
+///    out); none from a paused queue or one with limits (the pause is read
+///    by the claim itself, so it holds from the next claim statement on);
+/// 2. `u`: those rows to `RUNNING` with the fence and attempts bumped, the
+///    lease on the server's clock, returned;
+/// 3. the result: the claimed rows, each with `lim`, whether the queue has
+///    limits (then it is claimed through `limits.rs`); one row of NULLs and
+///    `lim` when nothing was claimed.
+///
+/// Binds: ns, queue, limit, lease ms, worker.
+const CLAIM_SQL: &str = concat!(
+    "WITH c AS (SELECT id FROM ",
+    tasks!(),
+    " WHERE ns = $1 AND queue = $2 AND ",
+    waiting!(),
+    " AND due_at <= ",
+    now_ms!(),
+    " AND NOT EXISTS (SELECT 1 FROM ",
+    queues!(),
+    " p WHERE p.ns = $1 AND p.queue = $2 AND (p.paused OR ",
+    limited!(),
+    ")) ORDER BY priority DESC, due_at, id LIMIT $3 FOR UPDATE SKIP LOCKED), u AS (UPDATE ",
+    tasks!(),
+    claim_set!(),
+    " FROM c WHERE t.ns = $1 AND t.id = c.id RETURNING ",
+    t_task_columns!(),
+    ") SELECT x.lim, u.* FROM (SELECT EXISTS (SELECT 1 FROM ",
+    queues!(),
+    " p WHERE p.ns = $1 AND p.queue = $2 AND NOT p.paused AND ",
+    limited!(),
+    ") AS lim) x LEFT JOIN u ON TRUE"
+);
+
+/// What one claim of one queue took, and whether the queue has limits.
+struct Round {
+    tasks: Vec<TaskRecord>,
+    /// Rows the statement asked for and did not get, though candidates may
+    /// remain (skipped as locked): the claim may try again.
+    short: bool,
+    limited: bool,
+}
+
+impl PostgresStorage {
+    /// Claims up to `limit` due tasks of the default queue.
+    pub(crate) async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
+    }
+
+    /// Claims as `plan` says: each queue of the plan up to its quota, in
+    /// the plan's order, then the rest of the limit from the same queues in
+    /// order. Each queue is one autocommit statement ([`CLAIM_SQL`]): no
+    /// lock outlives it, so a claimer stopped at any point holds nothing
+    /// (invariant 9; the tasks it claimed come back through the reaper one
+    /// lease later), the fence and the state are checked under the row
+    /// lock, so two claimers never take the same task (invariant 2), and
+    /// nothing is taken before it is due on the server's clock (invariant
+    /// 4).
+    ///
+    /// A queue with fleet-wide limits is left out of those statements and
+    /// claimed in its own short transaction instead (`limits.rs`). A claim
+    /// that got fewer tasks than it asked for because concurrent claimers
+    /// held them tries again for the rest, up to [`ROUNDS`] times.
+    pub(crate) async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        let mut queues: Vec<(QueueName, usize)> = Vec::with_capacity(plan.shares.len());
+        for share in &plan.shares {
+            match queues.iter_mut().find(|(q, _)| *q == share.queue) {
+                Some((_, quota)) => *quota = quota.saturating_add(share.quota),
+                None => queues.push((share.queue.clone(), share.quota)),
+            }
+        }
+        let mut left = plan.limit.min(MAX_BATCH);
+        let mut claimed: Vec<TaskRecord> = Vec::new();
+        // Queues that gave all they were asked for: the fill asks them again.
+        let mut more: Vec<QueueName> = Vec::new();
+        let mut busy: Vec<QueueName> = Vec::new();
+        for (queue, quota) in &queues {
+            let upto = (*quota).min(left);
+            if upto == 0 {
+                more.push(queue.clone());
+                continue;
+            }
+            let (took, outcome) = self.claim_one(ns, worker, queue, upto, lease).await?;
+            left -= took.len().min(left);
+            match outcome {
+                limits::Outcome::Full => more.push(queue.clone()),
+                limits::Outcome::Busy => busy.push(queue.clone()),
+                limits::Outcome::Done | limits::Outcome::Unlimited => {}
+            }
+            claimed.extend(took);
+        }
+        for queue in more {
+            if left == 0 {
+                break;
+            }
+            let (took, outcome) = self.claim_one(ns, worker, &queue, left, lease).await?;
+            if outcome == limits::Outcome::Busy {
+                busy.push(queue);
+            }
+            left -= took.len().min(left);
+            claimed.extend(took);
+        }
+        // A limited queue another claimer was claiming: its transaction is a
+        // few round trips, so a claim that got nothing else tries again
+        // shortly rather than leave its caller to spin.
+        if claimed.is_empty() {
+            for pause_ms in [2, 8, 32] {
+                if busy.is_empty() || left == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                let mut still = Vec::new();
+                for queue in busy {
+                    let (took, outcome) = self.claim_limited(ns, worker, &queue, left, lease).await?;
+                    if outcome == limits::Outcome::Busy {
+                        still.push(queue);
+                    }
+                    left -= took.len().min(left);
+                    claimed.extend(took);
+                }
+                busy = still;
+                if !claimed.is_empty() {
+                    break;
+                }
+            }
+        }
+        Ok(claimed)
+    }
+
+    /// Up to `upto` tasks of one queue, the plain way or, for a queue with
+    /// limits, through `limits.rs`; whether the queue may give more.
+    async fn claim_one(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        queue: &QueueName,
+        upto: usize,
+        lease: Duration,
+    ) -> Result<(Vec<TaskRecord>, limits::Outcome)> {
+        if self.known_limited(ns, queue) {
+            let (took, outcome) = self.claim_limited(ns, worker, queue, upto, lease).await?;
+            if outcome != limits::Outcome::Unlimited {
+                return Ok((took, outcome));
+            }
+            self.forget_limited(ns, queue);
+        }
+        let mut took: Vec<TaskRecord> = Vec::new();
+        for _ in 0..ROUNDS {
+            let round = error::retry_lock_conflicts(|| {
+                claim_round(self, ns, worker, queue, upto - took.len(), lease)
+            })
+            .await?;
+            took.extend(round.tasks);
+            if round.limited {
+                self.remember_limited(ns, queue);
+                let (more, outcome) = self.claim_limited(ns, worker, queue, upto - took.len(), lease).await?;
+                took.extend(more);
+                return Ok((took, outcome));
+            }
+            if !round.short || took.len() >= upto {
+                break;
+            }
+        }
+        // Rounds after the first take what an earlier one lost to other
+        // claimers, which may come before what it took: claim order again.
+        sort_claim_order(&mut took);
+        let outcome = if took.len() >= upto { limits::Outcome::Full } else { limits::Outcome::Done };
+        Ok((took, outcome))
+    }
+
+    /// Renews every lease in one UPDATE (only rows still `RUNNING` with the
+    /// lease's fence, so a lost lease is never revived: invariant 2) that
+    /// returns the rows it renewed with their cancel flag: a lease not
+    /// returned is lost.
+    pub(crate) async fn heartbeat(
+        &self,
+        ns: &Namespace,
+        leases: &[Lease],
+        lease: Duration,
+    ) -> Result<Heartbeat> {
+        let mut out = Heartbeat::default();
+        for chunk in leases.chunks(MAX_BATCH) {
+            let rows = sqlx::query(concat!(
+                "UPDATE ",
+                tasks!(),
+                " t SET lease_until = ",
+                now_ms!(),
+                " + $2 FROM UNNEST($3::TEXT[], $4::BIGINT[]) AS l(id, fence) WHERE t.ns = $1 AND t.id = l.id \
+                 AND t.fence = l.fence AND t.state = 'RUNNING' RETURNING t.id, t.cancel_requested"
+            ))
+            .bind(ns.as_str())
+            .bind(ms(lease))
+            .bind(chunk.iter().map(|l| l.id.as_str().to_owned()).collect::<Vec<_>>())
+            .bind(chunk.iter().map(|l| big(l.fence)).collect::<Vec<_>>())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+            let mut renewed = std::collections::HashMap::with_capacity(rows.len());
+            for r in rows {
+                let id: String = r.try_get("id").map_err(error::storage)?;
+                let cancel: bool = r.try_get("cancel_requested").map_err(error::storage)?;
+                renewed.insert(id, cancel);
+            }
+            for l in chunk {
+                match renewed.get(l.id.as_str()) {
+                    Some(true) => out.cancel_requested.push(l.id.clone()),
+                    Some(false) => {}
+                    None => out.lost.push(l.id.clone()),
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One statement of [`CLAIM_SQL`].
+async fn claim_round(
+    s: &PostgresStorage,
+    ns: &Namespace,
+    worker: &WorkerId,
+    queue: &QueueName,
+    upto: usize,
+    lease: Duration,
+) -> Result<Round> {
+    let rows = sqlx::query(CLAIM_SQL)
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .bind(i64::try_from(upto).unwrap_or(i64::MAX))
+        .bind(ms(lease))
+        .bind(worker.as_str())
+        .fetch_all_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
+    let limited = match rows.first() {
+        Some(r) => r.try_get::<bool, _>("lim").map_err(error::storage)?,
+        None => false,
+    };
+    let mut tasks = Vec::with_capacity(rows.len());
+    let mut got = 0;
+    for r in &rows {
+        if r.try_get::<Option<String>, _>("id").map_err(error::storage)?.is_none() {
+            continue;
+        }
+        got += 1;
+        read_claimed(s, ns, r, &mut tasks).await?;
+    }
+    Ok(Round { tasks, short: got < upto && got > 0, limited })
+}
+
+/// A claimed row as a task; a row moved to `ERROR` by the claim is left
+/// out, and one that does not parse is moved to `ERROR` with the reason.
+pub(crate) async fn read_claimed(
+    s: &PostgresStorage,
+    ns: &Namespace,
+    r: &PgRow,
+    tasks: &mut Vec<TaskRecord>,
+) -> Result<()> {
+    let state: String = r.try_get("state").map_err(error::storage)?;
+    if state != "RUNNING" {
+        tracing::warn!(task = %row::raw_id(r), "task with counters at their column's maximum moved to ERROR");
+        return Ok(());
+    }
+    match row::task_from_row(r) {
+        Ok(task) => tasks.push(task),
+        Err(reason) => {
+            let fence: i64 = r.try_get("fence").map_err(error::storage)?;
+            to_error(s, ns, &row::raw_id(r), Some(fence), &reason).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Claim order: priority high first, then due time, then id.
+pub(crate) fn sort_claim_order(tasks: &mut [TaskRecord]) {
+    tasks.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.due_at.cmp(&b.due_at))
+            .then_with(|| a.id.as_str().cmp(b.id.as_str()))
+    });
+}
+
+/// Moves a row that cannot run to `ERROR` with the reason (invariant 6).
+/// `fence`: the claim that took it (the row is `RUNNING` with that fence);
+/// `None`: it is still waiting.
+pub(crate) async fn to_error(
+    s: &PostgresStorage,
+    ns: &Namespace,
+    raw_id: &str,
+    fence: Option<i64>,
+    reason: &str,
+) -> Result<()> {
+    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
+    sqlx::query(concat!(
+        "UPDATE ",
+        tasks!(),
+        " SET finished_at = ",
+        now_ms!(),
+        ", last_error = $1, worker = NULL, lease_until = NULL, state = 'ERROR' WHERE ns = $2 AND id = $3 AND \
+         CASE WHEN $4::BIGINT IS NULL THEN state IN ('CREATED', 'PENDING') ELSE state = 'RUNNING' AND fence = $4 END"
+    ))
+    .bind(clip_error(&format!("corrupt record: {reason}")))
+    .bind(ns.as_str())
+    .bind(raw_id)
+    .bind(fence)
+    .execute_on(&s.conns)
+    .await
+    .map_err(error::storage)?;
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! Leadership of a namespace's housekeeping: one row per namespace holding
+//! the leader, its fencing token and the end of its term; and the workers'
+//! announcements the leader compares, one row per worker.
+
+use std::time::Duration;
+
+use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
+use sqlx::{Row, postgres::PgRow};
+
+use crate::{
+    PostgresStorage,
+    conn::RunOn,
+    error,
+    sql::{big, leaders, ms, now_ms, workers},
+};
+
+impl PostgresStorage {
+    /// Takes the term if it is free or expired (token + 1), renews it if
+    /// `worker` already holds it (same token), else `None`. One autocommit
+    /// upsert decides on the server's clock and returns who holds the term.
+    pub(crate) async fn acquire_leadership(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        ttl: Duration,
+    ) -> Result<Option<Leadership>> {
+        error::retry_lock_conflicts(|| async {
+            // Every SET expression reads the row as it was (`l.`).
+            let row = sqlx::query(concat!(
+                "INSERT INTO ",
+                leaders!(),
+                " AS l (ns, worker, token, until_ms) VALUES ($1, $2, 1, ",
+                now_ms!(),
+                " + $3) ON CONFLICT (ns) DO UPDATE SET token = CASE WHEN l.until_ms <= ",
+                now_ms!(),
+                " THEN l.token + 1 ELSE l.token END, worker = CASE WHEN l.until_ms <= ",
+                now_ms!(),
+                " THEN $2 ELSE l.worker END, until_ms = CASE WHEN l.until_ms <= ",
+                now_ms!(),
+                " OR l.worker = $2 THEN ",
+                now_ms!(),
+                " + $3 ELSE l.until_ms END RETURNING worker, token, until_ms"
+            ))
+            .bind(ns.as_str())
+            .bind(worker.as_str())
+            .bind(ms(ttl))
+            .fetch_one_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+            match term(&row)? {
+                t if &t.worker == worker => Ok(Some(t)),
+                _ => Ok(None),
+            }
+        })
+        .await
+    }
+
+    /// Ends the term early if `term` still holds it; the row stays so the next
+    /// term's token is larger.
+    pub(crate) async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+        sqlx::query(concat!(
+            "UPDATE ",
+            leaders!(),
+            " SET until_ms = 0 WHERE ns = $1 AND worker = $2 AND token = $3"
+        ))
+        .bind(ns.as_str())
+        .bind(term.worker.as_str())
+        .bind(big(term.token))
+        .execute_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        Ok(())
+    }
+
+    /// The unexpired term, if any.
+    pub(crate) async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+        let row = sqlx::query(concat!(
+            "SELECT worker, token, until_ms FROM ",
+            leaders!(),
+            " WHERE ns = $1 AND until_ms > ",
+            now_ms!()
+        ))
+        .bind(ns.as_str())
+        .fetch_optional_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        row.map(|r| term(&r)).transpose()
+    }
+
+    /// Upserts `worker`'s row: its names and `now + ttl` on the server's clock.
+    pub(crate) async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        executor_core::storage::check_duration("announce ttl", ttl)?;
+        let names =
+            serde_json::to_string(names).map_err(|e| Error::invalid("handler names", e.to_string()))?;
+        error::retry_lock_conflicts(|| async {
+            sqlx::query(concat!(
+                "INSERT INTO ",
+                workers!(),
+                " (ns, worker, names, until_ms) VALUES ($1, $2, $3, ",
+                now_ms!(),
+                " + $4) ON CONFLICT (ns, worker) DO UPDATE SET names = EXCLUDED.names, until_ms = EXCLUDED.until_ms"
+            ))
+            .bind(ns.as_str())
+            .bind(worker.as_str())
+            .bind(&names)
+            .bind(ms(ttl))
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Deletes the lapsed rows of `ns`, then reads the others; a row that does
+    /// not parse is left out.
+    pub(crate) async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
+        sqlx::query(concat!("DELETE FROM ", workers!(), " WHERE ns = $1 AND until_ms <= ", now_ms!()))
+            .bind(ns.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        let rows = sqlx::query(concat!(
+            "SELECT worker, names, until_ms FROM ",
+            workers!(),
+            " WHERE ns = $1 AND until_ms > ",
+            now_ms!()
+        ))
+        .bind(ns.as_str())
+        .fetch_all_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| {
+                let worker = WorkerId::new(r.try_get::<String, _>("worker").ok()?).ok()?;
+                let names: Vec<String> = serde_json::from_str(&r.try_get::<String, _>("names").ok()?).ok()?;
+                let until = u64::try_from(r.try_get::<i64, _>("until_ms").ok()?).ok()?;
+                Some(WorkerInfo::new(worker, names, Timestamp::from_millis(until)))
+            })
+            .collect())
+    }
+}
+
+fn term(r: &PgRow) -> Result<Leadership> {
+    let worker: String = r.try_get("worker").map_err(error::storage)?;
+    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
+    let token: i64 = r.try_get("token").map_err(error::storage)?;
+    Ok(Leadership::new(
+        WorkerId::new(worker)?,
+        u64::try_from(token).unwrap_or(0),
+        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
+    ))
+}

@@ -1,0 +1,464 @@
+//! Fleet-wide queue limits: concurrency and a token bucket per queue, kept
+//! in `reliable_executor_queues` and enforced inside the claim.
+//!
+//! A queue with limits is claimed only in a short transaction that first
+//! locks the queue's row (`FOR UPDATE NOWAIT`), then counts the queue's
+//! `RUNNING` tasks, refills and spends the bucket, claims what both allow
+//! and commits. Every claim of the queue holds that row lock from before
+//! its count until after its UPDATE is committed, and each statement of
+//! the transaction reads a fresh snapshot (READ COMMITTED), so claims of
+//! one limited queue are serialised and each count sees every earlier
+//! claim: two claimers can never both see N - 1 running and both claim.
+//! The plain claim statement never takes a limited queue's tasks (it reads
+//! the row and skips such queues). Unlimited queues keep the autocommit
+//! claim.
+//!
+//! The one transaction in this crate that waits for the client while it
+//! holds locks, so a stopped holder is bounded (invariant 9): it sets
+//! `idle_in_transaction_session_timeout` to 2 s for itself, and the server
+//! ends a session idle that long inside it, rolling the transaction back
+//! and releasing the row. Other claimers never wait for the row
+//! (`NOWAIT`): they skip the queue for that claim.
+
+use std::time::Duration;
+
+use executor_core::{
+    MAX_CONCURRENCY_LIMIT, Namespace, QueueLimits, QueueName, RateLimit, Result, TaskRecord, WorkerId,
+};
+use sqlx::{Row, postgres::PgRow};
+
+use crate::{
+    PostgresStorage,
+    claim::{at_max, claim_set, read_claimed, sort_claim_order},
+    conn::RunOn,
+    error,
+    sql::{ms, now_ms, queues, tasks, waiting},
+};
+
+/// Opens the limited claim's transaction with the bound on idleness.
+const BEGIN: &str = "BEGIN; SET LOCAL idle_in_transaction_session_timeout = '2s'";
+
+/// How a limited claim of one queue ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// It took all it was asked for; the limits may allow more.
+    Full,
+    /// A limit, the queue's due tasks, a pause or corrupt limits stopped it:
+    /// asking again in the same claim would get nothing more.
+    Done,
+    /// Another claimer holds the queue's row right now.
+    Busy,
+    /// The queue has no limits (any more): claim it the plain way.
+    Unlimited,
+}
+
+/// A queue's row as stored.
+struct Stored {
+    paused: bool,
+    concurrency: Option<u32>,
+    rate_starts: Option<u32>,
+    rate_per_ms: Option<u64>,
+    rate_burst: Option<u32>,
+    tokens: f64,
+    tokens_at: i64,
+    throttled: u64,
+}
+
+impl Stored {
+    fn read(r: &PgRow) -> Result<Self> {
+        let get_u32 = |name: &'static str| -> Result<Option<u32>> {
+            let v: Option<i32> = r.try_get(name).map_err(error::storage)?;
+            // A negative value (a hand-edited row) reads as 0: out of range,
+            // so the limits are corrupt and the queue fails closed.
+            Ok(v.map(|v| u32::try_from(v).unwrap_or(0)))
+        };
+        let per: Option<i64> = r.try_get("rate_per_ms").map_err(error::storage)?;
+        let throttled: i64 = r.try_get("throttled").map_err(error::storage)?;
+        Ok(Self {
+            paused: r.try_get("paused").map_err(error::storage)?,
+            concurrency: get_u32("concurrency")?,
+            rate_starts: get_u32("rate_starts")?,
+            rate_per_ms: per.map(|v| u64::try_from(v).unwrap_or(0)),
+            rate_burst: get_u32("rate_burst")?,
+            tokens: r.try_get("tokens").map_err(error::storage)?,
+            tokens_at: r.try_get("tokens_at").map_err(error::storage)?,
+            throttled: u64::try_from(throttled).unwrap_or(0),
+        })
+    }
+
+    fn has_limits(&self) -> bool {
+        self.concurrency.is_some()
+            || self.rate_starts.is_some()
+            || self.rate_per_ms.is_some()
+            || self.rate_burst.is_some()
+    }
+
+    /// The limits, or why the stored values are not limits (a hand-edited
+    /// row: a concurrency of 0, a rate with a missing or zero field).
+    fn limits(&self) -> std::result::Result<QueueLimits, String> {
+        let mut limits = QueueLimits::new();
+        if let Some(n) = self.concurrency {
+            if n == 0 || n > MAX_CONCURRENCY_LIMIT {
+                return Err(format!("concurrency {n} is outside 1..={MAX_CONCURRENCY_LIMIT}"));
+            }
+            limits = limits.concurrency(n);
+        }
+        match (self.rate_starts, self.rate_per_ms, self.rate_burst) {
+            (None, None, None) => {}
+            (Some(starts), Some(per), Some(burst)) => {
+                let rate = RateLimit::new(starts, Duration::from_millis(per))
+                    .and_then(|r| r.burst(burst))
+                    .map_err(|e| e.to_string())?;
+                limits = limits.rate(rate);
+            }
+            (s, p, b) => return Err(format!("rate {s:?} per {p:?} ms, burst {b:?}: a field is missing")),
+        }
+        Ok(limits)
+    }
+
+    /// What [`crate::PostgresStorage::queues`] shows: the stored values where
+    /// they make a limit (a corrupt concurrency is shown as stored).
+    pub(crate) fn shown(&self) -> QueueLimits {
+        let mut limits = QueueLimits::new();
+        if let Some(n) = self.concurrency {
+            limits.concurrency = Some(n);
+        }
+        if let (Some(s), Some(p), Some(b)) = (self.rate_starts, self.rate_per_ms, self.rate_burst)
+            && let Ok(rate) = RateLimit::new(s, Duration::from_millis(p)).and_then(|r| r.burst(b))
+        {
+            limits.rate = Some(rate);
+        }
+        limits
+    }
+}
+
+/// The bucket of `rate` as of `now` (server ms): the stored tokens (brought
+/// into 0..=burst: a hand-edited value cannot lend or hoard) plus what was
+/// earned since `tokens_at`, capped at the burst. A `tokens_at` ahead of
+/// `now` earns nothing and is replaced by `now`, so it cannot stall the
+/// bucket.
+fn refilled(rate: &RateLimit, tokens: f64, tokens_at: i64, now: i64) -> f64 {
+    let burst = f64::from(rate.burst);
+    let held = if tokens.is_finite() { tokens.clamp(0.0, burst) } else { 0.0 };
+    let elapsed = Duration::from_millis(u64::try_from(now.saturating_sub(tokens_at)).unwrap_or(0));
+    (held + rate.refill(elapsed)).min(burst)
+}
+
+impl PostgresStorage {
+    /// Sets `queue`'s limits (see `Storage::set_queue_limits`) in one
+    /// statement; [`QueueLimits::new`] removes them, and the row with them
+    /// unless the queue is paused. The bucket: full for a queue that had no
+    /// rate, else its tokens refilled to now under the old rate and capped
+    /// at the new burst. `throttled` is kept, and reset with the limits.
+    pub(crate) async fn set_queue_limits(
+        &self,
+        ns: &Namespace,
+        queue: &QueueName,
+        limits: &QueueLimits,
+    ) -> Result<()> {
+        limits.validate()?;
+        if limits.is_none() {
+            sqlx::query(concat!("DELETE FROM ", queues!(), " WHERE ns = $1 AND queue = $2 AND NOT paused"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            sqlx::query(concat!(
+                "UPDATE ",
+                queues!(),
+                " SET concurrency = NULL, rate_starts = NULL, rate_per_ms = NULL, rate_burst = NULL, \
+                 tokens = 0, throttled = 0 WHERE ns = $1 AND queue = $2"
+            ))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+            self.forget_limited(ns, queue);
+            self.notify_work(ns);
+            return Ok(());
+        }
+        let starts = limits.rate.map(|r| crate::sql::int(r.starts));
+        let per = limits.rate.map(|r| ms(r.per));
+        let burst = limits.rate.map(|r| crate::sql::int(r.burst));
+        let full = f64::from(limits.rate.map_or(0, |r| r.burst));
+        // The SET reads the row as it was (`q.`): the tokens are refilled
+        // under the old rate and time before they are replaced.
+        sqlx::query(concat!(
+            "INSERT INTO ",
+            queues!(),
+            " AS q (ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, \
+             throttled) VALUES ($1, $2, FALSE, $3, $4, $5, $6, $7, ",
+            now_ms!(),
+            ", 0) ON CONFLICT (ns, queue) DO UPDATE SET tokens = CASE WHEN $4::INTEGER IS NULL THEN 0 \
+             WHEN q.rate_starts > 0 AND q.rate_per_ms > 0 AND q.rate_burst > 0 THEN LEAST($7, q.rate_burst, \
+             LEAST(GREATEST(q.tokens, 0), q.rate_burst) + GREATEST(",
+            now_ms!(),
+            " - q.tokens_at, 0)::DOUBLE PRECISION * q.rate_starts / q.rate_per_ms) ELSE $7 END, tokens_at = ",
+            now_ms!(),
+            ", concurrency = $3, rate_starts = $4, rate_per_ms = $5, rate_burst = $6"
+        ))
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .bind(limits.concurrency.map(crate::sql::int))
+        .bind(starts)
+        .bind(per)
+        .bind(burst)
+        .bind(full)
+        .execute_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        self.remember_limited(ns, queue);
+        // A raised limit may let a waiting claimer here take more.
+        self.notify_work(ns);
+        Ok(())
+    }
+
+    /// Whether this process has seen limits on `queue`.
+    pub(crate) fn known_limited(&self, ns: &Namespace, queue: &QueueName) -> bool {
+        self.limited
+            .lock()
+            .is_ok_and(|set| set.contains(&(ns.as_str().to_owned(), queue.as_str().to_owned())))
+    }
+
+    pub(crate) fn remember_limited(&self, ns: &Namespace, queue: &QueueName) {
+        if let Ok(mut set) = self.limited.lock() {
+            set.insert((ns.as_str().to_owned(), queue.as_str().to_owned()));
+        }
+    }
+
+    pub(crate) fn forget_limited(&self, ns: &Namespace, queue: &QueueName) {
+        if let Ok(mut set) = self.limited.lock() {
+            set.remove(&(ns.as_str().to_owned(), queue.as_str().to_owned()));
+        }
+    }
+
+    /// Claims up to `upto` due tasks of the limited `queue` within its
+    /// limits, in one transaction on one connection (see the module docs):
+    ///
+    /// 1. `SELECT ... FROM queues WHERE ns = $1 AND queue = $2 FOR UPDATE
+    ///    NOWAIT`: the queue's row, locked until the commit, and the server's
+    ///    now; held by another claimer, the queue is [`Outcome::Busy`];
+    /// 2. with a concurrency limit, its `RUNNING` tasks counted on
+    ///    `ix_running` (a statement of its own, so under READ COMMITTED it
+    ///    sees every claim committed before the lock was granted);
+    /// 3. the allowance: the limit less the running tasks, and whole tokens
+    ///    of the refilled bucket;
+    /// 4. the candidates (`FOR UPDATE SKIP LOCKED`, one more than allowed,
+    ///    which tells whether the limit cut the claim short) and the UPDATE
+    ///    that claims them and returns them, as in the plain claim;
+    /// 5. the bucket and `throttled` written back, commit.
+    pub(crate) async fn claim_limited(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        queue: &QueueName,
+        upto: usize,
+        lease: Duration,
+    ) -> Result<(Vec<TaskRecord>, Outcome)> {
+        let mut c = self.conns.get().await.map_err(error::storage)?;
+        sqlx::raw_sql(BEGIN).execute(&mut *c).await.map_err(error::storage)?;
+        let locked = sqlx::query(concat!(
+            "SELECT paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled, ",
+            now_ms!(),
+            " AS now FROM ",
+            queues!(),
+            " WHERE ns = $1 AND queue = $2 FOR UPDATE NOWAIT"
+        ))
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .fetch_optional(&mut *c)
+        .await;
+        let row = match locked {
+            Ok(row) => row,
+            Err(e) if error::is_lock_not_available(&e) => {
+                sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+                c.done();
+                return Ok((Vec::new(), Outcome::Busy));
+            }
+            Err(e) => return Err(error::storage(e)),
+        };
+        let Some(row) = row else {
+            sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+            c.done();
+            return Ok((Vec::new(), Outcome::Unlimited));
+        };
+        let stored = Stored::read(&row)?;
+        let now: i64 = row.try_get("now").map_err(error::storage)?;
+        let limits = match stored.limits() {
+            _ if stored.paused => None,
+            _ if !stored.has_limits() => {
+                sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+                c.done();
+                return Ok((Vec::new(), Outcome::Unlimited));
+            }
+            Ok(limits) => Some(limits),
+            Err(reason) => {
+                // Fail closed: a hand-edited limit may guard something
+                // fragile. Tasks wait until the limits are set again.
+                tracing::warn!(%ns, %queue, %reason, "corrupt queue limits; the queue is not claimed until they are set again");
+                None
+            }
+        };
+        let Some(limits) = limits else {
+            sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+            c.done();
+            return Ok((Vec::new(), Outcome::Done));
+        };
+
+        let mut allowed = upto;
+        if let Some(n) = limits.concurrency {
+            let running: i64 = sqlx::query(concat!(
+                "SELECT COUNT(*) AS running FROM ",
+                tasks!(),
+                " WHERE ns = $1 AND state = 'RUNNING' AND queue = $2"
+            ))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .fetch_one(&mut *c)
+            .await
+            .map_err(error::storage)?
+            .try_get("running")
+            .map_err(error::storage)?;
+            let left = u64::from(n).saturating_sub(u64::try_from(running).unwrap_or(0));
+            allowed = allowed.min(usize::try_from(left).unwrap_or(usize::MAX));
+        }
+        let mut tokens = None;
+        if let Some(rate) = &limits.rate {
+            let t = refilled(rate, stored.tokens, stored.tokens_at, now);
+            // Whole tokens only; `t` is within 0..=burst (a u32).
+            allowed = allowed.min(t.floor() as usize);
+            tokens = Some(t);
+        }
+
+        // One more than allowed: whether more were due than the limit let
+        // this claim take.
+        let look = i64::try_from(allowed.saturating_add(1)).unwrap_or(i64::MAX);
+        let rows = sqlx::query(concat!(
+            "SELECT id FROM ",
+            tasks!(),
+            " WHERE ns = $1 AND queue = $2 AND ",
+            waiting!(),
+            " AND due_at <= ",
+            now_ms!(),
+            " ORDER BY priority DESC, due_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+        ))
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .bind(look)
+        .fetch_all(&mut *c)
+        .await
+        .map_err(error::storage)?;
+        let mut candidates: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("id"))
+            .collect::<Result<_, _>>()
+            .map_err(error::storage)?;
+        let more_due = candidates.len() > allowed;
+        candidates.truncate(allowed);
+        let cut = allowed < upto && more_due;
+
+        let mut claimed_rows: Vec<PgRow> = Vec::new();
+        if !candidates.is_empty() {
+            claimed_rows = sqlx::query(concat!(
+                "UPDATE ",
+                tasks!(),
+                claim_set!(),
+                " FROM UNNEST($3::TEXT[]) AS c(id) WHERE t.ns = $1 AND t.queue = $2 AND t.id = c.id RETURNING t.*"
+            ))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .bind(&candidates)
+            .bind(ms(lease))
+            .bind(worker.as_str())
+            .fetch_all(&mut *c)
+            .await
+            .map_err(error::storage)?;
+        }
+        let spent = claimed_rows.len();
+        if tokens.is_some() || cut {
+            let left = tokens.map_or(stored.tokens, |t| (t - spent as f64).max(0.0));
+            sqlx::query(concat!(
+                "UPDATE ",
+                queues!(),
+                " SET tokens = $1, tokens_at = $2, throttled = LEAST(throttled, 9223372036854775806) + $3 \
+                 WHERE ns = $4 AND queue = $5"
+            ))
+            .bind(if left.is_finite() { left } else { 0.0 })
+            .bind(if tokens.is_some() { now } else { stored.tokens_at })
+            .bind(i64::from(cut))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .execute(&mut *c)
+            .await
+            .map_err(error::storage)?;
+        }
+        sqlx::raw_sql("COMMIT").execute(&mut *c).await.map_err(error::storage)?;
+        c.done();
+
+        let mut tasks = Vec::with_capacity(claimed_rows.len());
+        for r in &claimed_rows {
+            read_claimed(self, ns, r, &mut tasks).await?;
+        }
+        sort_claim_order(&mut tasks);
+        let outcome = if spent == upto && !cut { Outcome::Full } else { Outcome::Done };
+        Ok((tasks, outcome))
+    }
+}
+
+/// A queue's row for [`crate::PostgresStorage::queues`].
+pub(crate) struct Shown {
+    /// The queue as stored.
+    pub(crate) name: String,
+    pub(crate) paused: bool,
+    /// Whether any limit column is set (valid or not).
+    pub(crate) has_limits: bool,
+    pub(crate) limits: QueueLimits,
+    pub(crate) throttled: u64,
+}
+
+/// Every row of `ns` in the queues table.
+pub(crate) async fn rows(s: &PostgresStorage, ns: &Namespace) -> Result<Vec<Shown>> {
+    let rows = sqlx::query(concat!(
+        "SELECT queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled FROM ",
+        queues!(),
+        " WHERE ns = $1"
+    ))
+    .bind(ns.as_str())
+    .fetch_all_on(&s.conns)
+    .await
+    .map_err(error::storage)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let name: String = r.try_get("queue").map_err(error::storage)?;
+        let stored = Stored::read(r)?;
+        out.push(Shown {
+            name,
+            paused: stored.paused,
+            has_limits: stored.has_limits(),
+            limits: stored.shown(),
+            throttled: stored.throttled,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_refills_to_its_burst_and_ignores_garbage() {
+        let rate = RateLimit::new(20, Duration::from_secs(1))
+            .and_then(|r| r.burst(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!((refilled(&rate, 0.0, 1_000, 1_100) - 2.0).abs() < 1e-9);
+        assert!((refilled(&rate, 9.5, 1_000, 61_000) - 10.0).abs() < 1e-9);
+        assert!((refilled(&rate, -5.0, 1_000, 1_000)).abs() < 1e-9);
+        assert!((refilled(&rate, 1e300, 1_000, 1_000) - 10.0).abs() < 1e-9);
+        assert!((refilled(&rate, f64::NAN, 1_000, 1_000)).abs() < 1e-9);
+        assert!((refilled(&rate, 3.0, i64::MAX, 0) - 3.0).abs() < 1e-9, "a time ahead earns nothing");
+        assert!((refilled(&rate, 0.0, i64::MIN, i64::MAX) - 10.0).abs() < 1e-9);
+    }
+}

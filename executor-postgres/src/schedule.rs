@@ -1,0 +1,166 @@
+//! Cron schedules: one row per (namespace, name) holding the definition as
+//! JSON and the leader's progress through it (paused, cursor, fence, last
+//! task). "Whether it existed / moved" is the number of rows the `WHERE`
+//! matched (PostgreSQL counts matched rows, changed or not).
+
+use executor_core::{
+    Error, Namespace, Result, TaskId, Timestamp,
+    schedule::Schedule,
+    storage::{Advance, ScheduleEntry},
+};
+use sqlx::postgres::PgRow;
+
+use crate::{
+    PostgresStorage,
+    conn::RunOn,
+    error,
+    row::col,
+    sql::{now_ms, schedules},
+};
+
+impl PostgresStorage {
+    /// Inserts `schedule` with its cursor at the server's now, or replaces
+    /// only the definition of the row already there, so a replaced schedule
+    /// keeps its pause, cursor, fence and last task. One autocommit upsert.
+    pub(crate) async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+        let definition =
+            serde_json::to_string(schedule).map_err(|e| Error::invalid("schedule", e.to_string()))?;
+        // The payload inside is escaped, so the definition can outgrow the
+        // payload limit the caller checked.
+        let limit = self.max_payload().await?;
+        if definition.len() > limit {
+            return Err(Error::PayloadTooLarge { size: definition.len(), limit });
+        }
+        error::retry_lock_conflicts(|| async {
+            sqlx::query(concat!(
+                "INSERT INTO ",
+                schedules!(),
+                " (ns, name, definition, paused, cursor_ms, fence, last_task) VALUES ($1, $2, $3, FALSE, ",
+                now_ms!(),
+                ", 0, NULL) ON CONFLICT (ns, name) DO UPDATE SET definition = EXCLUDED.definition"
+            ))
+            .bind(ns.as_str())
+            .bind(schedule.name.as_str())
+            .bind(definition.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Every schedule of `ns`, by name. A row that does not read back as a
+    /// schedule (hand-edited JSON, a definition naming another schedule, a
+    /// bad last task) is left out with a warning, so one bad row does not
+    /// stop every other schedule from firing.
+    pub(crate) async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        let rows = sqlx::query(concat!(
+            "SELECT name, definition, paused, cursor_ms, fence, last_task FROM ",
+            schedules!(),
+            " WHERE ns = $1 ORDER BY name"
+        ))
+        .bind(ns.as_str())
+        .fetch_all_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| match entry(r) {
+                Ok(e) => Some(e),
+                Err(reason) => {
+                    let name = col::<String>(r, "name").unwrap_or_default();
+                    tracing::warn!(namespace = %ns, schedule = %name, %reason, "stored schedule does not parse; left out");
+                    None
+                }
+            })
+            .collect())
+    }
+
+    /// Deletes schedule `name`; whether it existed.
+    pub(crate) async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        let done = error::retry_lock_conflicts(|| async {
+            sqlx::query(concat!("DELETE FROM ", schedules!(), " WHERE ns = $1 AND name = $2"))
+                .bind(ns.as_str())
+                .bind(name)
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
+        })
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Sets the pause flag of schedule `name` and nothing else; whether it
+    /// exists (matched rows, see the module docs: pausing a paused one is
+    /// `true`).
+    pub(crate) async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        let done = error::retry_lock_conflicts(|| async {
+            sqlx::query(concat!("UPDATE ", schedules!(), " SET paused = $1 WHERE ns = $2 AND name = $3"))
+                .bind(paused)
+                .bind(ns.as_str())
+                .bind(name)
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
+        })
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// [`Advance::applies_to`] and [`Advance::apply`] as one conditional
+    /// UPDATE: the row lock serialises concurrent moves, and each re-reads
+    /// the committed cursor, so of several moves from one cursor exactly
+    /// one matches. A move without a task keeps the stored last task.
+    pub(crate) async fn advance_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        advance: &Advance,
+    ) -> Result<bool> {
+        let task = advance.task.as_ref().map(TaskId::as_str);
+        let done = error::retry_lock_conflicts(|| async {
+            sqlx::query(concat!(
+                "UPDATE ",
+                schedules!(),
+                " SET cursor_ms = $1, fence = $2, last_task = COALESCE($3, last_task) WHERE ns = $4 AND name = $5 \
+                 AND cursor_ms = $6 AND fence <= $2"
+            ))
+            .bind(crate::sql::ts(advance.to))
+            .bind(crate::sql::big(advance.token))
+            .bind(task)
+            .bind(ns.as_str())
+            .bind(name)
+            .bind(crate::sql::ts(advance.from))
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)
+        })
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+/// One row as an entry, or why it is not one.
+fn entry(r: &PgRow) -> Result<ScheduleEntry, String> {
+    let name: String = col(r, "name")?;
+    let definition: String = col(r, "definition")?;
+    let schedule: Schedule =
+        serde_json::from_str(&definition).map_err(|e| format!("the definition is not a schedule: {e}"))?;
+    // The leader moves the row named in the definition: one naming another
+    // schedule would move that one's cursor.
+    if schedule.name != name {
+        return Err(format!("the definition is named `{}`", schedule.name));
+    }
+    let cursor: i64 = col(r, "cursor_ms")?;
+    let cursor = u64::try_from(cursor).map_err(|_| format!("column `cursor_ms` is negative: {cursor}"))?;
+    let mut e = ScheduleEntry::new(schedule, Timestamp::from_millis(cursor));
+    e.paused = col(r, "paused")?;
+    let fence: i64 = col(r, "fence")?;
+    e.fence = u64::try_from(fence).map_err(|_| format!("column `fence` is negative: {fence}"))?;
+    e.last_task = col::<Option<String>>(r, "last_task")?
+        .map(TaskId::new)
+        .transpose()
+        .map_err(|e| format!("column `last_task`: {e}"))?;
+    Ok(e)
+}

@@ -1,0 +1,259 @@
+//! [`PostgresStorage`]: the handle, its migrations, and the helpers every
+//! section of the `Storage` impl shares (payload limit, wake-up).
+
+use std::{sync::Arc, time::Duration};
+
+use executor_core::{
+    Namespace, Result, TaskState,
+    storage::{Finish, GroupCommit, Lease},
+};
+use sqlx::{PgPool, Row, migrate::Migrator};
+
+use crate::{
+    PostgresOptions,
+    conn::{Conns, RunOn},
+    error,
+    wake::{Listener, Wakes},
+};
+
+/// Name of the table that records which migrations ran.
+pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
+
+/// Tasks in PostgreSQL 13+, through a `sqlx` pool.
+///
+/// One table set holds every namespace (the `ns` column leads every key).
+/// Every state change is one autocommit statement conditional on the
+/// task's state and fence; no statement waits inside a transaction for the
+/// client, so a stopped process holds no lock (except a queue with limits'
+/// row, for at most 2 s: see `docs/postgres.md`). All times come from the
+/// server's clock. Idle claimers in every process are woken by
+/// LISTEN/NOTIFY when a task starts waiting. Cheap to clone: clones share
+/// the pool, the listener and the in-process wake-ups.
+///
+/// ```no_run
+/// # async fn run() -> executor_core::Result<()> {
+/// use executor_postgres::PostgresStorage;
+/// let storage = PostgresStorage::connect("postgres://postgres@127.0.0.1:5432/test").await?;
+/// # drop(storage);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct PostgresStorage {
+    pub(crate) conns: Arc<Conns>,
+    pub(crate) opts: Arc<PostgresOptions>,
+    /// Per namespace, fired by every change that may make work due: by this
+    /// process directly, and by others through the listener.
+    pub(crate) wakes: Arc<Wakes>,
+    /// The LISTEN connection, started by the first wait; stopped when the
+    /// last clone of the storage is dropped.
+    pub(crate) listener: Arc<Listener>,
+    /// Where concurrent `finish` calls of this process queue to share one
+    /// batch statement (group commit).
+    pub(crate) finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
+    /// (namespace, queue) pairs this process has seen with limits: a hint
+    /// of which queues a claim takes through the limited transaction first
+    /// (see `limits.rs`). Only a hint: the plain claim statement excludes
+    /// limited queues itself and says so.
+    pub(crate) limited: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+}
+
+/// The advisory lock the migrations hold: a key of this crate's own, so it
+/// never waits on (or holds up) an application's own sqlx migrations in the
+/// same database. Advisory locks are per database.
+const MIGRATION_LOCK_KEY: i64 = 0x5245_5845_435f_4d49; // "REXEC_MI"
+
+/// Waits for the migration lock, polling, up to 10 minutes (a migration
+/// that rebuilds a large table takes a while).
+async fn migration_lock(conn: &mut sqlx::PgConnection) -> Result<()> {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(600);
+    let mut said = false;
+    loop {
+        let row = sqlx::query("SELECT pg_try_advisory_lock($1) AS granted")
+            .bind(MIGRATION_LOCK_KEY)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::storage)?;
+        let granted: bool = row.try_get("granted").map_err(error::storage)?;
+        if granted {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= give_up {
+            return Err(executor_core::Error::storage(
+                std::io::Error::other("another process held the migration lock for 10 minutes"),
+                true,
+            ));
+        }
+        if !std::mem::replace(&mut said, true) {
+            tracing::info!("waiting for another process to finish the executor's migrations");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+impl PostgresStorage {
+    /// Connects with the default [`PostgresOptions`] and runs the migrations.
+    ///
+    /// # Errors
+    /// As [`PostgresOptions::connect`].
+    pub async fn connect(url: &str) -> Result<Self> {
+        PostgresOptions::new().connect(url).await
+    }
+
+    /// A storage on an existing pool with the default options. Runs no
+    /// migrations: call [`PostgresStorage::migrate`], or use
+    /// [`PostgresOptions::open`]. The listener for wake-ups takes one
+    /// connection of the pool for as long as the storage lives.
+    pub fn from_pool(pool: PgPool) -> Self {
+        Self::with_options(pool, PostgresOptions::new())
+    }
+
+    /// Settings for a storage other than the defaults.
+    pub fn options() -> PostgresOptions {
+        PostgresOptions::new()
+    }
+
+    pub(crate) fn with_options(pool: PgPool, opts: PostgresOptions) -> Self {
+        let wakes = Arc::new(Wakes::default());
+        Self {
+            listener: Arc::new(Listener::new(pool.clone(), Arc::clone(&wakes))),
+            conns: Arc::new(Conns::new(pool)),
+            opts: Arc::new(opts),
+            wakes,
+            finishes: Arc::new(GroupCommit::new()),
+            limited: Arc::default(),
+        }
+    }
+
+    /// Creates or upgrades the schema, then checks it is complete. Safe when
+    /// many processes start at once: each holds an advisory lock of this
+    /// crate's own while it migrates, so one process creates the tables and
+    /// the others find them done. Each migration runs in a transaction of
+    /// its own (PostgreSQL's DDL is transactional): a failed one leaves
+    /// nothing half done.
+    ///
+    /// # Errors
+    /// A failed or modified migration, a lock not granted within 10 minutes
+    /// (another process still migrating), an incomplete schema, or a store
+    /// failure.
+    pub async fn migrate(&self) -> Result<()> {
+        let mut migrator: Migrator = sqlx::migrate!("./migrations");
+        migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
+        // During a rolling upgrade, processes of the previous release start
+        // against a schema a newer one already migrated; migrations are
+        // written to be additive so they keep working.
+        migrator.set_ignore_missing(true);
+        migrator.set_locking(false);
+        let mut conn = self.conns.pool().acquire().await.map_err(error::storage)?;
+        if let Err(e) = migration_lock(&mut conn).await {
+            conn.close_on_drop();
+            return Err(e);
+        }
+        let ran = migrator.run_direct(None, &mut *conn, false).await.map_err(|e| match e {
+            sqlx::migrate::MigrateError::Execute(e) => error::storage(e),
+            other => executor_core::Error::storage(other, false),
+        });
+        // Closing the connection releases the lock too.
+        let unlocked =
+            sqlx::query("SELECT pg_advisory_unlock($1)").bind(MIGRATION_LOCK_KEY).execute(&mut *conn).await;
+        if unlocked.is_err() {
+            conn.close_on_drop();
+        }
+        ran?;
+        self.check_schema().await
+    }
+
+    /// Checks that every table and column the statements use exists: one
+    /// `SELECT ... LIMIT 0` per table. [`PostgresOptions::open`] runs it
+    /// when migrations are off, and [`PostgresStorage::migrate`] after
+    /// migrating.
+    pub(crate) async fn check_schema(&self) -> Result<()> {
+        for probe in [
+            concat!("SELECT ", crate::sql::task_columns!(), " FROM ", crate::sql::tasks!(), " LIMIT 0"),
+            concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
+            concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
+            concat!(
+                "SELECT ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, \
+                 tokens_at, throttled FROM ",
+                crate::sql::queues!(),
+                " LIMIT 0"
+            ),
+            concat!(
+                "SELECT ns, name, definition, paused, cursor_ms, fence, last_task FROM ",
+                crate::sql::schedules!(),
+                " LIMIT 0"
+            ),
+        ] {
+            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
+                // Undefined table (42P01) or column (42703): not something a
+                // retry fixes.
+                if matches!(error::code(&e).as_deref(), Some("42P01" | "42703")) {
+                    return Err(executor_core::Error::storage(
+                        std::io::Error::other(format!(
+                            "the executor's schema is incomplete ({e}): run the migrations \
+                             (PostgresOptions::run_migrations(true)) or apply \
+                             executor-postgres/migrations/*.sql in order"
+                        )),
+                        false,
+                    ));
+                }
+                return Err(error::storage(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest payload this store takes ([`PostgresOptions::max_payload`]).
+    pub(crate) async fn max_payload(&self) -> Result<usize> {
+        Ok(self.opts.max_payload)
+    }
+
+    /// Deletes every task, the leadership row, the workers' announcements,
+    /// the cron schedules and the queue rows of `ns`, tasks in batches of
+    /// 10,000 rows so no statement holds locks for long. Returns the number
+    /// of tasks deleted. For tests and for retiring a namespace; running
+    /// executors on `ns` lose their tasks.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
+        let mut deleted = 0;
+        loop {
+            let done = sqlx::query(concat!(
+                "DELETE FROM ",
+                crate::sql::tasks!(),
+                " WHERE ns = $1 AND id IN (SELECT id FROM ",
+                crate::sql::tasks!(),
+                " WHERE ns = $1 LIMIT 10000)"
+            ))
+            .bind(ns.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+            deleted += done.rows_affected();
+            if done.rows_affected() == 0 {
+                break;
+            }
+        }
+        for table in [
+            concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = $1"),
+            concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = $1"),
+            concat!("DELETE FROM ", crate::sql::schedules!(), " WHERE ns = $1"),
+            concat!("DELETE FROM ", crate::sql::queues!(), " WHERE ns = $1"),
+        ] {
+            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
+        }
+        Ok(deleted)
+    }
+
+    /// The pool, for operators' own queries and for the transactions that
+    /// [`PostgresStorage::submit_in`] joins.
+    pub fn pool(&self) -> &PgPool {
+        self.conns.pool()
+    }
+
+    /// Tells waiters of `ns` in this process that work may be due.
+    pub(crate) fn notify_work(&self, ns: &Namespace) {
+        self.wakes.notify(ns.as_str());
+    }
+}

@@ -1,0 +1,390 @@
+//! Submitting tasks: plain and idempotent inserts (one statement for a
+//! whole batch, its rows as arrays), the debounce upsert, and the same
+//! inside a transaction of the caller's ([`PostgresStorage::submit_in`]).
+
+use executor_core::{
+    Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
+    storage::{Debounce, Due, NewTask, SubmitMode},
+};
+use sqlx::{PgConnection, Row};
+
+use crate::{
+    PostgresStorage,
+    conn::RunOn,
+    error,
+    sql::{int, ms, now_ms, tasks, ts},
+};
+
+/// Most rows in one INSERT.
+const BATCH_ROWS: usize = 1000;
+/// Most payload bytes in one INSERT.
+const BATCH_BYTES: usize = 8 << 20;
+
+/// A task checked against the columns, with its values ready to bind.
+pub(crate) struct Checked {
+    id: TaskId,
+    name: String,
+    payload: Vec<u8>,
+    max_attempts: i32,
+    due_abs: Option<i64>,
+    due_offset: i64,
+    max_duration: Option<i64>,
+    timeout: Option<i64>,
+    retry: Option<String>,
+    mode: SubmitMode,
+    queue: String,
+    priority: i16,
+}
+
+/// Refuses, with a reason and before anything is sent, what the shared
+/// ranges ([`NewTask::validate`]: so `now + delay` can never overflow a
+/// BIGINT) or this store cannot hold, and payloads over `limit`.
+pub(crate) fn validate(task: NewTask, limit: usize) -> Result<Checked> {
+    task.validate()?;
+    if task.payload.len() > limit {
+        return Err(Error::PayloadTooLarge { size: task.payload.len(), limit });
+    }
+    if let SubmitMode::Debounce(d) = &task.mode
+        && (d.key.is_empty() || d.key.len() > executor_core::MAX_ID_LEN || d.key.contains('\0'))
+    {
+        return Err(Error::invalid(
+            "debounce key",
+            format!("{} bytes; 1 to {} without NUL", d.key.len(), executor_core::MAX_ID_LEN),
+        ));
+    }
+    let retry = match &task.retry {
+        None => None,
+        Some(RetryPolicy::Custom(_)) => {
+            return Err(Error::invalid(
+                "retry policy",
+                "a custom backoff is code and cannot be stored with a task; set it as the handler's default",
+            ));
+        }
+        Some(policy) => Some(serde_json::to_string(policy).map_err(Error::Encode)?),
+    };
+    let (due_abs, due_offset) = match task.due {
+        Due::Now => (None, 0),
+        Due::After(d) => (None, ms(d)),
+        Due::At(t) => (Some(ts(t)), 0),
+        other => {
+            return Err(Error::unsupported("submit", format!("due time {other:?} is newer than this store")));
+        }
+    };
+    Ok(Checked {
+        id: task.id,
+        name: task.name,
+        payload: task.payload,
+        max_attempts: int(task.max_attempts.max(1)),
+        due_abs,
+        due_offset,
+        max_duration: task.max_duration.map(ms),
+        timeout: task.timeout.map(ms),
+        retry,
+        mode: task.mode,
+        queue: task.queue.into(),
+        priority: i16::from(task.priority),
+    })
+}
+
+/// The INSERT of plain and idempotent tasks: every row's values as arrays,
+/// so a batch of any size is one statement of one shape (one prepared
+/// statement). A taken id inserts nothing and is not returned (`ON
+/// CONFLICT DO NOTHING`): the caller tells a duplicate from the ids that
+/// come back. Only the primary key can conflict (the rows carry no
+/// debounce key).
+const INSERT_SQL: &str = concat!(
+    "INSERT INTO ",
+    tasks!(),
+    " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, queue, \
+     priority) SELECT $1, u.id, u.name, 'CREATED', u.payload, u.max_attempts, ",
+    now_ms!(),
+    ", COALESCE(u.due_abs, ",
+    now_ms!(),
+    " + u.due_offset), ",
+    now_ms!(),
+    " + u.max_duration, u.timeout_ms, u.retry, u.queue, u.priority FROM UNNEST($2::TEXT[], $3::TEXT[], \
+     $4::BYTEA[], $5::INTEGER[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[], $10::TEXT[], \
+     $11::TEXT[], $12::SMALLINT[]) AS u(id, name, payload, max_attempts, due_abs, due_offset, max_duration, \
+     timeout_ms, retry, queue, priority) ON CONFLICT (ns, id) DO NOTHING RETURNING id"
+);
+
+fn insert_query<'a>(
+    ns: &'a Namespace,
+    rows: &[&Checked],
+) -> sqlx::query::Query<'a, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    sqlx::query(INSERT_SQL)
+        .bind(ns.as_str())
+        .bind(rows.iter().map(|r| r.id.as_str().to_owned()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.name.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.payload.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.max_attempts).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.due_abs).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.due_offset).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.max_duration).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.timeout).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.retry.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.queue.clone()).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.priority).collect::<Vec<_>>())
+}
+
+/// The answers of an INSERT that returned `inserted`: the first row of each
+/// returned id was created; every other row's id was taken (by a stored
+/// task, or by an earlier row of the same batch).
+fn answers(rows: &[&Checked], inserted: &[String]) -> Vec<Result<Submitted>> {
+    let mut fresh: std::collections::HashSet<&str> = inserted.iter().map(String::as_str).collect();
+    rows.iter()
+        .map(|r| {
+            if fresh.remove(r.id.as_str()) {
+                Ok(Submitted::new(r.id.clone(), SubmitOutcome::Created))
+            } else if matches!(r.mode, SubmitMode::Idempotent) {
+                Ok(Submitted::new(r.id.clone(), SubmitOutcome::Existing))
+            } else {
+                Err(Error::DuplicateId(r.id.clone()))
+            }
+        })
+        .collect()
+}
+
+fn returned_ids(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<String>> {
+    rows.iter().map(|r| r.try_get::<String, _>("id").map_err(error::storage)).collect()
+}
+
+impl PostgresStorage {
+    /// One task, in one statement.
+    pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let row = validate(task, self.max_payload().await?)?;
+        let out = match &row.mode {
+            SubmitMode::Debounce(d) => debounce_on(&self.conns, ns, &row, d).await,
+            SubmitMode::Plain | SubmitMode::Idempotent => insert_one(self, ns, &row).await,
+            other => {
+                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
+            }
+        }?;
+        self.notify_work(ns);
+        Ok(out)
+    }
+
+    /// Many tasks: the plain and idempotent ones in INSERTs of up to
+    /// [`BATCH_ROWS`] rows (one statement each, whatever the size). Each
+    /// task is validated first and an invalid one is refused alone; a
+    /// taken id answers its own item only. A batch the server refuses for
+    /// another reason (nothing was written) is redone row by row, so each
+    /// task gets its own answer and one bad row never fails its neighbours
+    /// (invariant 7). A batch whose connection was lost has an unknown
+    /// outcome: each of its tasks gets that retryable error. Debounced ones
+    /// go one by one.
+    pub(crate) async fn submit_many(
+        &self,
+        ns: &Namespace,
+        tasks: Vec<NewTask>,
+    ) -> Result<Vec<Result<Submitted>>> {
+        let limit = self.max_payload().await?;
+        let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
+        let mut batch: Vec<(usize, Checked)> = Vec::new();
+        let mut singles: Vec<(usize, Checked)> = Vec::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            match validate(task, limit) {
+                Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
+                    singles.push((i, row));
+                    out.push(None);
+                }
+                Ok(row) => {
+                    batch.push((i, row));
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let mut start = 0;
+        while start < batch.len() {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < batch.len()
+                && end - start < BATCH_ROWS
+                && (end == start || bytes + batch[end].1.payload.len() <= BATCH_BYTES)
+            {
+                bytes += batch[end].1.payload.len();
+                end += 1;
+            }
+            insert_chunk(self, ns, &batch[start..end], &mut out).await;
+            start = end;
+        }
+        for (i, row) in singles {
+            out[i] = Some(match &row.mode {
+                SubmitMode::Debounce(d) => debounce_on(&self.conns, ns, &row, d).await,
+                _ => insert_one(self, ns, &row).await,
+            });
+        }
+        self.notify_work(ns);
+        Ok(out
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
+            })
+            .collect())
+    }
+
+    /// Submits `task` inside the caller's transaction (or on any connection
+    /// of theirs): one INSERT (or the debounce upsert) on `conn`. The task
+    /// is visible to claims only once the transaction commits, and is gone
+    /// if it rolls back; the commit wakes idle claimers in every process
+    /// (NOTIFY is delivered on commit). Idempotent and debounced submits
+    /// keep their meaning: an id taken by a committed task, or by an
+    /// uncommitted one of another transaction once that commits, answers
+    /// `Existing`; a debounce moves the task waiting under its key, and
+    /// waits for another transaction's uncommitted task under the same key
+    /// to commit or roll back first.
+    ///
+    /// ```no_run
+    /// # async fn run(storage: executor_postgres::PostgresStorage) -> executor_core::Result<()> {
+    /// use executor_core::{Namespace, TaskId, storage::NewTask};
+    ///
+    /// let ns = Namespace::new("shop")?;
+    /// let mut tx = storage.pool().begin().await.map_err(|e| executor_core::Error::storage(e, true))?;
+    /// sqlx::query("INSERT INTO orders (id) VALUES ($1)").bind(42_i64).execute(&mut *tx).await
+    ///     .map_err(|e| executor_core::Error::storage(e, false))?;
+    /// let task = NewTask::new(TaskId::new("order-42")?, "process_order", br#"{"id":42}"#.to_vec());
+    /// storage.submit_in(&mut tx, &ns, task).await?;
+    /// tx.commit().await.map_err(|e| executor_core::Error::storage(e, true))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As a submit; a store error leaves the transaction for the caller to
+    /// roll back (PostgreSQL refuses every later statement of a
+    /// transaction after an error).
+    pub async fn submit_in(
+        &self,
+        conn: &mut PgConnection,
+        ns: &Namespace,
+        task: NewTask,
+    ) -> Result<Submitted> {
+        let row = validate(task, self.max_payload().await?)?;
+        match &row.mode {
+            SubmitMode::Debounce(d) => debounce(&mut *conn, ns, &row, d).await,
+            SubmitMode::Plain | SubmitMode::Idempotent => {
+                let rows = insert_query(ns, &[&row]).fetch_all(&mut *conn).await.map_err(error::storage)?;
+                answers(&[&row], &returned_ids(&rows)?).pop().unwrap_or_else(|| {
+                    Err(Error::storage(std::io::Error::other("submit got no answer"), true))
+                })
+            }
+            other => {
+                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
+            }
+        }
+    }
+}
+
+async fn insert_one(s: &PostgresStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
+    let rows = insert_query(ns, &[row]).fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    answers(&[row], &returned_ids(&rows)?)
+        .pop()
+        .unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
+}
+
+async fn insert_chunk(
+    s: &PostgresStorage,
+    ns: &Namespace,
+    chunk: &[(usize, Checked)],
+    out: &mut [Option<Result<Submitted>>],
+) {
+    let rows: Vec<&Checked> = chunk.iter().map(|(_, r)| r).collect();
+    let done = insert_query(ns, &rows).fetch_all_on(&s.conns).await.map_err(error::storage);
+    match done.and_then(|r| returned_ids(&r)) {
+        Ok(inserted) => {
+            for ((i, _), answer) in chunk.iter().zip(answers(&rows, &inserted)) {
+                out[*i] = Some(answer);
+            }
+        }
+        // Refused as a whole, nothing written: answer row by row.
+        Err(e) if error::certainly_not_applied(&e) => {
+            tracing::warn!(error = %e, rows = chunk.len(), "batch insert refused; inserting its rows one by one");
+            for (i, r) in chunk {
+                out[*i] = Some(insert_one(s, ns, r).await);
+            }
+        }
+        Err(e) => {
+            let shown = e.to_string();
+            for (i, _) in chunk {
+                out[*i] = Some(Err(Error::storage(
+                    std::io::Error::other(format!(
+                        "the batch insert holding this task lost its connection ({shown}); \
+                         the task may or may not be stored"
+                    )),
+                    true,
+                )));
+            }
+        }
+    }
+}
+
+/// The debounce as one upsert on the `uk_waiting_key` partial index: the
+/// task waiting under the key, if any, gets its due time moved to
+/// `min(now + window, created_at + max_wait)` and the new payload;
+/// otherwise a task is inserted with the given id. `xmax = 0` tells an
+/// inserted row from an updated one. A duplicate of the primary key means
+/// the id is taken by a task not waiting under this key.
+const DEBOUNCE_SQL: &str = concat!(
+    "INSERT INTO ",
+    tasks!(),
+    " AS t (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
+     debounce_key, queue, priority) VALUES ($1, $2, $3, 'CREATED', $4, $5, ",
+    now_ms!(),
+    ", ",
+    now_ms!(),
+    " + LEAST($6, COALESCE($7, $6)), ",
+    now_ms!(),
+    " + $8, $9, $10, $11, $12, $13) ON CONFLICT (ns, debounce_key) WHERE state IN ('CREATED', 'PENDING') \
+     AND debounce_key IS NOT NULL DO UPDATE SET due_at = LEAST(",
+    now_ms!(),
+    " + $6, COALESCE(t.created_at + $7, ",
+    now_ms!(),
+    " + $6)), payload = EXCLUDED.payload RETURNING t.id, (t.xmax = 0) AS inserted"
+);
+
+async fn debounce_on(
+    conns: &crate::conn::Conns,
+    ns: &Namespace,
+    row: &Checked,
+    d: &Debounce,
+) -> Result<Submitted> {
+    let mut c = conns.get().await.map_err(error::storage)?;
+    let out = debounce(&mut c, ns, row, d).await;
+    // A refused statement was read in full: the connection is in step.
+    if out.is_ok()
+        || matches!(&out, Err(e) if error::certainly_not_applied(e) || matches!(e, Error::DuplicateId(_)))
+    {
+        c.done();
+    }
+    out
+}
+
+async fn debounce(conn: &mut PgConnection, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
+    let done = sqlx::query(DEBOUNCE_SQL)
+        .bind(ns.as_str())
+        .bind(row.id.as_str())
+        .bind(&row.name)
+        .bind(&row.payload)
+        .bind(row.max_attempts)
+        .bind(ms(d.window))
+        .bind(d.max_wait.map(ms))
+        .bind(row.max_duration)
+        .bind(row.timeout)
+        .bind(&row.retry)
+        .bind(&d.key)
+        .bind(&row.queue)
+        .bind(row.priority)
+        .fetch_one(&mut *conn)
+        .await;
+    match done {
+        Ok(r) => {
+            let raw: String = r.try_get("id").map_err(error::storage)?;
+            let inserted: bool = r.try_get("inserted").map_err(error::storage)?;
+            let id = TaskId::new(raw.clone()).map_err(|e| crate::row::corrupt(&raw, e.to_string()))?;
+            Ok(Submitted::new(id, if inserted { SubmitOutcome::Created } else { SubmitOutcome::Debounced }))
+        }
+        Err(e) if error::is_duplicate_id(&e) => Err(Error::DuplicateId(row.id.clone())),
+        Err(e) => Err(error::storage(e)),
+    }
+}

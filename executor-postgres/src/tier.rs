@@ -1,0 +1,176 @@
+//! The tier methods: what `TieredStorage` needs from a store that holds
+//! one of its tiers (`TieredStorage<RedisStorage, PostgresStorage>`: Redis
+//! for the near future, PostgreSQL for long delays).
+
+use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp, storage::MAX_FENCE};
+use sqlx::{Postgres, QueryBuilder, Row};
+
+use crate::{
+    PostgresStorage,
+    conn::RunOn,
+    error, row,
+    sql::{MAX_ATTEMPTS_COLUMN, big, clip_error, int, ms, now_ms, task_columns, tasks, ts, waiting},
+    wake::push_waiting_queues,
+};
+
+impl PostgresStorage {
+    /// The server's clock.
+    pub(crate) async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        let r = sqlx::query(concat!("SELECT ", now_ms!(), " AS now_ms"))
+            .fetch_one_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
+        Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
+    }
+
+    /// Waiting tasks due before `before`, earliest first, in one
+    /// statement: the queues with waiting tasks (a skip scan of
+    /// `ix_waiting`), then for each queue and priority its range of the
+    /// index up to `before` (so only the tasks due before it are read),
+    /// merged by due time. Rows that do not parse are moved to `ERROR` with
+    /// the reason rather than stopping every promotion behind them.
+    pub(crate) async fn due_before(
+        &self,
+        ns: &Namespace,
+        before: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>> {
+        let limit = i64::try_from(limit.min(10_000)).unwrap_or(10_000);
+        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("");
+        push_waiting_queues(&mut qb, ns);
+        qb.push(concat!(
+            "SELECT d.* FROM (SELECT queue FROM wq WHERE queue IS NOT NULL) q CROSS JOIN generate_series(0, 9) \
+             AS pr(priority) CROSS JOIN LATERAL (SELECT ",
+            task_columns!(),
+            " FROM ",
+            tasks!(),
+            " t WHERE t.ns = "
+        ))
+        .push_bind(ns.as_str().to_owned())
+        .push(concat!(" AND t.queue = q.queue AND t.priority = pr.priority AND t.", waiting!(), " AND t.due_at < "))
+        .push_bind(ts(before))
+        .push(" ORDER BY t.due_at LIMIT ")
+        .push_bind(limit)
+        .push(") d ORDER BY d.due_at LIMIT ")
+        .push_bind(limit);
+        let rows = qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)?;
+        // A row no tier could take (counters at their column's maximum, or
+        // fields that do not parse) is moved to ERROR with the reason, as
+        // claim does, so it is dead-lettered instead of waiting for ever in
+        // the cold tier (invariant 6).
+        let mut out = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let id = row::raw_id(r);
+            match row::task_from_row(r) {
+                Ok(t) if t.attempts == MAX_ATTEMPTS_COLUMN || t.fence >= MAX_FENCE => {
+                    let reason = format!(
+                        "attempts {} or fence {} is past what a tier keeps (attempts below {}, fence below {MAX_FENCE})",
+                        t.attempts, t.fence, MAX_ATTEMPTS_COLUMN
+                    );
+                    crate::claim::to_error(self, ns, &id, None, &reason).await?;
+                }
+                Ok(t) => out.push(t),
+                Err(reason) => crate::claim::to_error(self, ns, &id, None, &reason).await?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores `record` exactly as given unless its id exists (then `false`).
+    /// If its debounce key is already bound to another waiting task here, the
+    /// record is stored without the key (logged): the key binds one waiting
+    /// task per namespace, and answering `false` would let the caller delete
+    /// the only copy of the task from the other tier.
+    pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        let limit = self.max_payload().await?;
+        if record.payload.len() > limit {
+            return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
+        }
+        executor_core::queue::check_priority(record.priority)?;
+        if record.attempts > MAX_ATTEMPTS_COLUMN || record.max_attempts > MAX_ATTEMPTS_COLUMN {
+            return Err(Error::invalid("imported task", "attempts beyond the PostgreSQL column"));
+        }
+        // A custom (closure) policy does not serialize and is not stored: the
+        // handler's default applies to it, as for any task stored without one.
+        let retry = record.retry.as_ref().and_then(|p| serde_json::to_string(p).ok());
+        let mut key = record.debounce_key.clone();
+        loop {
+            let done = sqlx::query(concat!(
+                "INSERT INTO ",
+                tasks!(),
+                " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
+                 finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
+                 debounce_key, queue, priority) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+                 $15, $16, $17, $18, $19, $20, $21, $22)"
+            ))
+            .bind(ns.as_str())
+            .bind(record.id.as_str())
+            .bind(&record.name)
+            .bind(record.state.as_str())
+            .bind(&record.payload)
+            .bind(int(record.attempts))
+            .bind(int(record.max_attempts))
+            .bind(big(record.fence))
+            .bind(ts(record.created_at))
+            .bind(ts(record.due_at))
+            .bind(record.started_at.map(ts))
+            .bind(record.finished_at.map(ts))
+            .bind(record.deadline.map(ts))
+            .bind(record.timeout.map(ms))
+            .bind(&retry)
+            .bind(record.last_error.as_deref().map(clip_error))
+            .bind(record.worker.as_ref().map(|w| w.as_str()))
+            .bind(record.lease_until.map(ts))
+            .bind(record.cancel_requested)
+            .bind(&key)
+            .bind(record.queue.as_str())
+            .bind(i16::from(record.priority))
+            .execute_on(&self.conns)
+            .await;
+            match done {
+                Ok(_) => {
+                    if record.state.is_waiting() {
+                        self.notify_work(ns);
+                    }
+                    return Ok(true);
+                }
+                Err(e) if error::is_duplicate(&e) => {
+                    if exists(self, ns, &record.id).await? || key.is_none() {
+                        return Ok(false);
+                    }
+                    tracing::warn!(task = %record.id, key = ?key, "debounce key already bound here; imported without it");
+                    key = None;
+                }
+                Err(e) => return Err(error::storage(e)),
+            }
+        }
+    }
+
+    /// Deletes the task if it still waits with this fence: one conditional
+    /// DELETE, so a task claimed meanwhile is never removed under its worker.
+    pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        let done = sqlx::query(concat!(
+            "DELETE FROM ",
+            tasks!(),
+            " WHERE ns = $1 AND id = $2 AND fence = $3 AND state IN ('CREATED', 'PENDING')"
+        ))
+        .bind(ns.as_str())
+        .bind(id.as_str())
+        .bind(big(fence))
+        .execute_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        Ok(done.rows_affected() > 0)
+    }
+}
+
+async fn exists(s: &PostgresStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
+    let r = sqlx::query(concat!("SELECT 1 AS one FROM ", tasks!(), " WHERE ns = $1 AND id = $2"))
+        .bind(ns.as_str())
+        .bind(id.as_str())
+        .fetch_optional_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
+    Ok(r.is_some())
+}

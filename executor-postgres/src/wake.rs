@@ -1,0 +1,284 @@
+//! Waiting for work: LISTEN/NOTIFY across processes, an in-process wake-up,
+//! a timer to the earliest due time, and a slow poll as the safety net.
+//!
+//! A trigger on the tasks table sends the namespace on the channel
+//! `reliable_executor` whenever a task starts waiting (see the migration):
+//! a submit, a retry, a requeue, a reaped lease. Every storage holds one
+//! connection that LISTENs on it ([`Listener`]) and wakes the waiters of
+//! that namespace in this process ([`Wakes`]); they read the earliest due
+//! time again and either claim at once or sleep until it. NOTIFY is
+//! delivered on commit, so a task submitted inside a transaction wakes
+//! claimers when the transaction commits, and a rolled-back one never does.
+//!
+//! MySQL has nothing like it, which is why its claimers poll (docs/mysql.md).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use executor_core::{Namespace, QueueName, Result};
+use sqlx::{PgPool, Postgres, QueryBuilder, Row, postgres::PgListener};
+use tokio::{sync::Notify, time::Instant};
+
+use crate::{
+    PostgresStorage,
+    conn::RunOn,
+    error,
+    sql::{now_ms, queues, tasks, waiting},
+};
+
+/// The channel the trigger notifies on.
+pub(crate) const CHANNEL: &str = "reliable_executor";
+
+/// One [`Notify`] per namespace a waiter of this process has asked about.
+#[derive(Debug, Default)]
+pub(crate) struct Wakes(Mutex<HashMap<String, Arc<Notify>>>);
+
+impl Wakes {
+    /// The wake-up of `ns`.
+    fn of(&self, ns: &str) -> Arc<Notify> {
+        let Ok(mut map) = self.0.lock() else { return Arc::new(Notify::new()) };
+        Arc::clone(map.entry(ns.to_owned()).or_insert_with(|| Arc::new(Notify::new())))
+    }
+
+    /// Wakes every waiter of `ns` in this process.
+    pub(crate) fn notify(&self, ns: &str) {
+        let notify = self.0.lock().ok().and_then(|map| map.get(ns).cloned());
+        if let Some(n) = notify {
+            n.notify_waiters();
+        }
+    }
+
+    /// Wakes every waiter: notifications may have been lost (the listening
+    /// connection was re-established).
+    fn notify_all(&self) {
+        let all: Vec<Arc<Notify>> =
+            self.0.lock().map(|map| map.values().cloned().collect()).unwrap_or_default();
+        for n in all {
+            n.notify_waiters();
+        }
+    }
+}
+
+/// The task that LISTENs for the storage; aborted when the last clone of
+/// the storage is dropped.
+#[derive(Debug)]
+pub(crate) struct Listener {
+    pool: PgPool,
+    wakes: Arc<Wakes>,
+    task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Listener {
+    pub(crate) fn new(pool: PgPool, wakes: Arc<Wakes>) -> Self {
+        Self { pool, wakes, task: tokio::sync::Mutex::new(None) }
+    }
+
+    /// Starts listening, if not already: returns once the LISTEN is in
+    /// place (or failed: then the waits poll, and the next wait tries
+    /// again).
+    pub(crate) async fn start(&self) {
+        let mut task = self.task.lock().await;
+        if task.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let listener = async {
+            let mut l = PgListener::connect_with(&self.pool).await?;
+            l.listen(CHANNEL).await?;
+            Ok::<_, sqlx::Error>(l)
+        };
+        match tokio::time::timeout(Duration::from_secs(5), listener).await {
+            Ok(Ok(l)) => {
+                let wakes = Arc::clone(&self.wakes);
+                *task = Some(tokio::spawn(listen(l, wakes)));
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "LISTEN failed; idle claimers poll until it works"),
+            Err(_) => tracing::warn!("LISTEN took over 5 s; idle claimers poll until it works"),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.get_mut().take() {
+            task.abort();
+        }
+    }
+}
+
+/// Wakes the waiters of each namespace notified; after a lost connection
+/// (sqlx reconnects and listens again) wakes every waiter, since
+/// notifications sent meanwhile are gone.
+async fn listen(mut l: PgListener, wakes: Arc<Wakes>) {
+    loop {
+        match l.try_recv().await {
+            Ok(Some(n)) => wakes.notify(n.payload()),
+            Ok(None) => {
+                tracing::debug!("LISTEN connection lost and re-established");
+                wakes.notify_all();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "LISTEN connection failed; trying again in 1 s");
+                wakes.notify_all();
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+impl PostgresStorage {
+    /// Resolves when work may be due, never later than `max_wait`:
+    /// - at once when a task starts waiting in `ns` in any process (the
+    ///   trigger's NOTIFY, or this process directly);
+    /// - when the earliest waiting task's due time arrives (read from the
+    ///   `ix_waiting` index: one probe per waiting queue and priority);
+    /// - otherwise after the poll interval, from `poll_min` doubling up to
+    ///   `poll_max`: the net under a lost notification.
+    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.wait(ns, None, max_wait).await
+    }
+
+    /// As [`PostgresStorage::wait_for_work`], with the earliest due time
+    /// taken over `queues` that are not paused, not at their concurrency
+    /// limit and with valid limits (later for an empty bucket), so due
+    /// tasks of other queues do not end the wait at once.
+    pub(crate) async fn wait_for_queues(
+        &self,
+        ns: &Namespace,
+        queues: &[QueueName],
+        max_wait: Duration,
+    ) -> Result<()> {
+        self.wait(ns, Some(queues), max_wait).await
+    }
+
+    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
+        self.listener.start().await;
+        let wake = self.wakes.of(ns.as_str());
+        let end = Instant::now().checked_add(max_wait);
+        let mut interval = self.opts.poll_min;
+        loop {
+            // Registered before the read, so a notification between the read
+            // and the sleep still wakes us.
+            let notified = wake.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
+                None
+            } else {
+                let row =
+                    next_due(ns, queues).build().fetch_one_on(&self.conns).await.map_err(error::storage)?;
+                row.try_get("wait_ms").map_err(error::storage)?
+            };
+            let until_due = match wait_ms {
+                Some(ms) if ms <= 0 => return Ok(()),
+                Some(ms) => Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+                None => None,
+            };
+            let now = Instant::now();
+            let left = end.map_or(Duration::MAX, |end| end.saturating_duration_since(now));
+            if left.is_zero() {
+                return Ok(());
+            }
+            let nap = until_due.map_or(interval, |d| d.min(interval)).min(left);
+            let due_within_nap = until_due.is_some_and(|d| d <= nap);
+            tokio::select! {
+                () = &mut notified => return Ok(()),
+                () = tokio::time::sleep(nap) => {}
+            }
+            if due_within_nap || end.is_some_and(|end| Instant::now() >= end) {
+                return Ok(());
+            }
+            interval = interval.saturating_mul(2).min(self.opts.poll_max);
+        }
+    }
+}
+
+/// The queues of `ns` with waiting tasks, as a recursive CTE named `wq`
+/// (column `queue`): a skip scan of `ix_waiting`, one probe per queue
+/// however many tasks wait in each (PostgreSQL has no loose index scan of
+/// its own). Binds the namespace twice.
+pub(crate) fn push_waiting_queues(qb: &mut QueryBuilder<Postgres>, ns: &Namespace) {
+    qb.push(concat!("WITH RECURSIVE wq AS ((SELECT queue FROM ", tasks!(), " WHERE ns = "))
+        .push_bind(ns.as_str().to_owned())
+        .push(concat!(
+            " AND ",
+            waiting!(),
+            " ORDER BY queue LIMIT 1) UNION ALL SELECT (SELECT t.queue FROM ",
+            tasks!(),
+            " t WHERE t.ns = "
+        ))
+        .push_bind(ns.as_str().to_owned())
+        .push(concat!(
+            " AND t.",
+            waiting!(),
+            " AND t.queue > wq.queue ORDER BY t.queue LIMIT 1) FROM wq WHERE wq.queue IS NOT NULL) "
+        ));
+}
+
+/// The earliest due time of the queue `q.queue` (ten probes of
+/// `ix_waiting`, one per priority), as a LATERAL join producing `d.due`.
+fn push_earliest(qb: &mut QueryBuilder<Postgres>, ns: &Namespace) {
+    qb.push(concat!(
+        " CROSS JOIN generate_series(0, 9) AS pr(priority) CROSS JOIN LATERAL (SELECT t.due_at AS due FROM ",
+        tasks!(),
+        " t WHERE t.ns = "
+    ))
+    .push_bind(ns.as_str().to_owned())
+    .push(concat!(
+        " AND t.queue = q.queue AND t.priority = pr.priority AND t.",
+        waiting!(),
+        " ORDER BY t.due_at LIMIT 1) d"
+    ));
+}
+
+/// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
+/// `queues` that are not paused, not at their concurrency limit and whose
+/// limits are valid, later for an empty bucket) less now; NULL when none
+/// waits. A queue at its concurrency limit does not count: a finish frees
+/// the slot, and the finishing process claims again itself.
+fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> QueryBuilder<Postgres> {
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("");
+    match queues {
+        None => {
+            push_waiting_queues(&mut qb, ns);
+            qb.push(concat!(
+                "SELECT MIN(d.due) - ",
+                now_ms!(),
+                " AS wait_ms FROM (SELECT queue FROM wq WHERE queue IS NOT NULL) q"
+            ));
+            push_earliest(&mut qb, ns);
+        }
+        Some(served) => {
+            // A queue whose bucket holds less than one token counts from
+            // when its next token is earned (plus a millisecond, so the wake
+            // finds it earned), as the memory store's `next_claimable`.
+            qb.push(concat!(
+                "SELECT (MIN(CASE WHEN p.rate_starts IS NULL THEN d.due ELSE GREATEST(d.due, p.tokens_at + \
+                 CEIL((1 - LEAST(GREATEST(p.tokens, 0), 1)) * p.rate_per_ms / p.rate_starts)::BIGINT + 1) END) - ",
+                now_ms!(),
+                ")::BIGINT AS wait_ms FROM (SELECT DISTINCT queue FROM UNNEST("
+            ))
+            .push_bind(served.iter().map(|q| q.as_str().to_owned()).collect::<Vec<String>>())
+            .push("::TEXT[]) AS u(queue)) q");
+            push_earliest(&mut qb, ns);
+            qb.push(concat!(" LEFT JOIN ", queues!(), " p ON p.ns = "))
+                .push_bind(ns.as_str().to_owned())
+                .push(concat!(
+                    " AND p.queue = q.queue WHERE p.queue IS NULL OR (NOT p.paused AND (p.concurrency IS NULL OR \
+                     (p.concurrency BETWEEN 1 AND 1000000 AND p.concurrency > (SELECT COUNT(*) FROM ",
+                    tasks!(),
+                    " r WHERE r.ns = "
+                ))
+                .push_bind(ns.as_str().to_owned())
+                .push(
+                    " AND r.state = 'RUNNING' AND r.queue = q.queue))) AND (p.rate_starts IS NULL OR \
+                     (p.rate_starts BETWEEN 1 AND 1000000 AND p.rate_burst BETWEEN 1 AND 1000000 AND \
+                     p.rate_per_ms BETWEEN 1 AND 86400000)) AND (p.rate_starts IS NOT NULL OR \
+                     (p.rate_per_ms IS NULL AND p.rate_burst IS NULL)))",
+                );
+        }
+    }
+    qb
+}

@@ -1,0 +1,18 @@
+//! The storage, cron schedule and queue conformance suites of executor-core
+//! against a real PostgreSQL (`POSTGRES_URL`, default
+//! `postgres://postgres@127.0.0.1:5432/test`), one namespace per test,
+//! deleted afterwards.
+
+use crate::support::{cleanup, fresh};
+
+executor_core::storage_conformance_tests!(fresh, cleanup);
+executor_core::schedule_conformance_tests!(fresh, cleanup);
+executor_core::queue_conformance_tests!(fresh, cleanup);
+executor_core::queue_limit_conformance_tests!(fresh, cleanup);
+
+/// The tier methods, for use as a tier of `TieredStorage`.
+mod tier {
+    use crate::support::{cleanup, fresh};
+
+    executor_core::tier_conformance_tests!(fresh, cleanup);
+}

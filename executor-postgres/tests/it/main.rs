@@ -1,0 +1,8 @@
+//! The integration tests of executor-postgres in one binary, against
+//! `POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
+//! `support` holds the shared helpers.
+
+mod support;
+
+mod conformance;
+mod transactions;
