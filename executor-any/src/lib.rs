@@ -20,8 +20,8 @@
 //! ```
 //!
 //! Each method forwards to the chosen store with one `match`: no boxing,
-//! no dynamic dispatch. The Redis and MySQL drivers are Cargo features
-//! (`redis`, `mysql`, both on by default).
+//! no dynamic dispatch. The Redis, MySQL and PostgreSQL drivers are Cargo
+//! features (`redis`, `mysql`, `postgres`, all on by default).
 
 use std::time::Duration;
 
@@ -36,11 +36,13 @@ use executor_core::{
 };
 #[cfg(feature = "mysql")]
 use executor_mysql::MySqlStorage;
+#[cfg(feature = "postgres")]
+use executor_postgres::PostgresStorage;
 #[cfg(feature = "redis")]
 use executor_redis::RedisStorage;
 
-/// A store chosen at run time: memory, Redis, MySQL/MariaDB, or Redis hot
-/// with MySQL cold.
+/// A store chosen at run time: memory, Redis, MySQL/MariaDB, PostgreSQL,
+/// or Redis hot with MySQL cold.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum AnyStorage {
@@ -52,6 +54,9 @@ pub enum AnyStorage {
     /// MySQL 8 or MariaDB 10.6+.
     #[cfg(feature = "mysql")]
     MySql(MySqlStorage),
+    /// PostgreSQL 13+.
+    #[cfg(feature = "postgres")]
+    Postgres(PostgresStorage),
     /// Short delays in Redis, long ones in MySQL.
     #[cfg(all(feature = "redis", feature = "mysql"))]
     Tiered(TieredStorage<RedisStorage, MySqlStorage>),
@@ -66,6 +71,7 @@ impl AnyStorage {
     /// | `redis://host:port/db`, `rediss://…` | [`RedisStorage`] (feature `redis`) |
     /// | `redis-cluster://host:port?node=host2:port2`, `rediss-cluster://…` | [`RedisStorage`] on a cluster |
     /// | `mysql://user:pass@host:port/db`, `mariadb://…` | [`MySqlStorage`] (feature `mysql`); TLS with `?ssl-mode=VERIFY_IDENTITY&ssl-ca=<file>` |
+    /// | `postgres://user:pass@host:port/db`, `postgresql://…` | [`PostgresStorage`] (feature `postgres`); TLS with `?sslmode=verify-full&sslrootcert=<file>` |
     ///
     /// The `rediss` schemes verify the server against the system's CA
     /// certificates; for a private CA, build the store with
@@ -92,6 +98,8 @@ impl AnyStorage {
                 };
                 Ok(Self::MySql(MySqlStorage::connect(&url).await?))
             }
+            #[cfg(feature = "postgres")]
+            "postgres" | "postgresql" => Ok(Self::Postgres(PostgresStorage::connect(url).await?)),
             _ => Err(Error::invalid(
                 "store URL",
                 format!(
@@ -118,6 +126,10 @@ impl AnyStorage {
         "mysql://",
         #[cfg(feature = "mysql")]
         "mariadb://",
+        #[cfg(feature = "postgres")]
+        "postgres://",
+        #[cfg(feature = "postgres")]
+        "postgresql://",
     ];
 
     /// Redis hot, MySQL cold: see [`TieredStorage`].
@@ -144,12 +156,14 @@ impl AnyStorage {
             Self::Redis(s) => s.purge(ns).await,
             #[cfg(feature = "mysql")]
             Self::MySql(s) => s.purge(ns).await,
+            #[cfg(feature = "postgres")]
+            Self::Postgres(s) => s.purge(ns).await,
             #[cfg(all(feature = "redis", feature = "mysql"))]
             Self::Tiered(s) => Ok(s.hot().purge(ns).await? + s.cold().purge(ns).await?),
         }
     }
 
-    /// Which store this is: `memory`, `redis`, `mysql` or `tiered`.
+    /// Which store this is: `memory`, `redis`, `mysql`, `postgres` or `tiered`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Memory(_) => "memory",
@@ -157,6 +171,8 @@ impl AnyStorage {
             Self::Redis(_) => "redis",
             #[cfg(feature = "mysql")]
             Self::MySql(_) => "mysql",
+            #[cfg(feature = "postgres")]
+            Self::Postgres(_) => "postgres",
             #[cfg(all(feature = "redis", feature = "mysql"))]
             Self::Tiered(_) => "tiered",
         }
@@ -180,6 +196,13 @@ impl From<RedisStorage> for AnyStorage {
 impl From<MySqlStorage> for AnyStorage {
     fn from(s: MySqlStorage) -> Self {
         Self::MySql(s)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl From<PostgresStorage> for AnyStorage {
+    fn from(s: PostgresStorage) -> Self {
+        Self::Postgres(s)
     }
 }
 
@@ -213,6 +236,8 @@ macro_rules! each {
             AnyStorage::Redis($s) => $call,
             #[cfg(feature = "mysql")]
             AnyStorage::MySql($s) => $call,
+            #[cfg(feature = "postgres")]
+            AnyStorage::Postgres($s) => $call,
             #[cfg(all(feature = "redis", feature = "mysql"))]
             AnyStorage::Tiered($s) => $call,
         }
@@ -390,10 +415,12 @@ macro_rules! tier {
             AnyStorage::Redis($s) => $call,
             #[cfg(feature = "mysql")]
             AnyStorage::MySql($s) => $call,
+            #[cfg(feature = "postgres")]
+            AnyStorage::Postgres($s) => $call,
             #[cfg(all(feature = "redis", feature = "mysql"))]
             AnyStorage::Tiered(_) => Err(Error::unsupported(
                 $method,
-                "a tiered store cannot be a tier of another; give TieredStorage a memory:, redis:// or mysql:// store",
+                "a tiered store cannot be a tier of another; give TieredStorage a memory:, redis://, mysql:// or postgres:// store",
             )),
         }
     };

@@ -71,10 +71,24 @@ async fn mysql_and_mariadb_urls() -> Result<(), Error> {
 }
 
 #[tokio::test]
+async fn postgres_and_postgresql_urls() -> Result<(), Error> {
+    let url = env_or("POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test");
+    round_trip(&url, "postgres").await?;
+    let long = url.replacen("postgres://", "postgresql://", 1);
+    round_trip(&long, "postgres").await
+}
+
+#[tokio::test]
 async fn an_unknown_scheme_names_the_known_ones_and_hides_the_password() {
     let e = AnyStorage::connect("postgresx://app:hunter2@db/app").await.err().map(|e| e.to_string());
     let e = e.unwrap_or_default();
-    assert!(e.contains("redis://") && e.contains("mysql://") && e.contains("memory:"), "{e}");
+    assert!(
+        e.contains("redis://")
+            && e.contains("mysql://")
+            && e.contains("postgres://")
+            && e.contains("memory:"),
+        "{e}"
+    );
     assert!(!e.contains("hunter2"), "the password leaked: {e}");
     let empty = AnyStorage::connect("").await;
     assert!(matches!(empty, Err(Error::Invalid { .. })), "{empty:?}");
@@ -97,7 +111,8 @@ const RATE_RUN: Duration = Duration::from_secs(60);
 
 /// A rate limit of 20 starts a second (bucket of 10) on one queue, claimed
 /// for [`RATE_RUN`] by three claimers with connections of their own (three
-/// processes, as far as the server can tell), on Redis and MariaDB at once
+/// processes, as far as the server can tell), on Redis, MariaDB and
+/// PostgreSQL at once
 /// (and on the in-process memory store, one store shared by the three):
 /// the starts over the run are the bucket plus 20 a second, ± 5 %, and no
 /// window of 1, 5 or 20 s holds more than the bucket plus the window's
@@ -107,7 +122,8 @@ const RATE_RUN: Duration = Duration::from_secs(60);
 async fn a_rate_limit_holds_for_a_minute_across_three_claimers() -> Result<(), Error> {
     let redis = env_or("REDIS_URL", "redis://127.0.0.1:6379");
     let mysql = env_or("MYSQL_URL", "mysql://root@127.0.0.1:3306/test");
-    let runs = ["memory:".to_owned(), redis, mysql].map(|url| tokio::spawn(rate_run(url)));
+    let postgres = env_or("POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test");
+    let runs = ["memory:".to_owned(), redis, mysql, postgres].map(|url| tokio::spawn(rate_run(url)));
     for run in runs {
         run.await.map_err(|e| Error::invalid("test", e.to_string()))??;
     }
