@@ -6,6 +6,7 @@
 //! # the same program on a real store:
 //! cargo run --example quickstart -- --storage redis   # REDIS_URL, default redis://127.0.0.1:6379
 //! cargo run --example quickstart -- --storage mysql   # MYSQL_URL, default mysql://root@127.0.0.1:3306/test
+//! cargo run --example quickstart -- --storage postgres   # POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test
 //! ```
 
 use std::{

@@ -6,7 +6,12 @@
 //! cargo run --example service                                  # MemoryStorage, port 8080
 //! REDIS_URL=redis://127.0.0.1:6379 cargo run --example service -- --storage redis
 //! MYSQL_URL=mysql://root@127.0.0.1:3306/test cargo run --example service -- --storage mysql --port 8081
+//! POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test cargo run --example service -- --storage postgres --port 8082
 //! ```
+//!
+//! On PostgreSQL, `POST /api/orders` writes the order row and submits its
+//! `process_order` task in one transaction: the task exists if and only if
+//! the order does.
 //!
 //! Ctrl-C or SIGTERM: stops accepting requests, drains running tasks, gives
 //! back leases of the rest, then exits.
@@ -23,7 +28,8 @@ use std::{
 use axum::{Json, Router, extract::State, http::StatusCode, routing::post};
 use clap::Parser;
 use executor_admin::ApiError;
-use executor_core::{Executor, prelude::*, shutdown_signal, storage::Storage};
+use executor_any::AnyStorage;
+use executor_core::{Executor, TaskId, prelude::*, shutdown_signal};
 use tokio::sync::watch;
 
 // ---- the application's state, given to the executor with `.data(..)` ----
@@ -128,20 +134,50 @@ struct Accepted {
 }
 
 /// `POST /api/orders`: one task per order, id `order_<id>_pay`, so a
-/// repeated request for the same order is refused (409) instead of paying twice.
-async fn create_order<S: Storage>(
-    State(executor): State<Executor<S>>,
+/// repeated request for the same order is refused (409) instead of paying
+/// twice. On PostgreSQL the order row and its task are written in one
+/// transaction (`submit_in`): a crash or an error between the two leaves
+/// neither, never an order without its task.
+async fn create_order(
+    State(executor): State<Executor<AnyStorage>>,
     Json(order): Json<NewOrder>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let param = OrderParam { order_id: order.order_id, amount_cents: order.amount_cents };
-    let id =
-        process_order::with(param).id(format!("order_{}_pay", order.order_id)).submit(&executor).await?.id;
+    let task_id = format!("order_{}_pay", order.order_id);
+    let task = process_order::with(param).id(task_id.clone());
+    let id = match executor.client().storage() {
+        AnyStorage::Postgres(pg) => {
+            let db = |e: sqlx::Error| executor_core::Error::storage(e, true);
+            let mut tx = pg.pool().begin().await.map_err(db)?;
+            let written = sqlx::query(
+                "INSERT INTO shop_orders (order_id, amount_cents) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            )
+            .bind(
+                i64::try_from(order.order_id)
+                    .map_err(|_| executor_core::Error::invalid("order_id", "too large"))?,
+            )
+            .bind(
+                i64::try_from(order.amount_cents)
+                    .map_err(|_| executor_core::Error::invalid("amount", "too large"))?,
+            )
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+            if written.rows_affected() == 0 {
+                return Err(executor_core::Error::DuplicateId(TaskId::new(task_id)?).into());
+            }
+            let id = task.submit_in(executor.client(), &mut *tx).await?.id;
+            tx.commit().await.map_err(db)?;
+            id
+        }
+        _ => task.submit(&executor).await?.id,
+    };
     Ok((StatusCode::ACCEPTED, Json(Accepted { task_id: id.into_string() })))
 }
 
 /// `POST /api/notifications`: delayed by `delay_secs`.
-async fn create_notification<S: Storage>(
-    State(executor): State<Executor<S>>,
+async fn create_notification(
+    State(executor): State<Executor<AnyStorage>>,
     Json(n): Json<NewNotification>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let delay = Duration::from_secs(n.delay_secs.unwrap_or(30));
@@ -179,7 +215,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     serve(args.store.connect().await?, &args).await
 }
 
-async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve(storage: AnyStorage, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    if let AnyStorage::Postgres(pg) = &storage {
+        // The application's own table, beside the executor's.
+        sqlx::query(
+            "CREATE TABLE IF NOT EXISTS shop_orders (order_id BIGINT PRIMARY KEY, amount_cents BIGINT NOT NULL, \
+             created_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        )
+        .execute(pg.pool())
+        .await?;
+    }
     // The recorder first, so the executor's metrics land in it.
     let metrics = executor_admin::install_prometheus()?;
     // The handlers' state: `build` refuses to start if a handler's `Data<T>` is missing.
@@ -194,8 +239,8 @@ async fn serve<S: Storage>(storage: S, args: &Args) -> Result<(), Box<dyn std::e
         .await?;
 
     let app = Router::new()
-        .route("/api/orders", post(create_order::<S>))
-        .route("/api/notifications", post(create_notification::<S>))
+        .route("/api/orders", post(create_order))
+        .route("/api/notifications", post(create_notification))
         .with_state(executor.clone())
         .nest("/admin", executor_admin::admin_router(&executor))
         .merge(executor_admin::metrics_router(metrics));

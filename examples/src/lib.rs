@@ -40,6 +40,8 @@ pub enum StorageKind {
     Redis,
     /// `MySqlStorage` at `--mysql-url` / `MYSQL_URL`.
     Mysql,
+    /// `PostgresStorage` at `--postgres-url` / `POSTGRES_URL`.
+    Postgres,
 }
 
 /// The storage flags every example takes (`#[command(flatten)]`).
@@ -54,15 +56,20 @@ pub struct StoreArgs {
     /// MySQL/MariaDB URL for `--storage mysql`.
     #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
     pub mysql_url: String,
+    /// PostgreSQL URL for `--storage postgres`.
+    #[arg(long, env = "POSTGRES_URL", default_value = "postgres://postgres@127.0.0.1:5432/test")]
+    pub postgres_url: String,
 }
 
 impl StoreArgs {
-    /// The URL of the chosen store (`memory:`, or the Redis or MySQL URL).
+    /// The URL of the chosen store (`memory:`, or the Redis, MySQL or
+    /// PostgreSQL URL).
     pub fn url(&self) -> &str {
         match self.storage {
             StorageKind::Memory => "memory:",
             StorageKind::Redis => &self.redis_url,
             StorageKind::Mysql => &self.mysql_url,
+            StorageKind::Postgres => &self.postgres_url,
         }
     }
 
@@ -93,6 +100,8 @@ mod docs {
     mod benchmarks {}
     #[doc = include_str!("../../docs/mysql.md")]
     mod mysql {}
+    #[doc = include_str!("../../docs/postgres.md")]
+    mod postgres {}
     #[doc = include_str!("../../docs/operations.md")]
     mod operations {}
     #[doc = include_str!("../../docs/redis.md")]

@@ -454,3 +454,47 @@ mod tests {
         assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
     }
 }
+
+/// Joins a PostgreSQL transaction when this is a `postgres://` store; any
+/// other store refuses with [`Error::Unsupported`], since its tasks do not
+/// live in that database.
+#[cfg(feature = "postgres")]
+impl executor_core::storage::SubmitIn<executor_postgres::sqlx::PgConnection> for AnyStorage {
+    async fn submit_in(
+        &self,
+        conn: &mut executor_postgres::sqlx::PgConnection,
+        ns: &Namespace,
+        task: NewTask,
+    ) -> Result<Submitted> {
+        match self {
+            Self::Postgres(s) => s.submit_in(conn, ns, task).await,
+            other => Err(Error::unsupported(
+                "submit_in",
+                format!(
+                    "this is a {} store; a PostgreSQL transaction joins a postgres:// store only",
+                    other.kind()
+                ),
+            )),
+        }
+    }
+}
+
+/// Joins a MySQL transaction when this is a `mysql://` store; any other
+/// store refuses with [`Error::Unsupported`].
+#[cfg(feature = "mysql")]
+impl executor_core::storage::SubmitIn<executor_mysql::sqlx::MySqlConnection> for AnyStorage {
+    async fn submit_in(
+        &self,
+        conn: &mut executor_mysql::sqlx::MySqlConnection,
+        ns: &Namespace,
+        task: NewTask,
+    ) -> Result<Submitted> {
+        match self {
+            Self::MySql(s) => s.submit_in(conn, ns, task).await,
+            other => Err(Error::unsupported(
+                "submit_in",
+                format!("this is a {} store; a MySQL transaction joins a mysql:// store only", other.kind()),
+            )),
+        }
+    }
+}

@@ -58,6 +58,9 @@ use executor_core::{
 };
 
 pub use options::MySqlOptions;
+/// The `sqlx` this driver is built on, for the transactions that
+/// `submit_in` joins: a `sqlx::Transaction` of this version's MySQL driver.
+pub use sqlx;
 pub use storage::{MIGRATIONS_TABLE, MySqlStorage};
 
 // Each method is the inherent one of the same name in the module of its

@@ -68,6 +68,9 @@ use executor_core::{
 };
 
 pub use options::PostgresOptions;
+/// The `sqlx` this driver is built on, for the transactions that
+/// `submit_in` joins: a `sqlx::Transaction` of this version's PostgreSQL driver.
+pub use sqlx;
 pub use storage::{MIGRATIONS_TABLE, PostgresStorage};
 
 // Each method is the inherent one of the same name in the module of its
