@@ -119,6 +119,12 @@ async fn listen(mut l: PgListener, wakes: Arc<Wakes>) {
                 tracing::debug!("LISTEN connection lost and re-established");
                 wakes.notify_all();
             }
+            // The pool is closing: give the connection back so the close
+            // can finish, and stop listening.
+            Err(sqlx::Error::PoolClosed) => {
+                wakes.notify_all();
+                return;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "LISTEN connection failed; trying again in 1 s");
                 wakes.notify_all();

@@ -4,5 +4,7 @@
 
 mod support;
 
+mod bad_input;
 mod conformance;
+mod first_start;
 mod transactions;
