@@ -15,7 +15,7 @@ Exit codes:
 #[derive(Debug, Parser)]
 #[command(name = "rex", version, after_help = EXIT_CODES)]
 pub(crate) struct Cli {
-    /// The store: redis://host:6379, redis-cluster://..., mysql://user:pass@host/db, mariadb://...
+    /// The store: redis://host:6379, redis-cluster://..., mysql://user:pass@host/db, mariadb://..., postgres://user:pass@host/db
     #[arg(long, env = "REX_URL", global = true, hide_env_values = true)]
     pub(crate) url: Option<String>,
     /// The namespace whose tasks to show or change.

@@ -38,7 +38,7 @@ const DEAD: [TaskState; 3] = [TaskState::Failed, TaskState::Timeout, TaskState::
 pub(crate) async fn connect(cli: &Cli) -> CliResult<Client<AnyStorage>> {
     let url = cli.url.as_deref().filter(|u| !u.trim().is_empty()).ok_or_else(|| {
         CliError::usage(
-            "no store given: set REX_URL or pass --url (redis://host:6379, mysql://user@host/db, ...)",
+            "no store given: set REX_URL or pass --url (redis://host:6379, mysql://user@host/db, postgres://user@host/db, ...)",
         )
     })?;
     let namespace = cli.namespace.as_deref().ok_or_else(|| {

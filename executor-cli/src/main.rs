@@ -1,7 +1,7 @@
 //! `rex`: the operator's command-line tool for a Reliable Executor store.
 //!
 //! It works on any store [`executor_any::AnyStorage`] connects to, named by
-//! `--url` or `REX_URL` (`redis://…`, `redis-cluster://…`, `mysql://…`,
+//! `--url` or `REX_URL` (`redis://…`, `redis-cluster://…`, `mysql://…`, `postgres://…`,
 //! `mariadb://…`), and one namespace, `--namespace` or `REX_NAMESPACE`.
 //! Both are required: `memory:` would be a new, empty store.
 //!

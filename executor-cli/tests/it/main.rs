@@ -359,6 +359,28 @@ fn mariadb() {
 }
 
 #[test]
+fn postgres() {
+    let url = std::env::var("POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let store = Store::connect(
+        &url,
+        "Start PostgreSQL (`source scripts/services.sh && ensure_postgres`) with a `test` database \
+         user postgres can reach without a password, or run `scripts/test.sh`; point POSTGRES_URL elsewhere.",
+    );
+    tour(&store);
+}
+
+#[test]
+fn postgres_queues() {
+    let url = std::env::var("POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    queue_tour(&Store::connect(
+        &url,
+        "Start PostgreSQL, or run `scripts/test.sh`; POSTGRES_URL points elsewhere.",
+    ));
+}
+
+#[test]
 fn redis_queues() {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
     queue_tour(&Store::connect(&url, "Start Redis, or run `scripts/test.sh`; REDIS_URL points elsewhere."));
