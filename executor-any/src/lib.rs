@@ -444,17 +444,6 @@ impl TierStorage for AnyStorage {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(redact("mysql://root:secret@db:3306/app"), "mysql://root:***@db:3306/app");
-        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
-    }
-}
-
 /// Joins a PostgreSQL transaction when this is a `postgres://` store; any
 /// other store refuses with [`Error::Unsupported`], since its tasks do not
 /// live in that database.
@@ -496,5 +485,16 @@ impl executor_core::storage::SubmitIn<executor_mysql::sqlx::MySqlConnection> for
                 format!("this is a {} store; a MySQL transaction joins a mysql:// store only", other.kind()),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("mysql://root:secret@db:3306/app"), "mysql://root:***@db:3306/app");
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
     }
 }
