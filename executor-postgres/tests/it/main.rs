@@ -5,6 +5,8 @@
 mod support;
 
 mod bad_input;
+mod cold_tier;
 mod conformance;
+mod connection_loss;
 mod first_start;
 mod transactions;
