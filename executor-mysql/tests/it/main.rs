@@ -25,4 +25,5 @@ mod queue_limits;
 mod queue_upgrade;
 mod races;
 mod schedules;
+mod transactions;
 mod two_processes;
