@@ -9,4 +9,5 @@ mod cold_tier;
 mod conformance;
 mod connection_loss;
 mod first_start;
+mod stopped_holder;
 mod transactions;
