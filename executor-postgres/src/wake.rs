@@ -69,17 +69,29 @@ pub(crate) struct Listener {
     pool: PgPool,
     wakes: Arc<Wakes>,
     task: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// When the last try to start failed: the next is at least
+    /// [`RETRY_START`] later, so a server that is down does not make every
+    /// wait pay for a failed connect.
+    failed_at: std::sync::Mutex<Option<Instant>>,
 }
+
+/// How long after a failed start the next wait tries again.
+const RETRY_START: Duration = Duration::from_secs(5);
 
 impl Listener {
     pub(crate) fn new(pool: PgPool, wakes: Arc<Wakes>) -> Self {
-        Self { pool, wakes, task: tokio::sync::Mutex::new(None) }
+        Self { pool, wakes, task: tokio::sync::Mutex::new(None), failed_at: std::sync::Mutex::new(None) }
     }
 
     /// Starts listening, if not already: returns once the LISTEN is in
-    /// place (or failed: then the waits poll, and the next wait tries
-    /// again).
+    /// place (or failed: then the waits poll, and a wait at least 5 s
+    /// later tries again).
     pub(crate) async fn start(&self) {
+        let recently_failed =
+            self.failed_at.lock().ok().and_then(|f| *f).is_some_and(|at| at.elapsed() < RETRY_START);
+        if recently_failed {
+            return;
+        }
         let mut task = self.task.lock().await;
         if task.as_ref().is_some_and(|t| !t.is_finished()) {
             return;
@@ -93,9 +105,13 @@ impl Listener {
             Ok(Ok(l)) => {
                 let wakes = Arc::clone(&self.wakes);
                 *task = Some(tokio::spawn(listen(l, wakes)));
+                return;
             }
             Ok(Err(e)) => tracing::warn!(error = %e, "LISTEN failed; idle claimers poll until it works"),
             Err(_) => tracing::warn!("LISTEN took over 5 s; idle claimers poll until it works"),
+        }
+        if let Ok(mut f) = self.failed_at.lock() {
+            *f = Some(Instant::now());
         }
     }
 }
