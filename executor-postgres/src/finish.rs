@@ -225,13 +225,15 @@ async fn complete_batch(conns: &Conns, ns: &Namespace, leases: &[&Lease]) -> Res
     let fences: Vec<i64> = leases.iter().map(|l| big(l.fence)).collect();
     let (ids, fences) = (&ids, &fences);
     let changed = error::retry_lock_conflicts(|| async move {
+        // Ids as an array, each row's fence found by its position (see the
+        // heartbeat in `claim.rs`).
         sqlx::query(concat!(
             "UPDATE ",
             tasks!(),
-            " t SET finished_at = ",
+            " SET finished_at = ",
             now_ms!(),
-            ", worker = NULL, lease_until = NULL, state = 'COMPLETED' FROM UNNEST($2::TEXT[], $3::BIGINT[]) \
-             AS l(id, fence) WHERE t.ns = $1 AND t.id = l.id AND t.fence = l.fence AND t.state = 'RUNNING'"
+            ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = $1 AND id = ANY($2::TEXT[]) \
+             AND state = 'RUNNING' AND fence = ($3::BIGINT[])[array_position($2::TEXT[], id)]"
         ))
         .bind(ns.as_str())
         .bind(ids)

@@ -45,8 +45,9 @@ macro_rules! retried {
 /// `PENDING` due now) with its fence bumped, so the presumed-dead worker's
 /// late finish is refused (invariant 2). A row whose fence is at its
 /// column's maximum cannot be bumped: it goes to `ERROR` with the reason.
+/// The rows are updated by `ctid`, as the claim's are (see `claim.rs`).
 const REAP_SQL: &str = concat!(
-    "WITH c AS (SELECT id FROM ",
+    "WITH c AS (SELECT ctid FROM ",
     tasks!(),
     " WHERE ns = $1 AND state = 'RUNNING' AND lease_until < ",
     now_ms!(),
@@ -71,9 +72,7 @@ const REAP_SQL: &str = concat!(
     " THEN t.fence ELSE t.fence + 1 END, last_error = CASE WHEN ",
     fence_at_max!(),
     " THEN 'corrupt record: fence is at its column''s maximum' ELSE 'lease expired (worker presumed dead)' END, \
-     worker = NULL, lease_until = NULL, cancel_requested = FALSE FROM c WHERE t.ns = $1 AND t.id = c.id AND \
-     t.state = 'RUNNING' AND t.lease_until < ",
-    now_ms!(),
+     worker = NULL, lease_until = NULL, cancel_requested = FALSE WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM c))",
     " RETURNING t.id, t.state"
 );
 
@@ -192,15 +191,16 @@ async fn trim_class(
     }
     // A CTE, not `id IN (subquery)`: a locking subquery with a LIMIT may
     // be run again by the plan and hand over other rows (a conformance
-    // test saw 4 deleted with a limit of 2); a CTE runs once.
+    // test saw 4 deleted with a limit of 2); a CTE runs once. The rows it
+    // locked are deleted by `ctid`, as the claim updates its rows.
     let done = sqlx::query(concat!(
-        "WITH c AS (SELECT id FROM ",
+        "WITH c AS (SELECT ctid FROM ",
         tasks!(),
         " WHERE ns = $1 AND state = ANY($2::TEXT[]) AND (finished_at <= ",
         now_ms!(),
         " - $3 OR finished_at <= $4) LIMIT $5 FOR UPDATE SKIP LOCKED) DELETE FROM ",
         tasks!(),
-        " t USING c WHERE t.ns = $1 AND t.id = c.id AND t.state = ANY($2::TEXT[])"
+        " WHERE ctid = ANY(ARRAY(SELECT ctid FROM c))"
     ))
     .bind(ns.as_str())
     .bind(states)

@@ -245,9 +245,9 @@ impl PostgresStorage {
     ///    sees every claim committed before the lock was granted);
     /// 3. the allowance: the limit less the running tasks, and whole tokens
     ///    of the refilled bucket;
-    /// 4. the candidates (`FOR UPDATE SKIP LOCKED`, one more than allowed,
-    ///    which tells whether the limit cut the claim short) and the UPDATE
-    ///    that claims them and returns them, as in the plain claim;
+    /// 4. the claim of what they allow, one statement as the plain claim,
+    ///    and, when the limit allowed less than asked, whether other due
+    ///    tasks wait (the limit cut the claim short: `throttled`);
     /// 5. the bucket and `throttled` written back, commit.
     pub(crate) async fn claim_limited(
         &self,
@@ -332,50 +332,53 @@ impl PostgresStorage {
             tokens = Some(t);
         }
 
-        // One more than allowed: whether more were due than the limit let
-        // this claim take.
-        let look = i64::try_from(allowed.saturating_add(1)).unwrap_or(i64::MAX);
-        let rows = sqlx::query(concat!(
-            "SELECT id FROM ",
-            tasks!(),
-            " WHERE ns = $1 AND queue = $2 AND ",
-            waiting!(),
-            " AND due_at <= ",
-            now_ms!(),
-            " ORDER BY priority DESC, due_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-        ))
-        .bind(ns.as_str())
-        .bind(queue.as_str())
-        .bind(look)
-        .fetch_all(&mut *c)
-        .await
-        .map_err(error::storage)?;
-        let mut candidates: Vec<String> = rows
-            .iter()
-            .map(|r| r.try_get::<String, _>("id"))
-            .collect::<Result<_, _>>()
-            .map_err(error::storage)?;
-        let more_due = candidates.len() > allowed;
-        candidates.truncate(allowed);
-        let cut = allowed < upto && more_due;
-
+        // The claim itself, as the plain one (by `ctid`, see `claim.rs`),
+        // then whether more were due than the limit let it take.
         let mut claimed_rows: Vec<PgRow> = Vec::new();
-        if !candidates.is_empty() {
+        if allowed > 0 {
             claimed_rows = sqlx::query(concat!(
-                "UPDATE ",
+                "WITH c AS (SELECT ctid FROM ",
+                tasks!(),
+                " WHERE ns = $1 AND queue = $2 AND ",
+                waiting!(),
+                " AND due_at <= ",
+                now_ms!(),
+                " ORDER BY priority DESC, due_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) UPDATE ",
                 tasks!(),
                 claim_set!(),
-                " FROM UNNEST($3::TEXT[]) AS c(id) WHERE t.ns = $1 AND t.queue = $2 AND t.id = c.id RETURNING t.*"
+                " WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM c)) RETURNING t.*"
             ))
             .bind(ns.as_str())
             .bind(queue.as_str())
-            .bind(&candidates)
+            .bind(i64::try_from(allowed).unwrap_or(i64::MAX))
             .bind(ms(lease))
             .bind(worker.as_str())
             .fetch_all(&mut *c)
             .await
             .map_err(error::storage)?;
         }
+        let cut = allowed < upto && {
+            // Inside the transaction the rows just claimed are RUNNING: any
+            // other due row is one the limit held back.
+            let more: bool = sqlx::query(concat!(
+                "SELECT EXISTS (SELECT 1 FROM ",
+                tasks!(),
+                " WHERE ns = $1 AND queue = $2 AND ",
+                waiting!(),
+                " AND due_at <= ",
+                now_ms!(),
+                ") AS more"
+            ))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .fetch_one(&mut *c)
+            .await
+            .map_err(error::storage)?
+            .try_get("more")
+            .map_err(error::storage)?;
+            more
+        };
+
         let spent = claimed_rows.len();
         if tokens.is_some() || cut {
             let left = tokens.map_or(stored.tokens, |t| (t - spent as f64).max(0.0));

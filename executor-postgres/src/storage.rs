@@ -219,12 +219,15 @@ impl PostgresStorage {
     pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
         let mut deleted = 0;
         loop {
+            // By `ctid`: `id IN (SELECT id ... LIMIT)` became a nested loop
+            // comparing every row with every id when the statistics did
+            // not know the namespace (296 s for 10,000 rows; 47 ms so).
             let done = sqlx::query(concat!(
                 "DELETE FROM ",
                 crate::sql::tasks!(),
-                " WHERE ns = $1 AND id IN (SELECT id FROM ",
+                " WHERE ctid = ANY(ARRAY(SELECT ctid FROM ",
                 crate::sql::tasks!(),
-                " WHERE ns = $1 LIMIT 10000)"
+                " WHERE ns = $1 LIMIT 10000))"
             ))
             .bind(ns.as_str())
             .execute_on(&self.conns)
