@@ -447,6 +447,31 @@ impl RateLimit {
     pub fn refill(&self, elapsed: Duration) -> f64 {
         elapsed.as_secs_f64() * f64::from(self.starts) / self.per.as_secs_f64()
     }
+
+    /// For stores that keep the bucket as numbers: the bucket as of
+    /// `now_ms` (the store's clock, epoch ms), from `tokens` stored as of
+    /// `tokens_at_ms`. The stored tokens are brought into `0..=burst` first
+    /// (a hand-edited value can neither lend nor hoard; not a number counts
+    /// as empty), then what was earned since is added, capped at the burst.
+    /// A `tokens_at_ms` ahead of `now_ms` earns nothing, so it cannot stall
+    /// the bucket.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use executor_core::RateLimit;
+    ///
+    /// let rate = RateLimit::new(20, Duration::from_secs(1))?.burst(10)?;
+    /// assert_eq!(rate.bucket_at(0.0, 1_000, 1_100), 2.0);
+    /// assert_eq!(rate.bucket_at(9.5, 1_000, 61_000), 10.0);
+    /// assert_eq!(rate.bucket_at(f64::NAN, 1_000, 1_000), 0.0);
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    pub fn bucket_at(&self, tokens: f64, tokens_at_ms: i64, now_ms: i64) -> f64 {
+        let burst = f64::from(self.burst);
+        let held = if tokens.is_finite() { tokens.clamp(0.0, burst) } else { 0.0 };
+        let elapsed = Duration::from_millis(u64::try_from(now_ms.saturating_sub(tokens_at_ms)).unwrap_or(0));
+        (held + self.refill(elapsed)).min(burst)
+    }
 }
 
 /// Most attempts of one queue running at once across the fleet.
@@ -476,6 +501,68 @@ pub struct QueueLimits {
 }
 
 impl QueueLimits {
+    /// For stores that keep the limits as columns (`NULL` for none): the
+    /// limits, or why the stored values are not limits (a hand-edited row:
+    /// a concurrency of 0, a rate with a missing or out-of-range field). A
+    /// store fails closed on the reason: the queue is not claimed until its
+    /// limits are set again.
+    ///
+    /// ```
+    /// use executor_core::QueueLimits;
+    ///
+    /// let limits = QueueLimits::from_columns(Some(4), Some(50), Some(1_000), Some(50));
+    /// assert_eq!(limits.map(|l| l.concurrency), Ok(Some(4)));
+    /// assert!(QueueLimits::from_columns(None, Some(50), None, Some(50)).is_err());
+    /// assert!(QueueLimits::from_columns(Some(0), None, None, None).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// The reason, as text for the store's log.
+    pub fn from_columns(
+        concurrency: Option<u32>,
+        rate_starts: Option<u32>,
+        rate_per_ms: Option<u64>,
+        rate_burst: Option<u32>,
+    ) -> std::result::Result<Self, String> {
+        let mut limits = Self::new();
+        if let Some(n) = concurrency {
+            if n == 0 || n > MAX_CONCURRENCY_LIMIT {
+                return Err(format!("concurrency {n} is outside 1..={MAX_CONCURRENCY_LIMIT}"));
+            }
+            limits = limits.concurrency(n);
+        }
+        match (rate_starts, rate_per_ms, rate_burst) {
+            (None, None, None) => {}
+            (Some(starts), Some(per), Some(burst)) => {
+                let rate = RateLimit::new(starts, Duration::from_millis(per))
+                    .and_then(|r| r.burst(burst))
+                    .map_err(|e| e.to_string())?;
+                limits = limits.rate(rate);
+            }
+            (s, p, b) => return Err(format!("rate {s:?} per {p:?} ms, burst {b:?}: a field is missing")),
+        }
+        Ok(limits)
+    }
+
+    /// What a store shows of the limits it keeps as columns: the stored
+    /// concurrency as it is (a corrupt one included, so an operator sees
+    /// it) and the rate if its fields make one.
+    pub fn shown_from_columns(
+        concurrency: Option<u32>,
+        rate_starts: Option<u32>,
+        rate_per_ms: Option<u64>,
+        rate_burst: Option<u32>,
+    ) -> Self {
+        let mut limits = Self::new();
+        limits.concurrency = concurrency;
+        if let (Some(s), Some(p), Some(b)) = (rate_starts, rate_per_ms, rate_burst)
+            && let Ok(rate) = RateLimit::new(s, Duration::from_millis(p)).and_then(|r| r.burst(b))
+        {
+            limits.rate = Some(rate);
+        }
+        limits
+    }
+
     /// No limits.
     pub fn new() -> Self {
         Self::default()
@@ -581,6 +668,36 @@ impl QueueInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_bucket_refills_to_its_burst_and_ignores_garbage() {
+        let rate = RateLimit::new(20, Duration::from_secs(1))
+            .and_then(|r| r.burst(10))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!((rate.bucket_at(0.0, 1_000, 1_100) - 2.0).abs() < 1e-9);
+        assert!((rate.bucket_at(9.5, 1_000, 61_000) - 10.0).abs() < 1e-9);
+        assert!((rate.bucket_at(-5.0, 1_000, 1_000)).abs() < 1e-9);
+        assert!((rate.bucket_at(1e300, 1_000, 1_000) - 10.0).abs() < 1e-9);
+        assert!((rate.bucket_at(f64::NAN, 1_000, 1_000)).abs() < 1e-9);
+        assert!((rate.bucket_at(3.0, i64::MAX, 0) - 3.0).abs() < 1e-9, "a time ahead earns nothing");
+        assert!((rate.bucket_at(0.0, i64::MIN, i64::MAX) - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn stored_columns_are_limits_or_a_reason() {
+        assert_eq!(QueueLimits::from_columns(None, None, None, None), Ok(QueueLimits::new()));
+        for bad in [
+            (Some(0), None, None, None),
+            (Some(MAX_CONCURRENCY_LIMIT + 1), None, None, None),
+            (None, Some(5), Some(1_000), None),
+            (None, Some(0), Some(1_000), Some(1)),
+            (None, Some(5), Some(0), Some(5)),
+        ] {
+            assert!(QueueLimits::from_columns(bad.0, bad.1, bad.2, bad.3).is_err(), "{bad:?}");
+        }
+        let shown = QueueLimits::shown_from_columns(Some(0), Some(5), None, Some(5));
+        assert_eq!((shown.concurrency, shown.rate), (Some(0), None), "corrupt concurrency shown as stored");
+    }
 
     fn totals(set: &mut QueueSet, claims: usize, limit: usize) -> Vec<usize> {
         let names: Vec<QueueName> = set.queues().map(|(q, _)| q.clone()).collect();

@@ -22,9 +22,7 @@
 
 use std::time::Duration;
 
-use executor_core::{
-    MAX_CONCURRENCY_LIMIT, Namespace, QueueLimits, QueueName, RateLimit, Result, TaskRecord, WorkerId,
-};
+use executor_core::{Namespace, QueueLimits, QueueName, Result, TaskRecord, WorkerId};
 use sqlx::{Row, postgres::PgRow};
 
 use crate::{
@@ -93,55 +91,15 @@ impl Stored {
             || self.rate_burst.is_some()
     }
 
-    /// The limits, or why the stored values are not limits (a hand-edited
-    /// row: a concurrency of 0, a rate with a missing or zero field).
+    /// The limits, or why the stored values are not limits.
     fn limits(&self) -> std::result::Result<QueueLimits, String> {
-        let mut limits = QueueLimits::new();
-        if let Some(n) = self.concurrency {
-            if n == 0 || n > MAX_CONCURRENCY_LIMIT {
-                return Err(format!("concurrency {n} is outside 1..={MAX_CONCURRENCY_LIMIT}"));
-            }
-            limits = limits.concurrency(n);
-        }
-        match (self.rate_starts, self.rate_per_ms, self.rate_burst) {
-            (None, None, None) => {}
-            (Some(starts), Some(per), Some(burst)) => {
-                let rate = RateLimit::new(starts, Duration::from_millis(per))
-                    .and_then(|r| r.burst(burst))
-                    .map_err(|e| e.to_string())?;
-                limits = limits.rate(rate);
-            }
-            (s, p, b) => return Err(format!("rate {s:?} per {p:?} ms, burst {b:?}: a field is missing")),
-        }
-        Ok(limits)
+        QueueLimits::from_columns(self.concurrency, self.rate_starts, self.rate_per_ms, self.rate_burst)
     }
 
-    /// What [`crate::PostgresStorage::queues`] shows: the stored values where
-    /// they make a limit (a corrupt concurrency is shown as stored).
+    /// What [`crate::PostgresStorage::queues`] shows.
     pub(crate) fn shown(&self) -> QueueLimits {
-        let mut limits = QueueLimits::new();
-        if let Some(n) = self.concurrency {
-            limits.concurrency = Some(n);
-        }
-        if let (Some(s), Some(p), Some(b)) = (self.rate_starts, self.rate_per_ms, self.rate_burst)
-            && let Ok(rate) = RateLimit::new(s, Duration::from_millis(p)).and_then(|r| r.burst(b))
-        {
-            limits.rate = Some(rate);
-        }
-        limits
+        QueueLimits::shown_from_columns(self.concurrency, self.rate_starts, self.rate_per_ms, self.rate_burst)
     }
-}
-
-/// The bucket of `rate` as of `now` (server ms): the stored tokens (brought
-/// into 0..=burst: a hand-edited value cannot lend or hoard) plus what was
-/// earned since `tokens_at`, capped at the burst. A `tokens_at` ahead of
-/// `now` earns nothing and is replaced by `now`, so it cannot stall the
-/// bucket.
-fn refilled(rate: &RateLimit, tokens: f64, tokens_at: i64, now: i64) -> f64 {
-    let burst = f64::from(rate.burst);
-    let held = if tokens.is_finite() { tokens.clamp(0.0, burst) } else { 0.0 };
-    let elapsed = Duration::from_millis(u64::try_from(now.saturating_sub(tokens_at)).unwrap_or(0));
-    (held + rate.refill(elapsed)).min(burst)
 }
 
 impl PostgresStorage {
@@ -326,7 +284,7 @@ impl PostgresStorage {
         }
         let mut tokens = None;
         if let Some(rate) = &limits.rate {
-            let t = refilled(rate, stored.tokens, stored.tokens_at, now);
+            let t = rate.bucket_at(stored.tokens, stored.tokens_at, now);
             // Whole tokens only; `t` is within 0..=burst (a u32).
             allowed = allowed.min(t.floor() as usize);
             tokens = Some(t);
@@ -445,23 +403,4 @@ pub(crate) async fn rows(s: &PostgresStorage, ns: &Namespace) -> Result<Vec<Show
         });
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bucket_refills_to_its_burst_and_ignores_garbage() {
-        let rate = RateLimit::new(20, Duration::from_secs(1))
-            .and_then(|r| r.burst(10))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!((refilled(&rate, 0.0, 1_000, 1_100) - 2.0).abs() < 1e-9);
-        assert!((refilled(&rate, 9.5, 1_000, 61_000) - 10.0).abs() < 1e-9);
-        assert!((refilled(&rate, -5.0, 1_000, 1_000)).abs() < 1e-9);
-        assert!((refilled(&rate, 1e300, 1_000, 1_000) - 10.0).abs() < 1e-9);
-        assert!((refilled(&rate, f64::NAN, 1_000, 1_000)).abs() < 1e-9);
-        assert!((refilled(&rate, 3.0, i64::MAX, 0) - 3.0).abs() < 1e-9, "a time ahead earns nothing");
-        assert!((refilled(&rate, 0.0, i64::MIN, i64::MAX) - 10.0).abs() < 1e-9);
-    }
 }
