@@ -39,8 +39,10 @@ pub enum Fault {
     /// Kill the store's client connections.
     Drop,
     /// A worker `SIGSTOP`s itself while a reply of its claim is pending
-    /// (MariaDB: the claim's transaction open, its rows locked), past its
-    /// lease. MySQL backend only (elsewhere a claim is one atomic call).
+    /// (MariaDB: the claim's transaction open, its rows locked; PostgreSQL:
+    /// its connection check-out or its claim statement in flight), past its
+    /// lease. SQL backends only ([`Backend::pauses_inside_claims`]; a
+    /// Redis claim is one script call).
     ClaimStop,
     /// `--first-start-processes` processes connect at once to a new, empty
     /// database on the MariaDB server, racing on the migrations. Backends
@@ -56,7 +58,7 @@ impl Fault {
         match self {
             Fault::Kill | Fault::Stop => true,
             Fault::Restart | Fault::Drop => !servers.is_empty(),
-            Fault::ClaimStop => backend == Backend::Mysql,
+            Fault::ClaimStop => backend.pauses_inside_claims(),
             Fault::FirstStart => servers.iter().any(|s| lock(s).backend() == Backend::Mysql),
             Fault::None => false,
         }
@@ -156,6 +158,7 @@ pub fn run(args: RunArgs) -> Result<bool, AnyError> {
     let ok = match args.storage {
         Backend::Redis => rt.block_on(drive::<executor_redis::RedisStorage>(&args, stores, &dir))?,
         Backend::Mysql => rt.block_on(drive::<executor_mysql::MySqlStorage>(&args, stores, &dir))?,
+        Backend::Postgres => rt.block_on(drive::<executor_postgres::PostgresStorage>(&args, stores, &dir))?,
         Backend::Tiered => rt.block_on(drive::<crate::tiered::Tiered>(&args, stores, &dir))?,
     };
     if !ok {
@@ -190,7 +193,7 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
         block_ms: 0,
         current_thread: false,
         retry_percent: args.retry_percent,
-        claim_stop_ms: if args.faults.contains(&Fault::ClaimStop) && args.storage == Backend::Mysql {
+        claim_stop_ms: if args.faults.contains(&Fault::ClaimStop) && args.storage.pauses_inside_claims() {
             u64::try_from(pause(args.lease_ms).as_millis()).unwrap_or(u64::MAX)
         } else {
             0
@@ -345,6 +348,8 @@ async fn drive<S: ChaosStore>(args: &RunArgs, stores: Stores, dir: &TempDir) -> 
     if let Err(e) = storage.purge(&ns).await {
         eprintln!("purging namespace {ns} failed: {e}");
     }
+    // Before the servers stop, when `servers` is dropped.
+    storage.close().await;
     Ok(report.violations.is_empty())
 }
 

@@ -13,6 +13,7 @@ use rand::seq::IndexedRandom;
 
 use crate::{
     ledger::{Event, Ledger, now_ms},
+    postgres::psql,
     process::{Owned, Signal, signal},
     server::{AnyError, Backend, PrivateServer, mysql_cli},
     worker::WorkerArgs,
@@ -180,6 +181,7 @@ pub fn backend_name(b: Backend) -> &'static str {
     match b {
         Backend::Redis => "redis",
         Backend::Mysql => "mysql",
+        Backend::Postgres => "postgres",
         Backend::Tiered => "tiered",
     }
 }
@@ -206,13 +208,15 @@ pub fn restart_store(
 
 /// Kills every client connection of a private store server but the
 /// caller's: `KILL` from `information_schema.processlist` on MariaDB,
-/// `CLIENT KILL` on Redis.
+/// `pg_terminate_backend` of every backend of database `chaos` on
+/// PostgreSQL (each rolls back what it was running and closes its
+/// connection), `CLIENT KILL` on Redis.
 ///
 /// # Errors
 /// The store did not answer.
 pub fn drop_connections(fleet: &Fleet, server: &PrivateServer) -> Result<(), AnyError> {
     let port = server.port();
-    // A server's backend is Redis or Mysql, never Tiered.
+    // A server's backend is Redis, Mysql or Postgres, never Tiered.
     let n = match server.backend() {
         Backend::Mysql => {
             let ids = mysql_cli(
@@ -225,6 +229,16 @@ pub fn drop_connections(fleet: &Fleet, server: &PrivateServer) -> Result<(), Any
                 let _ = mysql_cli(port, &format!("KILL {id}"));
             }
             ids.len()
+        }
+        Backend::Postgres => {
+            // `psql` connects to database `postgres`: its own backend is not one of them.
+            let n = psql(
+                port,
+                "postgres",
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE datname = 'chaos' AND pid <> pg_backend_pid()",
+            )?;
+            n.trim().parse().unwrap_or(0)
         }
         Backend::Redis | Backend::Tiered => {
             let mut s = TcpStream::connect(("127.0.0.1", port))?;

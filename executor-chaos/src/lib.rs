@@ -28,6 +28,7 @@ pub mod cron;
 pub mod first_start;
 pub mod fleet;
 pub mod ledger;
+pub mod postgres;
 pub mod process;
 pub mod recorder;
 pub mod server;

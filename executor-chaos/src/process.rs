@@ -16,6 +16,9 @@ pub enum Signal {
     Kill,
     /// `SIGTERM`: graceful shutdown.
     Term,
+    /// `SIGINT`: PostgreSQL's fast shutdown (its `SIGTERM` waits for every
+    /// client to disconnect).
+    Int,
     /// `SIGSTOP`: frozen, holds its leases without renewing them.
     Stop,
     /// `SIGCONT`: resumes a stopped process.
@@ -29,6 +32,7 @@ impl Signal {
         match self {
             Self::Kill => "-KILL",
             Self::Term => "-TERM",
+            Self::Int => "-INT",
             Self::Stop => "-STOP",
             Self::Cont => "-CONT",
             Self::Usr1 => "-USR1",

@@ -5,6 +5,7 @@
 
 use std::{
     future::Future,
+    ops::RangeInclusive,
     process::{Command, Stdio},
     sync::{
         Arc,
@@ -20,7 +21,10 @@ use executor_core::{
     testing::{Intercept, Intercepted},
 };
 
-use crate::ledger::{Event, Ledger, now_ms};
+use crate::{
+    ledger::{Event, Ledger, now_ms},
+    server::Backend,
+};
 
 /// A store whose claims, finishes and heartbeats are recorded:
 /// `Recorded::new(store, Recorder::new(ledger))`.
@@ -40,13 +44,33 @@ pub struct Recorder {
 /// next claim call is polled until one of its first replies is pending,
 /// then the process `SIGSTOP`s itself for `pause` (a helper shell sends
 /// `SIGCONT`). On MariaDB the claim's transaction is then open with its
-/// rows locked, as when a worker is stopped at the worst moment.
+/// rows locked, as when a worker is stopped at the worst moment; on
+/// PostgreSQL its claim statement is in flight (the server commits it and
+/// the tasks wait, leased to a stopped worker, for the reaper).
 #[derive(Clone, Debug)]
 pub struct ClaimStop {
     /// Set to pause in the next claim; cleared when the pause happens.
     pub armed: Arc<AtomicBool>,
     /// How long to stay stopped.
     pub pause: Duration,
+    /// The pending replies to stop at, one picked at random per claim
+    /// ([`ClaimStop::replies_of`]).
+    pub replies: RangeInclusive<u32>,
+}
+
+impl ClaimStop {
+    /// Which pending reply of a claim on `backend` to stop at. MariaDB:
+    /// replies 1-2 are usually the pool and the transaction's start, 3-5
+    /// come after its locking read. PostgreSQL: a claim is one statement on
+    /// a connection the storage kept, so its first pending reply is usually
+    /// the statement's (a connection idle for a while is pinged first, one
+    /// more); a claim that ends before the picked reply arms the next one.
+    pub fn replies_of(backend: Backend) -> RangeInclusive<u32> {
+        match backend {
+            Backend::Postgres => 1..=2,
+            _ => 2..=5,
+        }
+    }
 }
 
 impl Recorder {
@@ -68,9 +92,7 @@ impl Recorder {
         claim: F,
         stop: &ClaimStop,
     ) -> Result<Vec<TaskRecord>> {
-        // Replies 1-2 are usually the pool and the transaction's start; on a
-        // MariaDB claim that holds a transaction, 3-5 come after its locking read.
-        let at = rand::random_range(2..=5u32);
+        let at = rand::random_range(stop.replies.clone());
         let (mut pending, mut stopped) = (0, false);
         let mut claim = std::pin::pin!(claim);
         let r = std::future::poll_fn(|cx| match claim.as_mut().poll(cx) {

@@ -1,5 +1,5 @@
 //! Private store servers on free loopback ports in temp dirs, so the harness
-//! can stop and restart them without touching the shared 6379/3306.
+//! can stop and restart them without touching the shared 6379/3306/5432.
 
 use std::{
     io::{Read, Write},
@@ -9,7 +9,10 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::process::{Owned, Signal, TempDir, find_program, free_port};
+use crate::{
+    postgres,
+    process::{Owned, Signal, TempDir, find_program, free_port},
+};
 
 /// Which store a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -18,6 +21,8 @@ pub enum Backend {
     Redis,
     /// `executor-mysql` (MariaDB).
     Mysql,
+    /// `executor-postgres` (PostgreSQL).
+    Postgres,
     /// `executor_core::TieredStorage`: Redis hot, MariaDB cold.
     Tiered,
 }
@@ -29,8 +34,20 @@ impl Backend {
         match self {
             Backend::Redis => &[Backend::Redis],
             Backend::Mysql => &[Backend::Mysql],
+            Backend::Postgres => &[Backend::Postgres],
             Backend::Tiered => &[Backend::Redis, Backend::Mysql],
         }
+    }
+
+    /// Whether the `claim-stop` fault applies to this store
+    /// ([`crate::controller::Fault::ClaimStop`]): a worker stopped while a
+    /// reply of its claim is pending, on a SQL store. MariaDB's claim is a
+    /// transaction, left open with its rows locked; PostgreSQL's is one
+    /// statement the server commits while the worker is stopped (and, on a
+    /// queue with limits, a short transaction). A Redis claim is one script
+    /// call, and the Redis runs keep to the classic faults.
+    pub fn pauses_inside_claims(self) -> bool {
+        matches!(self, Backend::Mysql | Backend::Postgres)
     }
 }
 
@@ -39,9 +56,10 @@ impl Backend {
 enum Kind {
     Redis,
     Mariadb,
+    Postgres,
 }
 
-/// A redis-server or mariadbd the harness started and may restart.
+/// A redis-server, mariadbd or postgres the harness started and may restart.
 #[derive(Debug)]
 pub struct PrivateServer {
     kind: Kind,
@@ -73,7 +91,10 @@ pub type AnyError = Box<dyn std::error::Error + Send + Sync>;
 impl PrivateServer {
     /// Starts a server of `backend` on a free port in a new temp dir: Redis
     /// with `appendonly yes` and `appendfsync always` (an acknowledged write
-    /// survives `kill -9`), MariaDB with a fresh datadir and database `chaos`.
+    /// survives `kill -9`), MariaDB with a fresh datadir and database `chaos`,
+    /// PostgreSQL with a fresh cluster (`initdb`, trust on loopback, `fsync`
+    /// on, run as the `postgres` OS user when the harness is root) and
+    /// database `chaos`.
     ///
     /// # Errors
     /// The server binary is missing or it did not come up in time; `backend`
@@ -90,11 +111,15 @@ impl PrivateServer {
     /// `rediss-cluster://` URL.
     ///
     /// # Errors
-    /// As [`PrivateServer::start`]; `cluster` with MariaDB; the cluster did
-    /// not reach `cluster_state:ok` within 30 s.
+    /// As [`PrivateServer::start`]; `cluster` with MariaDB; PostgreSQL (no
+    /// TLS set up for it here); the cluster did not reach `cluster_state:ok`
+    /// within 30 s.
     pub fn start_tls(backend: Backend, tls: ServerTls, cluster: bool) -> Result<Self, AnyError> {
         if cluster && backend != Backend::Redis {
             return Err("only Redis runs as a cluster".into());
+        }
+        if backend == Backend::Postgres {
+            return Err("a private PostgreSQL speaks no TLS here".into());
         }
         let server = Self::start_with(backend, Some(tls), cluster)?;
         if cluster {
@@ -114,6 +139,7 @@ impl PrivateServer {
         let kind = match backend {
             Backend::Redis => Kind::Redis,
             Backend::Mysql => Kind::Mariadb,
+            Backend::Postgres => Kind::Postgres,
             Backend::Tiered => {
                 return Err("a tiered store is two servers: start one per Backend::servers()".into());
             }
@@ -121,15 +147,24 @@ impl PrivateServer {
         let dir = TempDir::new(match kind {
             Kind::Redis => "chaos-redis",
             Kind::Mariadb => "chaos-mariadb",
+            Kind::Postgres => "chaos-postgres",
         })?;
         let port = free_port()?;
-        if kind == Kind::Mariadb {
-            install_mariadb(&dir)?;
+        match kind {
+            Kind::Mariadb => install_mariadb(&dir)?,
+            Kind::Postgres => postgres::initdb(dir.path())?,
+            Kind::Redis => {}
         }
         let mut server = Self { kind, port, dir, process: None, started: false, restarts: 0, tls, cluster };
         server.up()?;
-        if kind == Kind::Mariadb {
-            mysql_cli(port, "CREATE DATABASE IF NOT EXISTS chaos")?;
+        match kind {
+            Kind::Mariadb => {
+                mysql_cli(port, "CREATE DATABASE IF NOT EXISTS chaos")?;
+            }
+            Kind::Postgres => {
+                postgres::psql(port, "postgres", &format!("CREATE DATABASE {}", postgres::DATABASE))?;
+            }
+            Kind::Redis => {}
         }
         Ok(server)
     }
@@ -147,14 +182,18 @@ impl PrivateServer {
                 format!("{scheme}://127.0.0.1:{}", self.port)
             }
             Kind::Mariadb => format!("mysql://root@127.0.0.1:{}/chaos", self.port),
+            Kind::Postgres => {
+                format!("postgres://{}@127.0.0.1:{}/{}", postgres::SUPERUSER, self.port, postgres::DATABASE)
+            }
         }
     }
 
-    /// The single-store backend this server serves (`Redis` or `Mysql`).
+    /// The single-store backend this server serves (`Redis`, `Mysql` or `Postgres`).
     pub fn backend(&self) -> Backend {
         match self.kind {
             Kind::Redis => Backend::Redis,
             Kind::Mariadb => Backend::Mysql,
+            Kind::Postgres => Backend::Postgres,
         }
     }
 
@@ -163,22 +202,39 @@ impl PrivateServer {
         self.port
     }
 
+    /// The server process's id while it runs (for PostgreSQL, the postmaster's).
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(Owned::pid)
+    }
+
     /// Times the server was restarted.
     pub fn restarts(&self) -> u32 {
         self.restarts
     }
 
     /// Stops the server with `signal` (`Term`: clean shutdown; `Kill`: crash).
+    ///
+    /// PostgreSQL: `Term` is its fast shutdown (`SIGINT`: clients are
+    /// disconnected, open transactions roll back, a checkpoint is written;
+    /// its `SIGTERM` would wait for every client to leave); `Kill` is
+    /// `kill -9` of the postmaster alone, as when it crashes. Its children
+    /// notice and exit by themselves; this waits for them (5 s at most,
+    /// then kills them), because a new postmaster refuses the data
+    /// directory while one of them still holds the old shared memory.
     pub fn down(&mut self, signal: Signal) {
         if let Some(mut p) = self.process.take() {
+            let children = if self.kind == Kind::Postgres { postgres::children(p.pid()) } else { Vec::new() };
             if signal == Signal::Kill {
                 p.kill();
             } else {
+                let signal =
+                    if self.kind == Kind::Postgres && signal == Signal::Term { Signal::Int } else { signal };
                 crate::process::signal(p.pid(), signal);
                 if !p.wait_exit(Duration::from_secs(20)) {
                     p.kill();
                 }
             }
+            postgres::wait_gone(&children, Duration::from_secs(5));
         }
     }
 
@@ -266,9 +322,11 @@ impl PrivateServer {
                     .stderr(Stdio::null())
                     .spawn()?
             }
+            Kind::Postgres => postgres::postmaster(d, self.port)?,
         };
         self.process = Some(Owned::new(child, format!("{:?} server", self.kind)));
         let end = Instant::now() + Duration::from_secs(30);
+        let mut respawns = 0;
         while Instant::now() < end {
             if self.answers() {
                 self.restarts += u32::from(self.started);
@@ -276,7 +334,20 @@ impl PrivateServer {
                 return Ok(());
             }
             if self.process.as_mut().is_some_and(Owned::exited) {
-                return Err(format!("{:?} server exited at start; see {}", self.kind, d.display()).into());
+                // A postmaster that found the old one's children still
+                // attached to its shared memory, or a stale lock file, exits
+                // at once: try again shortly, a few times.
+                if self.kind == Kind::Postgres && respawns < 10 {
+                    respawns += 1;
+                    std::thread::sleep(Duration::from_millis(200));
+                    let child = postgres::postmaster(d, self.port)?;
+                    self.process = Some(Owned::new(child, "Postgres server"));
+                    continue;
+                }
+                let log = if self.kind == Kind::Postgres { postgres::log_tail(d, 5) } else { String::new() };
+                return Err(
+                    format!("{:?} server exited at start; see {}\n{log}", self.kind, d.display()).into()
+                );
             }
             std::thread::sleep(Duration::from_millis(25));
         }
@@ -291,6 +362,7 @@ impl PrivateServer {
             }
             Kind::Redis => redis_ping(self.port),
             Kind::Mariadb => mysql_cli(self.port, "SELECT 1").is_ok(),
+            Kind::Postgres => postgres::psql(self.port, "postgres", "SELECT 1").is_ok(),
         }
     }
 
@@ -319,6 +391,16 @@ impl PrivateServer {
     /// Whether the server process runs.
     pub fn is_up(&self) -> bool {
         self.process.is_some()
+    }
+}
+
+/// A PostgreSQL server is shut down cleanly, so its children exit before
+/// its temp dir is removed; the others are killed with their `Owned`.
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        if self.kind == Kind::Postgres {
+            self.down(Signal::Term);
+        }
     }
 }
 

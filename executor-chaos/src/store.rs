@@ -6,6 +6,7 @@ use std::{future::Future, time::Duration};
 
 use executor_core::{ListQuery, Namespace, Result, StateCounts, TaskRecord, TaskState, storage::Storage};
 use executor_mysql::MySqlStorage;
+use executor_postgres::{PostgresOptions, PostgresStorage};
 use executor_redis::RedisStorage;
 
 use crate::victims::Corruption;
@@ -28,6 +29,13 @@ pub trait ChaosStore: Storage + Clone + Sized {
 
     /// Deletes every key or row of `ns`.
     fn purge(&self, ns: &Namespace) -> impl Future<Output = Result<()>> + Send;
+
+    /// Closes the connections before the store's server is stopped (so a
+    /// background connection, as PostgreSQL's listener, does not try to
+    /// reconnect to a server going away). Dropping it is enough for most.
+    fn close(self) -> impl Future<Output = ()> + Send {
+        async move { drop(self) }
+    }
 
     /// Connects, retrying for up to `patience` (a store restarting).
     fn connect_retrying(url: &str, patience: Duration) -> impl Future<Output = Result<Self>> + Send {
@@ -162,5 +170,40 @@ impl ChaosStore for MySqlStorage {
                 .map_err(|e| executor_core::Error::storage(e, true))?;
         }
         Ok(())
+    }
+}
+
+impl ChaosStore for PostgresStorage {
+    async fn connect_once(url: &str) -> Result<Self> {
+        PostgresOptions::new()
+            .max_connections(4)
+            .acquire_timeout(Duration::from_secs(2))
+            .poll_interval(Duration::from_millis(5), Duration::from_millis(100))
+            .connect(url)
+            .await
+    }
+
+    async fn corrupt(&self, ns: &Namespace, id: &str, corruption: Corruption) -> Result<bool> {
+        let Some(sql) = corruption.postgres_update() else { return Ok(false) };
+        let done = executor_postgres::sqlx::query(sql)
+            .bind(ns.as_str())
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .map_err(|e| executor_core::Error::storage(e, true))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    async fn purge(&self, ns: &Namespace) -> Result<()> {
+        PostgresStorage::purge(self, ns).await.map(|_| ())
+    }
+
+    /// The storage keeps the connections it used for its next statements,
+    /// and `PgPool::close` waits for every connection to be back: drop the
+    /// storage first (its listener stops with it), then close, for 5 s at most.
+    async fn close(self) {
+        let pool = self.pool().clone();
+        drop(self);
+        let _ = tokio::time::timeout(Duration::from_secs(5), pool.close()).await;
     }
 }

@@ -41,7 +41,7 @@ pub fn print_summary(
         println!("restarts: {total}");
     }
     println!("dropped connection rounds: {}", fault("drop"));
-    if args.faults.contains(&crate::controller::Fault::ClaimStop) && args.storage == Backend::Mysql {
+    if args.faults.contains(&crate::controller::Fault::ClaimStop) && args.storage.pauses_inside_claims() {
         println!("claim pauses (SIGSTOP inside a claim, past the lease): {}", fault("claim_stop"));
     }
     if fault("first_start") + fault("first_start_failed") > 0 {

@@ -49,8 +49,11 @@ pub enum VictimKind {
 }
 
 /// How a corrupt victim's record is edited. Redis: the task hash
-/// `{re:<ns>}:t:<id>` (fields of `executor-redis/src/record.rs`); MariaDB:
-/// the row of `reliable_executor_tasks`.
+/// `{re:<ns>}:t:<id>` (fields of `executor-redis/src/record.rs`); MariaDB
+/// and PostgreSQL: the row of `reliable_executor_tasks`. PostgreSQL's CHECK
+/// constraints refuse an unknown state and negative counters, and no
+/// session can turn them off (MariaDB's can), so its corruptions are values
+/// the constraints let through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Corruption {
     /// The hash is replaced by a string key.
@@ -77,6 +80,14 @@ pub enum Corruption {
     MysqlAttemptsMax,
     /// `fence` is `u64::MAX`.
     MysqlFenceMax,
+    /// `attempts` is `INTEGER`'s maximum, 2^31-1 (one more attempt is out of range).
+    PostgresAttemptsMax,
+    /// `fence` is `BIGINT`'s maximum, 2^63-1.
+    PostgresFenceMax,
+    /// `retry` (the policy's JSON) is not JSON.
+    PostgresRetryText,
+    /// `due_at` is negative (no time a record can hold).
+    PostgresDueNegative,
 }
 
 impl Corruption {
@@ -95,6 +106,9 @@ impl Corruption {
                 RedisFenceInf,
             ],
             Backend::Mysql => &[MysqlMixedCase, MysqlUnknownState, MysqlAttemptsMax, MysqlFenceMax],
+            Backend::Postgres => {
+                &[PostgresAttemptsMax, PostgresRetryText, PostgresFenceMax, PostgresDueNegative]
+            }
             // Hot (Redis) and cold (MariaDB) records in turn.
             Backend::Tiered => &[
                 RedisWrongType,
@@ -129,12 +143,21 @@ impl Corruption {
             MysqlUnknownState => "unknown-state",
             MysqlAttemptsMax => "attempts-max",
             MysqlFenceMax => "fence-max",
+            PostgresAttemptsMax => "attempts-max",
+            PostgresFenceMax => "fence-max",
+            PostgresRetryText => "retry-not-json",
+            PostgresDueNegative => "due-negative",
         }
     }
 
     /// Whether the record is a MariaDB row (on a tiered store: in the cold tier).
     pub fn is_mysql(self) -> bool {
         self.mysql_update().is_some()
+    }
+
+    /// Whether the record is a PostgreSQL row.
+    pub fn is_postgres(self) -> bool {
+        self.postgres_update().is_some()
     }
 
     /// A Lua script that corrupts the hash `KEYS[1]` if the task still
@@ -176,6 +199,28 @@ impl Corruption {
             MysqlUnknownState => update!("state = 'SLEEPING'"),
             MysqlAttemptsMax => update!("attempts = 4294967295"),
             MysqlFenceMax => update!("fence = 18446744073709551615"),
+            _ => return None,
+        })
+    }
+
+    /// The UPDATE that corrupts the row (binds: ns, id), made only while
+    /// the task waits (`CREATED` or `PENDING`).
+    pub fn postgres_update(self) -> Option<&'static str> {
+        use Corruption::*;
+        macro_rules! update {
+            ($set:literal) => {
+                concat!(
+                    "UPDATE reliable_executor_tasks SET ",
+                    $set,
+                    " WHERE ns = $1 AND id = $2 AND state IN ('CREATED', 'PENDING')"
+                )
+            };
+        }
+        Some(match self {
+            PostgresAttemptsMax => update!("attempts = 2147483647"),
+            PostgresFenceMax => update!("fence = 9223372036854775807"),
+            PostgresRetryText => update!("retry = 'not json'"),
+            PostgresDueNegative => update!("due_at = -1"),
             _ => return None,
         })
     }
@@ -253,7 +298,12 @@ impl Victim {
             (VictimKind::Corrupt, _) if !self.corrupted => outcome.is_settled(),
             (VictimKind::Corrupt, Outcome::Unreadable(_) | Outcome::Gone) => true,
             (VictimKind::Corrupt, Outcome::Record { state, error }) => {
-                *state == TaskState::Error && error.as_deref().is_some_and(|e| !e.is_empty())
+                // PostgreSQL names what was wrong: "corrupt record: ...".
+                let reason = |e: &str| match self.corruption {
+                    Some(c) if c.is_postgres() => e.starts_with("corrupt record"),
+                    _ => !e.is_empty(),
+                };
+                *state == TaskState::Error && error.as_deref().is_some_and(reason)
                     // `Pending` parses as PENDING (state names are case-blind):
                     // a store may also run it as the valid task it is.
                     || (self.corruption == Some(Corruption::MysqlMixedCase) && *state == TaskState::Completed)

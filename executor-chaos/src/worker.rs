@@ -106,6 +106,7 @@ pub fn run(args: WorkerArgs) -> Result<(), AnyError> {
         match args.storage {
             Backend::Redis => serve::<executor_redis::RedisStorage>(args).await,
             Backend::Mysql => serve::<executor_mysql::MySqlStorage>(args).await,
+            Backend::Postgres => serve::<executor_postgres::PostgresStorage>(args).await,
             Backend::Tiered => serve::<crate::tiered::Tiered>(args).await,
         }
     })
@@ -126,8 +127,11 @@ async fn serve<S: ChaosStore>(args: WorkerArgs) -> Result<(), AnyError> {
     let storage = S::connect_run(&args.url, args.cold_url.as_deref(), Duration::from_secs(60)).await?;
     Namespace::new(args.ns.clone())?;
     let lease = Duration::from_millis(args.lease_ms);
-    let recorder = Recorder::new(ledger.clone())
-        .with_claim_stop(ClaimStop { armed, pause: Duration::from_millis(args.claim_stop_ms) });
+    let recorder = Recorder::new(ledger.clone()).with_claim_stop(ClaimStop {
+        armed,
+        pause: Duration::from_millis(args.claim_stop_ms),
+        replies: ClaimStop::replies_of(args.storage),
+    });
     let mut builder = Executor::builder(Recorded::new(storage, recorder))
         .namespace(args.ns.clone())
         .concurrency(args.concurrency)

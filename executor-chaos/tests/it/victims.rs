@@ -4,7 +4,9 @@
 //! - a corrupt record (Redis: the hash replaced by a string or a list,
 //!   fence/attempts/due not numbers or out of range, an unknown or deleted
 //!   state; MariaDB: a mixed-case or unknown state, attempts/fence at the
-//!   column's maximum) must end `ERROR`, be reported unreadable or be gone,
+//!   column's maximum; PostgreSQL: attempts/fence at the column's maximum,
+//!   a retry policy that is not JSON, a negative due time) must end `ERROR`,
+//!   be reported unreadable or be gone,
 //!   and `Storage::delete` must remove it. Before the fix a Redis hash of
 //!   another type failed the claim script half way, a list page failed on one
 //!   bad record, and a `Pending` row was never claimed (stuck);
@@ -50,6 +52,17 @@ fn victims_run(storage: &str, tasks: &str, per_kind: &str) -> Result<(), String>
     }
     // Nearly every corrupt victim is edited before it is due (1.5 s).
     assert!(figure(&summary, "victims:").is_some(), "{summary}");
+    if storage == "postgres" {
+        // With no other fault every edit lands while its task waits.
+        for corrupt in [
+            "corrupt attempts-max -> ERROR",
+            "corrupt fence-max -> ERROR",
+            "corrupt retry-not-json -> unreadable",
+            "corrupt due-negative -> unreadable",
+        ] {
+            assert!(outcomes.contains(corrupt), "no {corrupt}: {summary}");
+        }
+    }
     Ok(())
 }
 
@@ -78,4 +91,14 @@ fn victims_on_mysql_end_dead_lettered_without_harming_neighbours() -> Result<(),
 #[test]
 fn victims_on_tiered_end_dead_lettered_without_harming_neighbours() -> Result<(), String> {
     victims_run("tiered", "600", "12")
+}
+
+/// PostgreSQL: the four corruptions its CHECK constraints let through
+/// (attempts at `INTEGER`'s maximum, fence at `BIGINT`'s, a retry policy
+/// that is not JSON, a negative due time), each edited while the task waits.
+/// The claim moves each row to `ERROR` with a reason starting "corrupt
+/// record" (the last two stay unreadable to `get`, which says why).
+#[test]
+fn victims_on_postgres_end_dead_lettered_without_harming_neighbours() -> Result<(), String> {
+    victims_run("postgres", "600", "4")
 }
