@@ -69,6 +69,13 @@ impl Conns {
         &self.pool
     }
 
+    /// Gives every kept connection back to the pool (so its `close` can
+    /// finish).
+    pub(crate) fn release_kept(&self) {
+        let kept: Vec<_> = self.idle.lock().map(|mut idle| idle.drain(..).collect()).unwrap_or_default();
+        drop(kept);
+    }
+
     /// A connection for one statement or transaction: a kept one if any,
     /// else one from the pool.
     pub(crate) async fn get(&self) -> Result<Checkout<'_>, sqlx::Error> {

@@ -250,9 +250,21 @@ impl PostgresStorage {
     }
 
     /// The pool, for operators' own queries and for the transactions that
-    /// [`PostgresStorage::submit_in`] joins.
+    /// [`PostgresStorage::submit_in`] joins. Close the storage with
+    /// [`PostgresStorage::close`], not `pool().close()`: the storage keeps
+    /// connections it used and one for the listener, and the pool's `close`
+    /// waits for them.
     pub fn pool(&self) -> &PgPool {
         self.conns.pool()
+    }
+
+    /// Stops listening, gives back the connections the storage keeps and
+    /// closes the pool (for every clone of the storage). Calls after it fail
+    /// with a retryable "pool closed" error.
+    pub async fn close(&self) {
+        self.listener.stop().await;
+        self.conns.release_kept();
+        self.conns.pool().close().await;
     }
 
     /// Tells waiters of `ns` in this process that work may be due.

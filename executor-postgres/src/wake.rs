@@ -116,6 +116,16 @@ impl Listener {
     }
 }
 
+impl Listener {
+    /// Stops listening and gives the connection back.
+    pub(crate) async fn stop(&self) {
+        if let Some(task) = self.task.lock().await.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
 impl Drop for Listener {
     fn drop(&mut self) {
         if let Some(task) = self.task.get_mut().take() {

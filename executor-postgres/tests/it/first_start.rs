@@ -74,6 +74,8 @@ async fn migrate_child() -> TestResult {
     if s.schedules(&ns).await?.len() != 1 {
         return Err("the schedule was not stored".into());
     }
+    // Closing returns (the kept connections and the listener's go back).
+    tokio::time::timeout(Duration::from_secs(10), s.close()).await?;
     Ok(())
 }
 
