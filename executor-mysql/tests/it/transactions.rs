@@ -203,6 +203,8 @@ async fn crash_child() -> TestResult {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_killed_before_its_commit_leaves_neither() -> TestResult {
+    // A child process: kept apart from the other tests that load the machine.
+    let _serial = crate::support::serial().await;
     let (s, ns) = fresh().await;
     let orders = Orders::create(&ns).await?;
     let mut child = tokio::process::Command::new(std::env::current_exe()?)
