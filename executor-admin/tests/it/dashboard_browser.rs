@@ -169,14 +169,11 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
 
         broken.store(false, Ordering::SeqCst); // the "bug" is fixed: the requeued task will succeed
         button.click().await?;
-        let notice = browser
-            .wait()
-            .at_most(Duration::from_secs(10))
-            .for_element(Locator::Id("notice"))
-            .await?
-            .text()
-            .await?;
-        assert_eq!(notice, "Requeued crm-1042.");
+        eventually("the requeue notice", Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move { notice_says(&browser, "Requeued crm-1042.").await }
+        })
+        .await?;
         eventually("crm-1042 to leave the dead letter on the page", Duration::from_secs(10), || {
             let browser = browser.clone();
             async move {
@@ -327,19 +324,31 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
 
 /// Whether the page's notice says `text`. Right after a click the old page
 /// may still be showing while the new one loads: its notice then goes stale
-/// between the find and the read, which is "not yet", not a failure.
+/// between the find and the read, which is "not yet", not a failure (as is
+/// a notice of the new page found while its document was still replacing
+/// the old one).
 async fn notice_says(browser: &fantoccini::Client, text: &str) -> BoxResult<bool> {
     for n in browser.find_all(Locator::Id("notice")).await? {
         match n.text().await {
             Ok(t) if t == text => return Ok(true),
             Ok(_) => {}
-            Err(fantoccini::error::CmdError::Standard(e))
-                if e.error == fantoccini::error::ErrorStatus::StaleElementReference =>
-            {
-                return Ok(false);
-            }
+            Err(e) if is_stale(&e) => return Ok(false),
             Err(e) => return Err(e.into()),
         }
     }
     Ok(false)
+}
+
+/// Whether `e` says the element belongs to a page that was replaced: the
+/// standard stale-element error, or the "unknown error" Chromium 156 answers
+/// instead when the node's document went away between the find and the read
+/// ("Node with given id does not belong to the document").
+fn is_stale(e: &fantoccini::error::CmdError) -> bool {
+    match e {
+        fantoccini::error::CmdError::Standard(e) => {
+            e.error == fantoccini::error::ErrorStatus::StaleElementReference
+                || e.message.contains("does not belong to the document")
+        }
+        _ => false,
+    }
 }
