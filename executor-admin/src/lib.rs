@@ -33,6 +33,7 @@
 //! | `POST /api/tasks/{id}/cancel`, `/requeue` | cancel; requeue from the dead letter |
 //! | `POST /api/dead-letter/requeue?limit=` | requeue the dead letter in bounded batches |
 //! | `GET /api/counts`, `/api/info` | counts by state; namespace, leader, this worker |
+//! | `GET /api/history?minutes=&name=` | attempts succeeded and failed per minute over the last 1 to 1440 minutes (default 60), zeros filled, with totals and the names seen |
 //! | `GET /api/schedules` | every cron schedule: definition, paused, last tick, next fire, last task and its state |
 //! | `POST /api/schedules/{name}/pause`, `/resume`; `DELETE /api/schedules/{name}` | pause, resume, remove a schedule |
 //! | `GET /api/queues` | every queue with waiting or running tasks, paused or limited: waiting, due, oldest due time, latency (store now − oldest due), paused, running, limits, throttled claims |
@@ -64,6 +65,7 @@ mod admin;
 mod api;
 mod dashboard;
 mod error;
+mod history;
 mod limits;
 mod metrics;
 mod openapi;
@@ -74,6 +76,7 @@ mod views;
 
 pub use admin::{Admin, DEFAULT_BODY_LIMIT};
 pub use error::{ApiError, ErrorBody};
+pub use history::{HistoryPoint, HistoryTotals, HistoryView};
 pub use limits::{QueueLimitsRequest, QueueLimitsView, RateLimitRequest, RateLimitView};
 pub use metrics::{
     LATENCY_BUCKETS, UPKEEP_INTERVAL, install_prometheus, install_prometheus_listener, metrics_router,

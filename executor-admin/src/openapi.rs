@@ -4,7 +4,7 @@
 use axum::Json;
 use utoipa::OpenApi;
 
-use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
+use crate::{ErrorBody, api, dashboard, history, limits, queues, schedules, views};
 
 /// The admin router's OpenAPI 3.1 document. Paths are relative to where
 /// the router is mounted.
@@ -12,7 +12,7 @@ use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
 #[openapi(
     info(
         title = "Reliable Executor admin API",
-        description = "Submit, inspect, cancel, requeue and delete tasks; counts and leadership; \
+        description = "Submit, inspect, cancel, requeue and delete tasks; counts and leadership; throughput per minute; \
                        list, pause, resume and remove cron schedules; list, pause and resume named \
                        queues and set their fleet-wide limits. \
                        Errors are JSON `{code, message}` with stable codes. A stored record that \
@@ -29,6 +29,7 @@ use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
         api::requeue_all,
         api::counts,
         api::info,
+        history::get,
         schedules::list,
         schedules::pause,
         schedules::resume,
@@ -75,12 +76,15 @@ use crate::{ErrorBody, api, dashboard, limits, queues, schedules, views};
         limits::RateLimitView,
         limits::QueueLimitsRequest,
         limits::RateLimitRequest,
+        history::HistoryView,
+        history::HistoryPoint,
+        history::HistoryTotals,
     )),
     modifiers(&ReadOnlyAnswers),
     tags(
         (name = "tasks", description = "Submit and inspect tasks"),
         (name = "dead letter", description = "FAILED, TIMEOUT and ERROR tasks: requeue them"),
-        (name = "cluster", description = "Counts and leadership"),
+        (name = "cluster", description = "Counts, leadership and throughput history"),
         (name = "schedules", description = "Cron schedules: list, pause, resume, remove"),
         (name = "queues", description = "Named queues: depth, latency, running tasks; pause, resume and limits fleet-wide"),
         (name = "dashboard", description = "HTML pages and their forms"),

@@ -10,7 +10,7 @@ use axum::{
 };
 use executor_core::{MemoryStorage, storage::Storage};
 
-use crate::{Admin, ApiError, api, dashboard, openapi, queues, schedules};
+use crate::{Admin, ApiError, api, dashboard, history, openapi, queues, schedules};
 
 struct Routes<S> {
     router: Router<Admin<S>>,
@@ -46,6 +46,7 @@ fn routes<S: Storage>() -> Routes<S> {
         .add("POST", "/api/dead-letter/requeue", api::requeue_all::<S>)
         .add("GET", "/api/counts", api::counts::<S>)
         .add("GET", "/api/info", api::info::<S>)
+        .add("GET", "/api/history", history::get::<S>)
         .add("GET", "/api/schedules", schedules::list::<S>)
         .add("POST", "/api/schedules/{name}/pause", schedules::pause::<S>)
         .add("POST", "/api/schedules/{name}/resume", schedules::resume::<S>)

@@ -31,7 +31,8 @@ use executor_core::{
     Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
-        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
+        ScheduleEntry, Storage, TierStorage,
     },
 };
 #[cfg(feature = "mysql")]
@@ -360,6 +361,18 @@ impl Storage for AnyStorage {
 
     async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         each!(self, s => s.advance_schedule(ns, name, advance).await)
+    }
+
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        each!(self, s => s.add_history(ns, counts).await)
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        each!(self, s => s.history(ns, since).await)
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        each!(self, s => s.trim_history(ns, before).await)
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

@@ -234,6 +234,33 @@ impl<S: Storage> Client<S> {
         self.inner.storage.workers(&self.inner.namespace).await
     }
 
+    /// The throughput history of this namespace: every bucket (a minute,
+    /// a task name, attempts succeeded and failed) whose minute is at or
+    /// after `since`, ordered by minute then name, on the store's clock.
+    /// Executors add to it every `history_interval` (default 5 s), so the
+    /// current minute fills in as they flush.
+    ///
+    /// ```
+    /// use executor_core::{Client, MemoryStorage, Namespace, Timestamp, storage::{HistoryCount, Storage}};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> executor_core::Result<()> {
+    /// let store = MemoryStorage::new();
+    /// let ns = Namespace::new("my-app")?;
+    /// store.add_history(&ns, &[HistoryCount::new("send_mail", 3, 1)]).await?;
+    /// let client = Client::new(store, ns)?;
+    /// let hour_ago = Timestamp::now_system().saturating_sub(std::time::Duration::from_secs(3_600));
+    /// let buckets = client.history(hour_ago).await?;
+    /// assert_eq!((buckets[0].succeeded, buckets[0].failed), (3, 1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without history.
+    pub async fn history(&self, since: crate::Timestamp) -> Result<Vec<crate::HistoryBucket>> {
+        self.inner.storage.history(&self.inner.namespace, since).await
+    }
+
     /// Every queue of this namespace that has waiting tasks or is paused:
     /// depth, due tasks, oldest due time, paused.
     ///

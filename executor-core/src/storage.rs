@@ -5,7 +5,7 @@
 //! of storage crates: the [`Storage`] and [`TierStorage`] traits, the records
 //! they receive and return ([`NewTask`], [`Lease`], [`Finish`],
 //! [`Heartbeat`], [`Reaped`], [`Leadership`], [`ScheduleEntry`],
-//! [`Advance`]), the shared range checks, the
+//! [`Advance`], [`HistoryCount`], [`HistoryBucket`]), the shared range checks, the
 //! transition table as data ([`Transition`]), and [`GroupCommit`] for
 //! batching finishes.
 //!
@@ -24,6 +24,7 @@ use crate::{
 };
 pub use crate::{
     group_commit::{GroupCommit, MAX_GROUP},
+    history::{HISTORY_MINUTE, HistoryBucket, HistoryCount, MAX_HISTORY_COUNT, check_history, minute_of},
     schedule::{Advance, ScheduleEntry},
     state::Transition,
     task::{Debounce, Due, Finish, Lease, MAX_FENCE, NewTask, SubmitMode},
@@ -391,6 +392,57 @@ pub trait Storage: Send + Sync + 'static {
     ) -> impl Future<Output = Result<bool>> + Send {
         let _ = (ns, name, advance);
         async { Err(Error::unsupported("advance_schedule", "this store keeps no cron schedules")) }
+    }
+
+    // --- history: throughput per minute (issue 18) ---
+
+    /// Adds `counts` into the buckets of the store's current minute (its
+    /// own clock: Redis `TIME`, SQL `NOW(3)` / `statement_timestamp()`), one
+    /// bucket per name, in one round trip. Counts are additive: concurrent
+    /// calls from many processes sum exactly. Names are kept as given
+    /// (distinct bytes, distinct buckets); empty counts add nothing. Every
+    /// count is checked with [`check_history`] first.
+    ///
+    /// The default keeps nothing and answers `Ok(())`, so an executor on a
+    /// store without history runs quietly; [`Storage::history`] tells such
+    /// a store apart by answering [`Error::Unsupported`].
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Invalid`] for a count [`check_history`] refuses.
+    fn add_history(
+        &self,
+        ns: &Namespace,
+        counts: &[HistoryCount],
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ns, counts);
+        async { Ok(()) }
+    }
+
+    /// Every bucket of `ns` whose minute is at or after `since`, ordered by
+    /// minute, then name. A bucket whose stored form does not parse (edited
+    /// by hand, a negative count) is left out with a warning.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store without history.
+    fn history(
+        &self,
+        ns: &Namespace,
+        since: Timestamp,
+    ) -> impl Future<Output = Result<Vec<HistoryBucket>>> + Send {
+        let _ = (ns, since);
+        async { Err(Error::unsupported("history", "this store keeps no throughput history")) }
+    }
+
+    /// Deletes every bucket of `ns` whose minute is before `before`;
+    /// answers how many went (a store may answer buckets or minutes). The
+    /// leader calls it from housekeeping with the store's now less
+    /// `history_keep`. The default deletes nothing.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn trim_history(&self, ns: &Namespace, before: Timestamp) -> impl Future<Output = Result<u64>> + Send {
+        let _ = (ns, before);
+        async { Ok(0) }
     }
 
     /// The store's clock, for decisions that must not depend on a worker's

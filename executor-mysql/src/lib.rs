@@ -32,6 +32,7 @@ mod claim;
 mod conn;
 mod error;
 mod finish;
+mod history;
 mod housekeeping;
 mod leader;
 mod limits;
@@ -53,7 +54,8 @@ use executor_core::{
     Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
-        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
+        ScheduleEntry, Storage, TierStorage,
     },
 };
 
@@ -204,6 +206,18 @@ impl Storage for MySqlStorage {
 
     async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         MySqlStorage::advance_schedule(self, ns, name, advance).await
+    }
+
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        MySqlStorage::add_history(self, ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        MySqlStorage::history(self, ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        MySqlStorage::trim_history(self, ns, before).await
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

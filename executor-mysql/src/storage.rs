@@ -200,6 +200,11 @@ impl MySqlStorage {
                 crate::sql::schedules!(),
                 " LIMIT 0"
             ),
+            concat!(
+                "SELECT ns, minute, name, succeeded, failed FROM ",
+                crate::history::history!(),
+                " LIMIT 0"
+            ),
         ] {
             if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
                 // Unknown table (1146) or column (1054): not something a
@@ -245,7 +250,7 @@ impl MySqlStorage {
     }
 
     /// Deletes every task, the leadership row, the workers' announcements,
-    /// the cron schedules and the paused queues of `ns`, tasks in batches of 10,000 rows so
+    /// the cron schedules, the paused queues and the throughput history of `ns`, tasks in batches of 10,000 rows so
     /// no statement holds locks for long. Returns the number of tasks
     /// deleted. For tests and for retiring a namespace; running
     /// executors on `ns` lose their tasks.
@@ -271,6 +276,7 @@ impl MySqlStorage {
             concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = ?"),
             concat!("DELETE FROM ", crate::sql::schedules!(), " WHERE ns = ?"),
             concat!("DELETE FROM ", crate::sql::queues!(), " WHERE ns = ?"),
+            concat!("DELETE FROM ", crate::history::history!(), " WHERE ns = ?"),
         ] {
             sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         }

@@ -42,6 +42,7 @@ mod claim;
 mod conn;
 mod error;
 mod finish;
+mod history;
 mod housekeeping;
 mod leader;
 mod limits;
@@ -63,7 +64,8 @@ use executor_core::{
     Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
-        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
+        ScheduleEntry, Storage, TierStorage,
     },
 };
 
@@ -214,6 +216,18 @@ impl Storage for PostgresStorage {
 
     async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         PostgresStorage::advance_schedule(self, ns, name, advance).await
+    }
+
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        PostgresStorage::add_history(self, ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        PostgresStorage::history(self, ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        PostgresStorage::trim_history(self, ns, before).await
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

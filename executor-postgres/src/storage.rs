@@ -183,6 +183,11 @@ impl PostgresStorage {
                 crate::sql::schedules!(),
                 " LIMIT 0"
             ),
+            concat!(
+                "SELECT ns, minute, name, succeeded, failed FROM ",
+                crate::history::history!(),
+                " LIMIT 0"
+            ),
         ] {
             if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
                 // Undefined table (42P01) or column (42703): not something a
@@ -209,7 +214,7 @@ impl PostgresStorage {
     }
 
     /// Deletes every task, the leadership row, the workers' announcements,
-    /// the cron schedules and the queue rows of `ns`, tasks in batches of
+    /// the cron schedules, the queue rows and the throughput history of `ns`, tasks in batches of
     /// 10,000 rows so no statement holds locks for long. Returns the number
     /// of tasks deleted. For tests and for retiring a namespace; running
     /// executors on `ns` lose their tasks.
@@ -243,6 +248,7 @@ impl PostgresStorage {
             concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = $1"),
             concat!("DELETE FROM ", crate::sql::schedules!(), " WHERE ns = $1"),
             concat!("DELETE FROM ", crate::sql::queues!(), " WHERE ns = $1"),
+            concat!("DELETE FROM ", crate::history::history!(), " WHERE ns = $1"),
         ] {
             sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         }

@@ -109,6 +109,13 @@ impl Layout {
         format!("{}limits", self.base(ns, p))
     }
 
+    /// The throughput history's index ZSET `<base0>history`; each minute's
+    /// HASH is `<base0>history:<minute ms>` (`lua/history.lua`). In
+    /// partition 0's slot, beside the leader that trims it.
+    pub(crate) fn history(&self, ns: &Namespace) -> String {
+        format!("{}history", self.base(ns, 0))
+    }
+
     pub(crate) fn leader(&self, ns: &Namespace) -> [String; 2] {
         let base = self.base(ns, 0);
         [format!("{base}leader"), format!("{base}leader:seq")]

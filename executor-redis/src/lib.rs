@@ -25,6 +25,7 @@ mod builder;
 mod claim;
 mod error;
 mod finish;
+mod history;
 mod housekeeping;
 mod keys;
 mod leader;
@@ -45,7 +46,8 @@ use executor_core::{
     Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     schedule::Schedule,
     storage::{
-        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
+        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
+        ScheduleEntry, Storage, TierStorage,
     },
 };
 
@@ -171,6 +173,18 @@ impl Storage for RedisStorage {
 
     async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         RedisStorage::advance_schedule(self, ns, name, advance).await
+    }
+
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        RedisStorage::add_history(self, ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        RedisStorage::history(self, ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        RedisStorage::trim_history(self, ns, before).await
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {

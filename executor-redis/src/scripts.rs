@@ -85,6 +85,7 @@ pub(crate) struct Scripts {
     pub(crate) pause: Lua,
     pub(crate) limits: Lua,
     pub(crate) limits_tidy: Lua,
+    pub(crate) history: Lua,
 }
 
 impl Scripts {
@@ -116,10 +117,11 @@ impl Scripts {
             pause: Lua::new("pause", include_str!("../lua/pause.lua")),
             limits: Lua::new("limits", with_common!("limits.lua")),
             limits_tidy: Lua::new("limits_tidy", with_common!("limits_tidy.lua")),
+            history: Lua::new("history", with_common!("history.lua")),
         }
     }
 
-    fn all(&self) -> [&Lua; 26] {
+    fn all(&self) -> [&Lua; 27] {
         [
             &self.submit,
             &self.submit_one,
@@ -147,6 +149,7 @@ impl Scripts {
             &self.pause,
             &self.limits,
             &self.limits_tidy,
+            &self.history,
         ]
     }
 

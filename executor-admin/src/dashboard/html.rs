@@ -170,6 +170,9 @@ border-radius:6px;background:#fff;text-decoration:none;color:#1f2328;font-size:1
 .tabs a.current{background:#24292f;color:#fff}.tabs .n{color:#57606a}.tabs a.current .n{color:#d0d7de}\
 form.find{display:block;margin:0 0 10px}.find input{font:inherit;font-size:12px;padding:3px 8px;border:1px solid #d0d7de;border-radius:6px;width:260px}\
 .pager{margin:12px 0}.card .s a{color:inherit}\
+.chart svg{display:block;width:100%;max-width:900px;height:auto;background:#fff;border:1px solid #d0d7de;\
+border-radius:6px}.chart .ok{fill:#2da44e}.chart .fail{fill:#cf222e}.chart .axis{stroke:#8c959f}\
+.chart .label{font-size:10px;fill:#57606a}.chart details{margin:6px 0}.chart strong.bad{color:#cf222e}\
 @media (max-width:720px){header{padding:8px 12px;gap:12px}main{padding:10px 12px}\
 table{display:block;overflow-x:auto;white-space:nowrap}td.err{white-space:normal;min-width:200px}\
 .find input{width:150px}.card{min-width:70px;padding:6px 10px}}";

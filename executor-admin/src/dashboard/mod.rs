@@ -6,6 +6,7 @@ mod html;
 pub(crate) mod queues;
 pub(crate) mod schedules;
 pub(crate) mod tasks;
+mod throughput;
 mod unreadable;
 
 use std::fmt::Write as _;
@@ -25,6 +26,7 @@ use crate::{Admin, ApiError, api, views::UnreadableView};
 use html::{esc, page, segment, time};
 use queues::queues_table;
 use schedules::schedules_table;
+use throughput::throughput_section;
 use unreadable::{corrupt_page, delete_form, unreadable_table};
 
 /// Tasks read per state for the overview's tables (and the records among
@@ -66,16 +68,25 @@ pub(crate) struct Notice {
     bad: Option<String>,
     /// Seconds between auto-refreshes of the overview, 1 to 3,600.
     refresh: Option<u32>,
+    /// The throughput chart's window in minutes, 1 to 1,440 (default 60).
+    minutes: Option<u32>,
+    /// The throughput chart's task name (default: all).
+    name: Option<String>,
 }
 
-/// `GET /`: counts, named queues with pause and resume buttons, the dead
-/// letter with requeue buttons, records that do not parse with delete
-/// buttons, recent failures, cron schedules with pause and resume buttons. A bad record is listed,
-/// never an error page (invariant 7).
+/// `GET /`: counts, throughput per minute (an SVG chart), named queues
+/// with pause and resume buttons, the dead letter with requeue buttons,
+/// records that do not parse with delete buttons, recent failures, cron
+/// schedules with pause and resume buttons. A bad record is listed, never
+/// an error page (invariant 7).
 #[utoipa::path(get, path = "/", tag = "dashboard",
     params(
         ("notice" = Option<String>, Query, description = "Message shown on top (set by redirects)"),
         ("bad" = Option<String>, Query, description = "Error message shown on top (set by redirects)"),
+        ("refresh" = Option<u32>, Query, description = "Seconds between auto-refreshes, 1 to 3600"),
+        ("minutes" = Option<u32>, Query, description = "The throughput chart's window, 1 to 1440 minutes \
+            (default 60); other values show the default"),
+        ("name" = Option<String>, Query, description = "The throughput chart's task name (default: all)"),
     ),
     responses(
         (status = 200, description = "Dashboard page", content_type = "text/html", body = String),
@@ -89,7 +100,8 @@ pub(crate) async fn overview<S: Storage>(
 ) -> Result<Html<String>, HtmlError> {
     // A notice only decorates the page: a query that does not parse (a
     // repeated key, say) shows the page without one rather than a 400.
-    let notice = notice.map_or(Notice { notice: None, bad: None, refresh: None }, |Query(n)| n);
+    let notice = notice
+        .map_or(Notice { notice: None, bad: None, refresh: None, minutes: None, name: None }, |Query(n)| n);
     let refresh = notice.refresh.filter(|s| (1..=3_600).contains(s));
     let base = html::base(&original, &uri);
     let client = admin.client();
@@ -179,6 +191,10 @@ pub(crate) async fn overview<S: Storage>(
         );
     }
     b.push_str("</div>");
+
+    let minutes = crate::history::minutes(notice.minutes).unwrap_or(crate::history::DEFAULT_MINUTES);
+    let name = notice.name.as_deref().filter(|n| !n.is_empty());
+    throughput_section(&mut b, &base, crate::history::window(&admin, minutes, name).await)?;
 
     queues_table(&mut b, &base, crate::queues::views(&admin).await)?;
 

@@ -4,7 +4,8 @@
 //! and sees it paused through the API, then pauses and resumes a named
 //! queue with its buttons and sees both on the page and through the API,
 //! and sets a concurrency limit on it through its limits form, sees it on
-//! the page and through the API, and clears it. `scripts/test.d/chromium.sh` installs
+//! the page and through the API, and clears it, and sees the throughput
+//! chart draw the attempts that ran. `scripts/test.d/chromium.sh` installs
 //! both; set `UPDATE_SCREENSHOT=1` to refresh `docs/dashboard.png`.
 
 use std::{
@@ -295,6 +296,19 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         eventually("the task page", Duration::from_secs(10), || {
             let browser = browser.clone();
             async move { Ok(browser.current_url().await?.path().ends_with("/tasks/crm-1042")) }
+        })
+        .await?;
+
+        // The Throughput chart: an SVG with a bar drawn for the attempts
+        // that ran, once the executor flushed them (every 5 s by default).
+        eventually("a bar in the throughput chart", Duration::from_secs(15), || {
+            let browser = browser.clone();
+            let url = url.clone();
+            async move {
+                browser.goto(&url).await?;
+                browser.find(Locator::Css("#throughput svg")).await?;
+                Ok(!browser.find_all(Locator::Css("#throughput svg g.bar rect")).await?.is_empty())
+            }
         })
         .await?;
 

@@ -14,6 +14,7 @@ mod api;
 mod dashboard_browser;
 mod documented_statuses;
 mod fuzz;
+mod history;
 mod metrics_scrape;
 mod openapi;
 mod queues;

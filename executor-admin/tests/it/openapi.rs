@@ -27,7 +27,7 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
     let unrouted: Vec<_> = documented.difference(&routed).collect();
     assert!(undocumented.is_empty(), "routes missing from /openapi.json: {undocumented:?}");
     assert!(unrouted.is_empty(), "documented but not in the route table: {unrouted:?}");
-    assert_eq!(routed.len(), 30);
+    assert_eq!(routed.len(), 31);
 
     // Probe each documented operation on a real router: it must reach a
     // handler, not the fallback (404 no_route) or 405.
@@ -53,6 +53,9 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
         assert!(doc["paths"][path].is_object(), "{path} is not documented");
     }
     assert!(doc["paths"]["/api/schedules/{name}"]["delete"].is_object());
+    let history = &doc["paths"]["/api/history"]["get"];
+    assert!(history["responses"]["501"].is_object(), "GET /api/history documents 501: {history}");
+    assert!(doc["components"]["schemas"]["HistoryView"].is_object());
     for path in ["/api/queues", "/api/queues/{name}/pause", "/api/queues/{name}/resume"] {
         assert!(doc["paths"][path].is_object(), "{path} is not documented");
     }

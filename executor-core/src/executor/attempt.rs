@@ -104,6 +104,14 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
     listeners.started(&task);
 
     let mut outcome = execute(shared, &task, &lease, cancel.clone(), kill).await;
+    // Throughput history: the handler's Ok is a success, any other end of
+    // a run (error, panic, timeout, retried or dead-lettered) a failure;
+    // releases, cancels and give-backs ran nothing to count.
+    match &outcome.finish {
+        Finish::Completed => shared.count_attempt(&task.name, true),
+        _ if outcome.failed_attempt => shared.count_attempt(&task.name, false),
+        _ => {}
+    }
     let reason = {
         let mut map = shared.in_flight();
         map.get_mut(&task.id).filter(|f| f.lease.fence == lease.fence).and_then(|f| {

@@ -158,6 +158,34 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
+    /// How often this process adds the attempts that finished since the
+    /// last time to the store's throughput history (default 5 s; 1 ms to a
+    /// day): one [`Storage::add_history`] call per interval, never one per
+    /// task, and a last one at shutdown. The dashboard's throughput chart
+    /// and `GET /api/history` read it. See
+    /// [`ExecutorBuilder::without_history`] to turn it off.
+    pub fn history_interval(mut self, every: Duration) -> Self {
+        self.config.history_every = Some(every);
+        self
+    }
+
+    /// Counts no history in this process: no [`Storage::add_history`]
+    /// calls. Other processes of the namespace may still write it, and the
+    /// leader still trims it.
+    pub fn without_history(mut self) -> Self {
+        self.config.history_every = None;
+        self
+    }
+
+    /// How long the leader keeps throughput history (default 25 hours, so
+    /// the last day can always be drawn; 1 minute to 400 days). Older
+    /// minutes are deleted with [`Storage::trim_history`] at every
+    /// [`ExecutorBuilder::trim_interval`].
+    pub fn history_keep(mut self, keep: Duration) -> Self {
+        self.config.history_keep = keep;
+        self
+    }
+
     /// Most finished tasks one trim call deletes (default 1,000; 1 to
     /// 100,000). The leader repeats full calls within
     /// [`ExecutorBuilder::housekeeping_budget`].

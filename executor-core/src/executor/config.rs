@@ -23,6 +23,11 @@ pub(crate) struct Config {
     pub(crate) unknown_task_grace: Duration,
     pub(crate) misfire_grace: Duration,
     pub(crate) retention: Retention,
+    /// How often finished attempts are added to the store's history;
+    /// `None`: history is off.
+    pub(crate) history_every: Option<Duration>,
+    /// How long the leader keeps history buckets.
+    pub(crate) history_keep: Duration,
     /// The queues served; set at build (default: the default queue and
     /// every queue the handlers name).
     pub(crate) queues: QueueSet,
@@ -47,6 +52,8 @@ impl Default for Config {
             unknown_task_grace: Duration::from_secs(3_600),
             misfire_grace: Duration::from_secs(60),
             retention: Retention::default(),
+            history_every: Some(Duration::from_secs(5)),
+            history_keep: Duration::from_secs(25 * 3_600),
             queues: QueueSet::default_only(),
         }
     }
@@ -56,6 +63,8 @@ impl Default for Config {
 const MAX_CONCURRENCY: usize = 100_000;
 /// The largest claim, reap or trim batch.
 const MAX_BATCH: usize = 100_000;
+/// The longest history a leader keeps: 400 days.
+const MAX_HISTORY_KEEP: Duration = Duration::from_secs(400 * 86_400);
 /// The longest lease, grace or interval of the runtime: a day.
 const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
 
@@ -95,6 +104,10 @@ impl Config {
         span("counts_interval", self.counts_every, Duration::from_millis(1), MAX_INTERVAL)?;
         span("shutdown_grace", self.shutdown_grace, Duration::ZERO, MAX_INTERVAL)?;
         span("cancel_grace", self.cancel_grace, Duration::ZERO, MAX_INTERVAL)?;
+        if let Some(every) = self.history_every {
+            span("history_interval", every, Duration::from_millis(1), MAX_INTERVAL)?;
+        }
+        span("history_keep", self.history_keep, Duration::from_secs(60), MAX_HISTORY_KEEP)?;
         crate::time::check_duration("retention.completed", self.retention.completed)?;
         if let Some(d) = self.retention.dead_letter {
             crate::time::check_duration("retention.dead_letter", d)?;

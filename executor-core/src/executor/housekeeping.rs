@@ -100,6 +100,23 @@ async fn trim<S: Storage>(storage: &S, ns: &Namespace, config: &Config, budget_e
     }
 }
 
+/// Deletes the throughput history older than `history_keep`, counted
+/// back from the store's now so every leader agrees on what is kept.
+async fn trim_history<S: Storage>(storage: &S, ns: &Namespace, config: &Config) {
+    let now = match storage.now(ns).await {
+        Ok(now) => now,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the store's clock to trim history failed");
+            return;
+        }
+    };
+    match storage.trim_history(ns, now.saturating_sub(config.history_keep)).await {
+        Ok(n) => tracing::debug!(deleted = n, "trimmed throughput history"),
+        Err(crate::Error::Unsupported { .. }) => {}
+        Err(e) => tracing::warn!(error = %e, "trimming throughput history failed"),
+    }
+}
+
 pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
     let config = shared.config().clone();
     let storage = Arc::clone(shared.executor.client().storage_arc());
@@ -113,6 +130,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
     // than one call a `trim_every` removes them.
     let mut trim_backlog = false;
     let mut last_counts: Option<Instant> = None;
+    let mut last_history_trim: Option<Instant> = None;
     let mut queues_seen = std::collections::BTreeSet::new();
     let mut queues_next = Instant::now();
     let mut names: Vec<String> = shared.executor.registry().names().into_iter().map(str::to_owned).collect();
@@ -183,6 +201,10 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         if trim_backlog || last_trim.is_none_or(|t| now.duration_since(t) >= config.trim_every) {
             last_trim = Some(now);
             trim_backlog = trim(&*storage, &ns, &config, budget_end).await;
+        }
+        if last_history_trim.is_none_or(|t| now.duration_since(t) >= config.trim_every) {
+            last_history_trim = Some(now);
+            trim_history(&*storage, &ns, &config).await;
         }
         if last_counts.is_none_or(|t| now.duration_since(t) >= config.counts_every) {
             last_counts = Some(now);

@@ -5,6 +5,7 @@ mod attempt;
 mod builder;
 mod config;
 mod heartbeat;
+mod history;
 mod housekeeping;
 mod run;
 
@@ -213,6 +214,15 @@ impl<S: Storage> Executor<S> {
     /// namespace's leader fires them.
     pub fn schedules(&self) -> crate::schedule::Schedules<S> {
         self.inner.client.schedules()
+    }
+
+    /// The throughput history of this namespace since `since`: see
+    /// [`Client::history`].
+    ///
+    /// # Errors
+    /// As [`Client::history`].
+    pub async fn history(&self, since: crate::Timestamp) -> Result<Vec<crate::HistoryBucket>> {
+        self.inner.client.history(since).await
     }
 
     /// Waits until the task reaches a terminal state and returns its record.

@@ -13,7 +13,7 @@ use tokio::{
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use super::{Executor, attempt, heartbeat, housekeeping};
+use super::{Executor, attempt, heartbeat, history, housekeeping};
 use crate::{
     Error, QueueName, Result, TaskId,
     storage::{Lease, Storage},
@@ -59,12 +59,26 @@ pub(crate) struct Shared<S> {
     /// This process's term as the namespace's leader, set by housekeeping
     /// and watched by the cron scheduler.
     pub(crate) leadership: tokio::sync::watch::Sender<Option<crate::storage::Leadership>>,
+    /// Attempts finished since the last history flush, by task name.
+    pub(crate) tally: Mutex<history::Tally>,
 }
 
 impl<S: Storage> Shared<S> {
     pub(crate) fn in_flight(&self) -> MutexGuard<'_, HashMap<TaskId, InFlight>> {
         // A panic elsewhere while holding the lock must not stop the runtime.
         self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn tally(&self) -> MutexGuard<'_, history::Tally> {
+        self.tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts one finished attempt for the throughput history, in memory
+    /// (the store hears of it at the next flush), if history is on.
+    pub(crate) fn count_attempt(&self, name: &str, succeeded: bool) {
+        if self.config().history_every.is_some() {
+            self.tally().record(name, succeeded);
+        }
     }
 
     pub(crate) fn config(&self) -> &super::Config {
@@ -206,6 +220,7 @@ pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
         in_flight: Mutex::new(HashMap::new()),
         attempts: TaskTracker::new(),
         leadership: tokio::sync::watch::Sender::new(None),
+        tally: Mutex::new(history::Tally::default()),
     });
     let slots = Arc::clone(&shared.slots);
     let join = tokio::spawn(run(shared, stop.clone()));
@@ -224,6 +239,10 @@ async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> Shu
         misfire_grace: shared.config().misfire_grace,
     };
     let scheduler = tokio::spawn(scheduler.run(shared.leadership.subscribe(), background.clone()));
+    let history = shared
+        .config()
+        .history_every
+        .map(|every| tokio::spawn(history::run(Arc::clone(&shared), every, background.clone())));
     shared.update_slot_gauges();
 
     claim_loop(&shared, &stop).await;
@@ -250,6 +269,9 @@ async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> Shu
     let _ = heartbeat.await;
     let _ = housekeeping.await;
     let _ = scheduler.await;
+    if let Some(history) = history {
+        let _ = history.await;
+    }
     tracing::info!(drained = running - released.min(running), released, "executor stopped");
     ShutdownReport { drained: running.saturating_sub(released), released }
 }

@@ -1,6 +1,7 @@
 //! [`MemoryStorage`]: the embedded, non-durable default store.
 
 mod clock;
+mod history;
 mod housekeeping;
 mod index;
 mod space;
@@ -21,8 +22,8 @@ use crate::{
     Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
     schedule::Schedule,
     storage::{
-        Advance, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, ScheduleEntry, Storage, TierStorage,
-        check_duration,
+        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
+        ScheduleEntry, Storage, TierStorage, check_duration, check_history,
     },
 };
 
@@ -360,6 +361,22 @@ impl Storage for MemoryStorage {
             }
             _ => false,
         }))
+    }
+
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        let counts = check_history(counts)?;
+        if !counts.is_empty() {
+            self.with(ns, |space, now| space.add_history(now, &counts));
+        }
+        Ok(())
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        Ok(self.with(ns, |space, _| space.history(since)))
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        Ok(self.with(ns, |space, _| space.trim_history(before)))
     }
 
     /// The process clock (the memory store has no other).

@@ -62,6 +62,8 @@ pub(super) struct Space {
     pub(super) paused: BTreeSet<QueueName>,
     /// Queues with limits, and their rate buckets.
     pub(super) limits: BTreeMap<QueueName, Limited>,
+    /// Throughput history: (minute, task name) -> (succeeded, failed).
+    pub(super) history: BTreeMap<(Timestamp, String), (u64, u64)>,
 }
 
 /// A queue's limits and its token bucket.

@@ -1,5 +1,5 @@
 //! [`Intercepted`]: a [`Storage`] that sends the worker-path calls (claim,
-//! heartbeat, finish), leadership renewal, the query and admin calls (get, list, counts,
+//! heartbeat, finish, the history flush), leadership renewal, the query and admin calls (get, list, counts,
 //! cancel, requeue, delete) and tier imports through user hooks and
 //! forwards everything else to the store it wraps, so a test double or a recorder keeps only its own
 //! logic instead of re-forwarding the whole trait.
@@ -130,6 +130,19 @@ pub trait Intercept<S: Storage>: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Result<TaskState>>>> + Send {
         inner.finish_many(ns, items)
     }
+    /// Around [`Storage::add_history`]: the executor's history flush.
+    ///
+    /// # Errors
+    /// Whatever the hook or `inner` answers.
+    fn add_history(
+        &self,
+        inner: &S,
+        ns: &Namespace,
+        counts: &[crate::storage::HistoryCount],
+    ) -> impl Future<Output = Result<()>> + Send {
+        inner.add_history(ns, counts)
+    }
+
     /// Around [`Storage::cancel`].
     ///
     /// # Errors
@@ -380,6 +393,18 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         advance: &crate::storage::Advance,
     ) -> Result<bool> {
         self.inner.advance_schedule(ns, name, advance).await
+    }
+
+    async fn add_history(&self, ns: &Namespace, counts: &[crate::storage::HistoryCount]) -> Result<()> {
+        self.hooks.add_history(&self.inner, ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<crate::storage::HistoryBucket>> {
+        self.inner.history(ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        self.inner.trim_history(ns, before).await
     }
 
     async fn max_payload(&self) -> Result<usize> {

@@ -34,6 +34,7 @@ mod bad_input;
 mod cancel;
 mod claiming;
 mod concurrency;
+mod history;
 mod housekeeping;
 mod intercept;
 mod queries;
@@ -54,6 +55,7 @@ pub use bad_input::*;
 pub use cancel::*;
 pub use claiming::*;
 pub use concurrency::*;
+pub use history::*;
 pub use housekeeping::*;
 pub use intercept::{Intercept, Intercepted};
 pub use queries::*;
@@ -189,6 +191,24 @@ macro_rules! schedule_conformance_tests {
             schedule_put_list_replace_remove,
             schedule_pause_resume,
             schedule_advance_is_fenced_and_conditional,
+        }
+    };
+}
+
+/// Generates the checks of the throughput history methods (`add_history`,
+/// `history`, `trim_history`, issue 18) for a store that keeps history;
+/// same arguments as [`storage_conformance_tests!`].
+#[macro_export]
+macro_rules! history_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            history_adds_read_back_in_the_current_minute,
+            history_adds_sum_exactly,
+            history_names_stay_distinct,
+            history_namespaces_are_isolated,
+            history_since_filters,
+            history_trim_removes_older_keeps_newer,
         }
     };
 }

@@ -451,6 +451,21 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         self.hot.advance_schedule(ns, name, advance).await
     }
 
+    // History is counted on the clock of the hot store, beside the
+    // leadership whose leader trims it.
+
+    async fn add_history(&self, ns: &Namespace, counts: &[crate::storage::HistoryCount]) -> Result<()> {
+        self.hot.add_history(ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<crate::storage::HistoryBucket>> {
+        self.hot.history(ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        self.hot.trim_history(ns, before).await
+    }
+
     /// The lower of the two tiers' limits: a task may live in either.
     async fn max_payload(&self) -> Result<usize> {
         Ok(self.hot.max_payload().await?.min(self.cold.max_payload().await?))

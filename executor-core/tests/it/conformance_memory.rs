@@ -15,6 +15,7 @@ async fn cleanup(storage: &MemoryStorage, ns: &Namespace) {
 executor_core::storage_conformance_tests!(fresh, cleanup);
 executor_core::tier_conformance_tests!(fresh, cleanup);
 executor_core::schedule_conformance_tests!(fresh, cleanup);
+executor_core::history_conformance_tests!(fresh, cleanup);
 executor_core::queue_conformance_tests!(fresh, cleanup);
 executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 
@@ -33,6 +34,7 @@ mod tiered {
 
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
+    executor_core::history_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
     executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }

@@ -11,6 +11,7 @@ mod conformance_memory;
 mod defaults;
 mod failures;
 mod hardening;
+mod history;
 mod lifecycle;
 mod limits;
 mod queues;

@@ -16,6 +16,7 @@ mod cold_tier;
 mod conformance;
 mod connection_loss;
 mod first_start;
+mod history;
 mod migrations_and_wake;
 mod neighbours;
 mod options;

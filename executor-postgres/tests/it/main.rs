@@ -9,5 +9,6 @@ mod cold_tier;
 mod conformance;
 mod connection_loss;
 mod first_start;
+mod history;
 mod stopped_holder;
 mod transactions;

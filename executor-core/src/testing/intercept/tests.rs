@@ -7,7 +7,10 @@ use super::{Intercept, Intercepted};
 use crate::{
     CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts,
     Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
+    storage::{
+        Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped, Storage,
+        TierStorage,
+    },
     testing,
 };
 
@@ -93,6 +96,15 @@ impl Storage for Probe {
     async fn wait_for_work(&self, _: &Namespace, _: Duration) -> Result<()> {
         self.hit("wait_for_work")
     }
+    async fn add_history(&self, _: &Namespace, _: &[HistoryCount]) -> Result<()> {
+        self.hit("add_history")
+    }
+    async fn history(&self, _: &Namespace, _: Timestamp) -> Result<Vec<HistoryBucket>> {
+        self.hit("history")
+    }
+    async fn trim_history(&self, _: &Namespace, _: Timestamp) -> Result<u64> {
+        self.hit("trim_history")
+    }
 }
 
 impl TierStorage for Probe {
@@ -149,6 +161,9 @@ async fn every_method_reaches_the_inner_store() -> Result<()> {
     let _ = s.remove(&ns, &id, 1).await;
     let _ = s.housekeeping(&ns).await;
     let _ = s.wait_for_work(&ns, d).await;
+    let _ = s.add_history(&ns, &[HistoryCount::new("a", 1, 0)]).await;
+    let _ = s.history(&ns, Timestamp::default()).await;
+    let _ = s.trim_history(&ns, Timestamp::default()).await;
     let called = s.inner().0.lock().map(|v| v.clone()).unwrap_or_default();
     let every = [
         "submit",
@@ -174,6 +189,9 @@ async fn every_method_reaches_the_inner_store() -> Result<()> {
         "remove",
         "housekeeping",
         "wait_for_work",
+        "add_history",
+        "history",
+        "trim_history",
     ];
     assert_eq!(called, every, "each call must reach the inner store's own method, once, in order");
     Ok(())

@@ -1,0 +1,142 @@
+//! Throughput history (issue 18): how many attempts of each task name
+//! succeeded and failed in each minute, kept in the store so every process
+//! and a restart see the same history.
+//!
+//! Executors count finished attempts in memory and add them with one
+//! [`Storage::add_history`](crate::storage::Storage::add_history) call every
+//! `history_interval`; the store puts them in the bucket of its own current
+//! minute. The leader trims buckets older than `history_keep`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, MAX_ID_LEN, Result, Timestamp};
+
+/// One minute, the width of a history bucket.
+pub const HISTORY_MINUTE: Duration = Duration::from_secs(60);
+
+/// The largest count one [`HistoryCount`] may carry: what a signed 64-bit
+/// store column (`BIGINT`, a Redis integer) holds.
+pub const MAX_HISTORY_COUNT: u64 = i64::MAX as u64;
+
+/// Attempts of one task name that ended since the last flush, added to the
+/// store's current minute by
+/// [`Storage::add_history`](crate::storage::Storage::add_history).
+///
+/// ```
+/// use executor_core::storage::HistoryCount;
+///
+/// let count = HistoryCount::new("send_mail", 12, 1);
+/// assert_eq!((count.name.as_str(), count.succeeded, count.failed), ("send_mail", 12, 1));
+/// count.validate()?;
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HistoryCount {
+    /// The task name, as given (1 to [`MAX_ID_LEN`] bytes).
+    pub name: String,
+    /// Attempts whose handler returned `Ok`.
+    pub succeeded: u64,
+    /// Attempts that ended any other way: an error, a panic, a timeout,
+    /// whether retried or dead-lettered.
+    pub failed: u64,
+}
+
+impl HistoryCount {
+    /// `succeeded` and `failed` attempts of task `name`.
+    pub fn new(name: impl Into<String>, succeeded: u64, failed: u64) -> Self {
+        Self { name: name.into(), succeeded, failed }
+    }
+
+    /// Checks what every store checks before it adds: a name of 1 to
+    /// [`MAX_ID_LEN`] bytes without a NUL (which PostgreSQL text cannot
+    /// hold) and counts of at most [`MAX_HISTORY_COUNT`].
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] naming the problem.
+    pub fn validate(&self) -> Result<()> {
+        if self.name.is_empty() || self.name.len() > MAX_ID_LEN {
+            return Err(Error::invalid(
+                "history name",
+                format!("{} bytes is outside 1..={MAX_ID_LEN}", self.name.len()),
+            ));
+        }
+        if self.name.contains('\0') {
+            return Err(Error::invalid("history name", "must not contain a NUL byte"));
+        }
+        if self.succeeded > MAX_HISTORY_COUNT || self.failed > MAX_HISTORY_COUNT {
+            return Err(Error::invalid("history count", format!("must be at most {MAX_HISTORY_COUNT}")));
+        }
+        Ok(())
+    }
+
+    /// Whether there is nothing to add.
+    pub fn is_empty(&self) -> bool {
+        self.succeeded == 0 && self.failed == 0
+    }
+}
+
+/// One minute of one task name's history, as
+/// [`Storage::history`](crate::storage::Storage::history) answers it.
+///
+/// ```
+/// use executor_core::{Timestamp, storage::HistoryBucket};
+///
+/// let b = HistoryBucket::new(Timestamp::from_millis(120_000), "send_mail", 3, 0);
+/// assert_eq!(b.minute, Timestamp::from_millis(120_000));
+/// assert_eq!(b.total(), 3);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HistoryBucket {
+    /// The start of the minute, on the store's clock (a multiple of 60,000 ms).
+    pub minute: Timestamp,
+    /// The task name.
+    pub name: String,
+    /// Attempts whose handler returned `Ok` in this minute.
+    pub succeeded: u64,
+    /// Attempts that ended any other way in this minute.
+    pub failed: u64,
+}
+
+impl HistoryBucket {
+    /// `succeeded` and `failed` attempts of `name` in the minute starting at `minute`.
+    pub fn new(minute: Timestamp, name: impl Into<String>, succeeded: u64, failed: u64) -> Self {
+        Self { minute, name: name.into(), succeeded, failed }
+    }
+
+    /// Succeeded plus failed, saturating.
+    pub fn total(&self) -> u64 {
+        self.succeeded.saturating_add(self.failed)
+    }
+}
+
+/// The start of the minute `t` falls in.
+///
+/// ```
+/// use executor_core::{Timestamp, storage::minute_of};
+///
+/// assert_eq!(minute_of(Timestamp::from_millis(125_999)), Timestamp::from_millis(120_000));
+/// ```
+pub fn minute_of(t: Timestamp) -> Timestamp {
+    let ms = t.as_millis();
+    Timestamp::from_millis(ms - ms % 60_000)
+}
+
+/// Checks every count of an `add_history` call and drops the empty ones:
+/// the one entry check of every store.
+///
+/// # Errors
+/// [`Error::Invalid`] for the first count that [`HistoryCount::validate`] refuses.
+pub fn check_history(counts: &[HistoryCount]) -> Result<Vec<&HistoryCount>> {
+    let mut out = Vec::with_capacity(counts.len());
+    for c in counts {
+        c.validate()?;
+        if !c.is_empty() {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,119 @@
+//! Throughput history (issue 18): one row per (namespace, minute, task
+//! name) in `reliable_executor_history`, the minute taken from the server's
+//! `NOW(3)`. An add is one autocommit upsert for every name, so adds from
+//! many processes sum; the leader's trim is one `DELETE`.
+
+use std::collections::BTreeMap;
+
+use executor_core::{
+    Namespace, Result, Timestamp,
+    storage::{HistoryBucket, HistoryCount, check_history, minute_of},
+};
+use sqlx::{MySql, QueryBuilder, mysql::MySqlRow};
+
+use crate::{MySqlStorage, conn::RunOn, error, row::col, sql::now_ms};
+
+/// The history table.
+macro_rules! history {
+    () => {
+        "reliable_executor_history"
+    };
+}
+pub(crate) use history;
+
+/// A stored count as `u64`, or why it is not one.
+fn count(r: &MySqlRow, name: &'static str) -> Result<u64, String> {
+    let v: i64 = col(r, name)?;
+    u64::try_from(v).map_err(|_| format!("column `{name}` is negative: {v}"))
+}
+
+/// One row as a bucket, or why it is left out.
+fn bucket(r: &MySqlRow) -> Result<HistoryBucket, String> {
+    let minute: i64 = col(r, "minute")?;
+    let minute = u64::try_from(minute)
+        .ok()
+        .map(Timestamp::from_millis)
+        .filter(|m| *m == minute_of(*m) && *m <= Timestamp::MAX)
+        .ok_or_else(|| format!("column `minute` is not the start of a minute: {minute}"))?;
+    let name: Vec<u8> = col(r, "name")?;
+    let name = String::from_utf8(name).map_err(|_| "column `name` is not UTF-8".to_owned())?;
+    Ok(HistoryBucket::new(minute, name, count(r, "succeeded")?, count(r, "failed")?))
+}
+
+impl MySqlStorage {
+    /// One `INSERT .. ON DUPLICATE KEY UPDATE` for every count, in the
+    /// order of the primary key (so concurrent adders lock rows in one
+    /// order); a deadlock or lock wait rolls the statement back whole, so
+    /// running it again counts nothing twice.
+    pub(crate) async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        let mut counts = check_history(counts)?;
+        if counts.is_empty() {
+            return Ok(());
+        }
+        counts.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        error::retry_lock_conflicts(|| async {
+            let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
+                "INSERT INTO ",
+                history!(),
+                " (ns, minute, name, succeeded, failed) "
+            ));
+            qb.push_values(&counts, |mut row, c| {
+                row.push_bind(ns.as_str().to_owned())
+                    .push(concat!("(", now_ms!(), " DIV 60000) * 60000"))
+                    .push_bind(c.name.as_bytes().to_vec())
+                    .push_bind(i64::try_from(c.succeeded).unwrap_or(i64::MAX))
+                    .push_bind(i64::try_from(c.failed).unwrap_or(i64::MAX));
+            });
+            qb.push(
+                " ON DUPLICATE KEY UPDATE succeeded = succeeded + VALUES(succeeded), \
+                 failed = failed + VALUES(failed)",
+            );
+            qb.build().execute_on(&self.conns).await.map_err(error::storage)
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Every bucket from `since` on, by minute then name (bytes). A row
+    /// that does not read back (a negative count, a name that is not
+    /// UTF-8, edited by hand) is left out with a warning.
+    pub(crate) async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        let since = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
+        let rows = sqlx::query(concat!(
+            "SELECT minute, name, succeeded, failed FROM ",
+            history!(),
+            " WHERE ns = ? AND minute >= ? ORDER BY minute, name"
+        ))
+        .bind(ns.as_str())
+        .bind(since)
+        .fetch_all_on(&self.conns)
+        .await
+        .map_err(error::storage)?;
+        // Keyed, so the order is the bytes' whatever the server sorted by.
+        let mut out = BTreeMap::new();
+        for r in &rows {
+            match bucket(r) {
+                Ok(b) => {
+                    out.insert((b.minute, b.name.clone()), b);
+                }
+                Err(reason) => tracing::warn!(namespace = %ns, %reason, "left out an unreadable history row"),
+            }
+        }
+        Ok(out.into_values().collect())
+    }
+
+    /// Deletes the minutes before `before`; how many rows went.
+    pub(crate) async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        let before = i64::try_from(before.as_millis()).unwrap_or(i64::MAX);
+        let done = error::retry_lock_conflicts(|| async {
+            sqlx::query(concat!("DELETE FROM ", history!(), " WHERE ns = ? AND minute < ?"))
+                .bind(ns.as_str())
+                .bind(before)
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
+        })
+        .await?;
+        Ok(done.rows_affected())
+    }
+}
