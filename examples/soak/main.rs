@@ -2,7 +2,8 @@
 //! producers keep a backlog queued, no-op handlers drain it, the leader
 //! trims completed tasks older than `--retention-secs`. Every
 //! `--sample-secs` it records the tasks stored, the store's memory (Redis
-//! `used_memory`, MySQL data + index length) and the processing rate, and at
+//! `used_memory`, MySQL data + index length, PostgreSQL table size with its
+//! indexes and dead row versions) and the processing rate, and at
 //! the end writes them as CSV and as a PNG chart: with retention the curves
 //! must plateau. `--retention-secs 0` keeps every task (the rate without
 //! retention, for comparison).
@@ -37,7 +38,7 @@ use fred::interfaces::ClientLike;
 #[derive(Clone, Debug, Parser)]
 #[command(about = "Sustained processing with retention: stored tasks and store memory over time")]
 struct Args {
-    /// The store (`redis://…`, `redis-cluster://…`, `mysql://…`, `memory:`).
+    /// The store (`redis://…`, `redis-cluster://…`, `mysql://…`, `postgres://…`, `memory:`).
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     url: String,
     /// Partitions per namespace, for a Redis URL.
@@ -191,7 +192,8 @@ async fn produce(
 }
 
 /// Redis `used_memory`; MySQL data + index length of the task table (after
-/// `ANALYZE TABLE`, so InnoDB's statistics are current).
+/// `ANALYZE TABLE`, so InnoDB's statistics are current); PostgreSQL's
+/// `pg_total_relation_size` of the task table.
 async fn store_memory(storage: &AnyStorage) -> Option<u64> {
     match storage {
         AnyStorage::Redis(r) => {
@@ -207,6 +209,15 @@ async fn store_memory(storage: &AnyStorage) -> Option<u64> {
             .fetch_one(m.pool())
             .await
             .ok()?;
+            u64::try_from(bytes).ok()
+        }
+        AnyStorage::Postgres(p) => {
+            // Heap, TOAST and every index, dead row versions included: the
+            // files vacuum must keep from growing.
+            let bytes: i64 = sqlx::query_scalar("SELECT pg_total_relation_size('reliable_executor_tasks')")
+                .fetch_one(p.pool())
+                .await
+                .ok()?;
             u64::try_from(bytes).ok()
         }
         _ => None,

@@ -7,7 +7,7 @@
 //! cargo build --release -p executor-postgres --example postgres_bench
 //! target/release/examples/postgres_bench \
 //!     [--tasks 20000] [--runs 3] [--large-rows 1000000] [--connections 16] [--latency-tasks 2000] \
-//!     [--no-maintenance] [--url postgres://...]
+//!     [--no-maintenance] [--only-latency | --only-backlog] [--url postgres://...]
 //! ```
 //!
 //! `POSTGRES_URL` (default `postgres://postgres@127.0.0.1:5432/test`, or
@@ -37,8 +37,8 @@
 //! backlogs are inserted straight into `reliable_executor_tasks`.
 //!
 //! Autovacuum is off on the CI server, so by default the program stands in
-//! for it: `VACUUM (ANALYZE)` of the tasks table before each run and before
-//! the large backlog, `ANALYZE` after loading each phase's tasks (outside
+//! for it: `VACUUM (ANALYZE)` of the tasks table before each throughput and
+//! latency run, before the large backlog and after each top-up of it, `ANALYZE` after loading each phase's tasks (outside
 //! the timings). `--no-maintenance` does neither: the claims then run on
 //! plans made for statistics that do not know the namespace.
 //!
@@ -88,6 +88,11 @@ struct Args {
     /// Set in the child process: run the worker executor of the latency
     /// phase on this namespace.
     worker: Option<String>,
+    /// `--only-latency`: the pickup latency runs alone (no ceiling,
+    /// throughput or backlog phases).
+    only_latency: bool,
+    /// `--only-backlog`: the backlog phase alone.
+    only_backlog: bool,
 }
 
 fn args() -> Res<Args> {
@@ -101,11 +106,21 @@ fn args() -> Res<Args> {
         latency_tasks: 2_000,
         maintenance: true,
         worker: None,
+        only_latency: false,
+        only_backlog: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--no-maintenance" {
             a.maintenance = false;
+            continue;
+        }
+        if flag == "--only-latency" {
+            a.only_latency = true;
+            continue;
+        }
+        if flag == "--only-backlog" {
+            a.only_backlog = true;
             continue;
         }
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -518,6 +533,9 @@ async fn backlog(b: &Bench, a: &Args) -> Res {
         let to = next + i64::try_from(sample)? - 1;
         fill_waiting(&b.s, ns, next, to).await?;
         next = to + 1;
+        // The claimed tasks' index entries are dead now: the vacuum that
+        // autovacuum would run before the next minute, outside the timing.
+        b.vacuum().await?;
     }
     b.table_size(&format!("after {} runs over {large} queued", a.runs)).await?;
     let (early_rate, sample_rate) = (median(early_rates), median(sample_rates));
@@ -659,7 +677,7 @@ async fn worker(a: &Args, ns: &str) -> Res {
 }
 
 async fn run(b: &Bench, a: &Args) -> Res {
-    let (s, ns) = (&b.s, &b.process);
+    let s = &b.s;
     for ns in [&b.process, &b.backlog, &b.latency] {
         b.clear(ns).await?;
         s.purge(ns).await?;
@@ -690,7 +708,23 @@ async fn run(b: &Bench, a: &Args) -> Res {
         );
     }
     b.table_size("at the start").await?;
+    let all = !a.only_latency && !a.only_backlog;
+    if all {
+        throughput(b, a).await?;
+    }
+    if all || a.only_latency {
+        latency(b, a).await?;
+    }
+    if all || a.only_backlog {
+        backlog(b, a).await?;
+    }
+    b.table_size("at the end").await?;
+    Ok(())
+}
 
+/// The ceiling, submits and processing, `--runs` times.
+async fn throughput(b: &Bench, a: &Args) -> Res {
+    let (s, ns) = (&b.s, &b.process);
     let (mut ceiling, mut single, mut batched, mut c16, mut c64) = (vec![], vec![], vec![], vec![], vec![]);
     let (mut ceiling_one, mut ceiling_pooled, mut ratios, mut batch_ratios) =
         (vec![], vec![], vec![], vec![]);
@@ -740,10 +774,17 @@ async fn run(b: &Bench, a: &Args) -> Res {
         median(c64),
         median(ratios)
     );
+    Ok(())
+}
 
+/// The pickup latency across processes, `--runs` times.
+async fn latency(b: &Bench, a: &Args) -> Res {
     let (mut p50, mut p90, mut p99, mut max, mut call50, mut call99) =
         (vec![], vec![], vec![], vec![], vec![], vec![]);
     for run in 0..a.runs {
+        // The throughput phases leave dead row versions behind; autovacuum
+        // (off on the CI server) would have removed them.
+        b.vacuum().await?;
         let p = pickup_latency(b, a).await?;
         let r = &p.from_return;
         println!(
@@ -779,9 +820,6 @@ async fn run(b: &Bench, a: &Args) -> Res {
         median(call50),
         median(call99)
     );
-
-    backlog(b, a).await?;
-    b.table_size("at the end").await?;
     Ok(())
 }
 
