@@ -9,6 +9,7 @@
 //! cargo run --example cron                                   # memory, 10 ticks
 //! cargo run --release --example cron -- --storage redis --ticks 1000
 //! cargo run --release --example cron -- --storage mysql --ticks 1000
+//! cargo run --release --example cron -- --storage postgres --ticks 1000
 //! ```
 
 use clap::Parser;

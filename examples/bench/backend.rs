@@ -4,6 +4,7 @@ use std::future::Future;
 
 use executor_core::{MemoryStorage, Namespace, storage::Storage};
 use executor_mysql::MySqlStorage;
+use executor_postgres::PostgresStorage;
 use executor_redis::RedisStorage;
 use fred::interfaces::ClientLike;
 
@@ -18,7 +19,8 @@ pub(crate) trait Backend: Storage + Clone {
     /// The Redis storage, when the store is Redis.
     fn redis(&self) -> Option<&RedisStorage>;
     /// One raw round trip of the store, the floor a lone submit is compared
-    /// with: Redis `EVALSHA` of `return 1`, MySQL `DO 1`; `None` for a store
+    /// with: Redis `EVALSHA` of `return 1`, MySQL `DO 1`, PostgreSQL
+    /// `SELECT 1`; `None` for a store
     /// without a server.
     fn raw_call(&self) -> impl Future<Output = Option<()>> + Send;
 }
@@ -109,6 +111,30 @@ impl Backend for MySqlStorage {
 
     async fn raw_call(&self) -> Option<()> {
         sqlx::query("DO 1").execute(self.pool()).await.ok().map(|_| ())
+    }
+}
+
+impl Backend for PostgresStorage {
+    async fn drop_namespace(&self, ns: &Namespace) {
+        if let Err(e) = self.purge(ns).await {
+            eprintln!("purge of {ns} failed: {e}");
+        }
+    }
+
+    async fn used_memory(&self) -> Option<u64> {
+        None
+    }
+
+    async fn server_cpu(&self) -> Option<f64> {
+        None
+    }
+
+    fn redis(&self) -> Option<&RedisStorage> {
+        None
+    }
+
+    async fn raw_call(&self) -> Option<()> {
+        sqlx::query("SELECT 1").execute(self.pool()).await.ok().map(|_| ())
     }
 }
 

@@ -7,6 +7,7 @@
 //! cargo run --release --example bench -- --storage redis
 //! cargo run --release --example bench -- --storage memory --big-backlog 100000
 //! cargo run --release --example bench -- --storage redis --plot docs   # and the charts
+//! cargo run --release --example bench -- --storage postgres --plot docs
 //! ```
 //!
 //! Results and the exact commands behind them: `docs/redis.md`, Benchmarks.
@@ -29,6 +30,8 @@ enum Store {
     Redis,
     Memory,
     Mysql,
+    /// PostgreSQL (executor-postgres).
+    Postgres,
     /// Redis behind `AnyStorage` (executor-any): what the type erasure costs.
     AnyRedis,
 }
@@ -60,6 +63,9 @@ struct Args {
     /// MySQL URL.
     #[arg(long, env = "MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306/test")]
     mysql_url: String,
+    /// PostgreSQL URL.
+    #[arg(long, env = "POSTGRES_URL", default_value = "postgres://postgres@127.0.0.1:5432/test")]
+    postgres_url: String,
     /// Phases to run (default all).
     #[arg(long, value_enum, value_delimiter = ',')]
     phases: Vec<Phase>,
@@ -176,6 +182,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Store::Mysql => {
                 let storage = executor_mysql::MySqlStorage::connect(&args.mysql_url).await?;
                 phases::run_all(storage, &args).await
+            }
+            Store::Postgres => {
+                let storage = executor_postgres::PostgresStorage::connect(&args.postgres_url).await?;
+                let out = phases::run_all(storage.clone(), &args).await;
+                storage.close().await;
+                out
             }
             Store::AnyRedis => {
                 let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;

@@ -28,6 +28,9 @@ pub(crate) async fn run(args: &Args, ns: &str) -> Res<()> {
         }
         Store::Memory => work(MemoryStorage::new(), &ns, args).await,
         Store::Mysql => work(executor_mysql::MySqlStorage::connect(&args.mysql_url).await?, &ns, args).await,
+        Store::Postgres => {
+            work(executor_postgres::PostgresStorage::connect(&args.postgres_url).await?, &ns, args).await
+        }
         Store::AnyRedis => {
             let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;
             work(executor_any::AnyStorage::from(storage), &ns, args).await
@@ -61,9 +64,14 @@ pub(crate) async fn rss<S: Backend>(storage: &S, args: &Args, set_rps: Option<f6
     }
     let ns = namespace("rss")?;
     preload(storage, &ns, args.backlog, args.batch_size).await?;
-    let storage_flag = if args.storage == Store::Redis { "redis" } else { "mysql" };
+    let storage_flag = match args.storage {
+        Store::Mysql => "mysql",
+        Store::Postgres => "postgres",
+        _ => "redis",
+    };
     let out = Command::new(std::env::current_exe()?)
         .args(["--storage", storage_flag, "--redis-url", &args.redis_url, "--mysql-url", &args.mysql_url])
+        .args(["--postgres-url", &args.postgres_url])
         .args(["--worker-ns", ns.as_str(), "--worker-count", &args.backlog.to_string()])
         .args(["--worker-concurrency", "64"])
         .args(args.claim_batch.map(|n| vec!["--claim-batch".to_owned(), n.to_string()]).unwrap_or_default())
