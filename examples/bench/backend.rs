@@ -90,53 +90,38 @@ impl Backend for MemoryStorage {
     }
 }
 
-impl Backend for MySqlStorage {
-    async fn drop_namespace(&self, ns: &Namespace) {
-        if let Err(e) = self.purge(ns).await {
-            eprintln!("purge of {ns} failed: {e}");
+/// A SQL store: purge to clean up, no server figures, `raw` as the raw
+/// round trip.
+macro_rules! sql_backend {
+    ($store:ty, $raw:literal) => {
+        impl Backend for $store {
+            async fn drop_namespace(&self, ns: &Namespace) {
+                if let Err(e) = self.purge(ns).await {
+                    eprintln!("purge of {ns} failed: {e}");
+                }
+            }
+
+            async fn used_memory(&self) -> Option<u64> {
+                None
+            }
+
+            async fn server_cpu(&self) -> Option<f64> {
+                None
+            }
+
+            fn redis(&self) -> Option<&RedisStorage> {
+                None
+            }
+
+            async fn raw_call(&self) -> Option<()> {
+                sqlx::query($raw).execute(self.pool()).await.ok().map(|_| ())
+            }
         }
-    }
-
-    async fn used_memory(&self) -> Option<u64> {
-        None
-    }
-
-    async fn server_cpu(&self) -> Option<f64> {
-        None
-    }
-
-    fn redis(&self) -> Option<&RedisStorage> {
-        None
-    }
-
-    async fn raw_call(&self) -> Option<()> {
-        sqlx::query("DO 1").execute(self.pool()).await.ok().map(|_| ())
-    }
+    };
 }
 
-impl Backend for PostgresStorage {
-    async fn drop_namespace(&self, ns: &Namespace) {
-        if let Err(e) = self.purge(ns).await {
-            eprintln!("purge of {ns} failed: {e}");
-        }
-    }
-
-    async fn used_memory(&self) -> Option<u64> {
-        None
-    }
-
-    async fn server_cpu(&self) -> Option<f64> {
-        None
-    }
-
-    fn redis(&self) -> Option<&RedisStorage> {
-        None
-    }
-
-    async fn raw_call(&self) -> Option<()> {
-        sqlx::query("SELECT 1").execute(self.pool()).await.ok().map(|_| ())
-    }
-}
+sql_backend!(MySqlStorage, "DO 1");
+sql_backend!(PostgresStorage, "SELECT 1");
 
 /// Redis (or any store) behind `AnyStorage`: the same figures as the store
 /// it holds, so the erasure's cost shows against a direct `RedisStorage`.
