@@ -111,6 +111,39 @@ impl HistoryBucket {
     pub fn total(&self) -> u64 {
         self.succeeded.saturating_add(self.failed)
     }
+
+    /// A bucket from a SQL row's columns (epoch-ms minute, signed counts),
+    /// or why the row is left out: a minute that is not the start of one,
+    /// a negative count (a row edited by hand). The SQL drivers' one check.
+    ///
+    /// ```
+    /// use executor_core::{HistoryBucket, Timestamp};
+    ///
+    /// let b = HistoryBucket::from_columns(120_000, "mail".into(), 3, 1)?;
+    /// assert_eq!((b.minute, b.succeeded, b.failed), (Timestamp::from_millis(120_000), 3, 1));
+    /// assert!(HistoryBucket::from_columns(12_345, "mail".into(), 3, 1).is_err());
+    /// assert!(HistoryBucket::from_columns(120_000, "mail".into(), -5, 1).is_err());
+    /// # Ok::<(), String>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The reason, naming the column.
+    pub fn from_columns(
+        minute: i64,
+        name: String,
+        succeeded: i64,
+        failed: i64,
+    ) -> std::result::Result<Self, String> {
+        let at = u64::try_from(minute)
+            .ok()
+            .map(Timestamp::from_millis)
+            .filter(|m| *m == minute_of(*m) && *m <= Timestamp::MAX)
+            .ok_or_else(|| format!("column `minute` is not the start of a minute: {minute}"))?;
+        let count = |column: &str, v: i64| {
+            u64::try_from(v).map_err(|_| format!("column `{column}` is negative: {v}"))
+        };
+        Ok(Self::new(at, name, count("succeeded", succeeded)?, count("failed", failed)?))
+    }
 }
 
 /// The start of the minute `t` falls in.

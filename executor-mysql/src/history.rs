@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use executor_core::{
     Namespace, Result, Timestamp,
-    storage::{HistoryBucket, HistoryCount, check_history, minute_of},
+    storage::{HistoryBucket, HistoryCount, check_history},
 };
 use sqlx::{MySql, QueryBuilder, mysql::MySqlRow};
 
@@ -21,23 +21,11 @@ macro_rules! history {
 }
 pub(crate) use history;
 
-/// A stored count as `u64`, or why it is not one.
-fn count(r: &MySqlRow, name: &'static str) -> Result<u64, String> {
-    let v: i64 = col(r, name)?;
-    u64::try_from(v).map_err(|_| format!("column `{name}` is negative: {v}"))
-}
-
 /// One row as a bucket, or why it is left out.
 fn bucket(r: &MySqlRow) -> Result<HistoryBucket, String> {
-    let minute: i64 = col(r, "minute")?;
-    let minute = u64::try_from(minute)
-        .ok()
-        .map(Timestamp::from_millis)
-        .filter(|m| *m == minute_of(*m) && *m <= Timestamp::MAX)
-        .ok_or_else(|| format!("column `minute` is not the start of a minute: {minute}"))?;
     let name: Vec<u8> = col(r, "name")?;
     let name = String::from_utf8(name).map_err(|_| "column `name` is not UTF-8".to_owned())?;
-    Ok(HistoryBucket::new(minute, name, count(r, "succeeded")?, count(r, "failed")?))
+    HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
 }
 
 impl MySqlStorage {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use executor_core::{
     Namespace, Result, Timestamp,
-    storage::{HistoryBucket, HistoryCount, check_history, minute_of},
+    storage::{HistoryBucket, HistoryCount, check_history},
 };
 use sqlx::postgres::PgRow;
 
@@ -22,22 +22,10 @@ macro_rules! history {
 }
 pub(crate) use history;
 
-/// A stored count as `u64`, or why it is not one.
-fn count(r: &PgRow, name: &'static str) -> Result<u64, String> {
-    let v: i64 = col(r, name)?;
-    u64::try_from(v).map_err(|_| format!("column `{name}` is negative: {v}"))
-}
-
 /// One row as a bucket, or why it is left out.
 fn bucket(r: &PgRow) -> Result<HistoryBucket, String> {
-    let minute: i64 = col(r, "minute")?;
-    let minute = u64::try_from(minute)
-        .ok()
-        .map(Timestamp::from_millis)
-        .filter(|m| *m == minute_of(*m) && *m <= Timestamp::MAX)
-        .ok_or_else(|| format!("column `minute` is not the start of a minute: {minute}"))?;
     let name: String = col(r, "name")?;
-    Ok(HistoryBucket::new(minute, name, count(r, "succeeded")?, count(r, "failed")?))
+    HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
 }
 
 impl PostgresStorage {
