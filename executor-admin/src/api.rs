@@ -133,12 +133,12 @@ pub(crate) async fn delete_task<S: Storage>(admin: &Admin<S>, id: TaskId) -> Api
     }
 }
 
-/// One page of the tasks in a state.
+/// One page of the tasks in a state, optionally of one name.
 #[utoipa::path(get, path = "/api/tasks", tag = "tasks", params(ListParams),
     responses(
         (status = 200, description = "A page; follow `next`. Records that do not parse are skipped and \
             listed in `unreadable`", body = PageView),
-        (status = 422, description = "Bad state, page size or cursor", body = ErrorBody),
+        (status = 422, description = "Bad state, page size, name or cursor", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
 pub(crate) async fn list<S: Storage>(
@@ -149,6 +149,7 @@ pub(crate) async fn list<S: Storage>(
     let state: TaskState = q.state.parse()?;
     let mut query = ListQuery::new(state, q.limit.unwrap_or(DEFAULT_PAGE));
     query.cursor = q.cursor;
+    query.name = q.name.filter(|n| !n.is_empty());
     let page = admin.client().list(query).await?;
     Ok(Json(PageView {
         tasks: page.tasks.into_iter().map(TaskView::from).collect(),

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use executor_core::{
-    QueueInfo, TaskRecord, TaskState, Timestamp, Unreadable, schedule::ScheduleInfo, storage::Leadership,
+    MAX_ID_LEN, QueueInfo, TaskRecord, TaskState, Timestamp, Unreadable, schedule::ScheduleInfo,
+    storage::Leadership,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{
@@ -146,6 +147,8 @@ pub(crate) struct ListParams {
     pub(crate) cursor: Option<String>,
     /// Page size, 1 to 1000 (default 50).
     pub(crate) limit: Option<usize>,
+    /// Only tasks of this name.
+    pub(crate) name: Option<String>,
 }
 
 // Written out rather than derived: the derive drops `required` and the
@@ -182,6 +185,16 @@ impl IntoParams for ListParams {
                 Required::False,
                 "Page size, 1 to 1000 (default 50).",
                 ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(1000)),
+            ),
+            query(
+                "name",
+                Required::False,
+                "Only tasks of this name (the handler name they were submitted to). Pages may come \
+                 back short, even empty with a `next`, on Redis, which checks names as it walks.",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(MAX_ID_LEN)),
             ),
         ]
     }

@@ -83,7 +83,7 @@ pub(crate) struct ListArgs {
     /// The state: created, pending, running, completed, failed, timeout, error, cancelled.
     #[arg(long)]
     pub(crate) state: String,
-    /// Only tasks of this name (filtered here, over as many pages as it takes).
+    /// Only tasks of this name (the store filters: an index in the SQL stores).
     #[arg(long)]
     pub(crate) name: Option<String>,
     /// Most tasks to show.

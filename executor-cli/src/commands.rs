@@ -72,16 +72,18 @@ pub(crate) fn state(text: &str) -> CliResult<TaskState> {
 /// `keep` rejects some tasks, so pages are asked at full size.
 async fn collect(
     client: &Client<AnyStorage>,
-    state: TaskState,
+    query: ListQuery,
     max: usize,
     filtered: bool,
     keep: impl Fn(&TaskRecord) -> bool,
 ) -> CliResult<(Vec<TaskRecord>, bool)> {
     let size = if filtered { PAGE } else { max.clamp(1, PAGE) };
     let mut found = Vec::new();
-    let mut query = ListQuery::new(state, size);
+    let mut query = query;
+    query.limit = size;
+    query.cursor = None;
     loop {
-        let page = client.list(query).await.map_err(|e| CliError::store("listing tasks", e))?;
+        let page = client.list(query.clone()).await.map_err(|e| CliError::store("listing tasks", e))?;
         let mut tasks = page.tasks.into_iter();
         for task in tasks.by_ref() {
             if keep(&task) {
@@ -93,7 +95,7 @@ async fn collect(
         }
         let more = tasks.next().is_some() || page.next.is_some();
         match page.next {
-            Some(cursor) if found.len() < max => query = ListQuery::new(state, size).after(cursor),
+            Some(cursor) if found.len() < max => query.cursor = Some(cursor),
             _ => return Ok((found, more)),
         }
     }
@@ -130,10 +132,11 @@ pub(crate) async fn list(
     if args.limit == 0 {
         return Err(CliError::usage("--limit must be at least 1"));
     }
-    let (tasks, more) = collect(client, state, args.limit, args.name.is_some(), |t| {
-        args.name.as_deref().is_none_or(|n| t.name == n)
-    })
-    .await?;
+    let mut query = ListQuery::new(state, PAGE);
+    query.name.clone_from(&args.name);
+    // The store filters by name (an index in the SQL stores), so a page is
+    // only the wanted tasks.
+    let (tasks, more) = collect(client, query, args.limit, false, |_| true).await?;
     if json {
         writeln!(out, "{}", serde_json::to_string(&tasks)?)?;
         return Ok(());
@@ -253,7 +256,7 @@ async fn requeue_all_dead(client: &Client<AnyStorage>, json: bool, out: &mut dyn
     for state in DEAD {
         // Listed in full before the first requeue: requeueing moves tasks
         // out of the state and would shift the cursor under the pages.
-        let (tasks, _) = collect(client, state, usize::MAX, false, |_| true).await?;
+        let (tasks, _) = collect(client, ListQuery::new(state, PAGE), usize::MAX, false, |_| true).await?;
         let mut n = 0_u64;
         for task in tasks {
             match client.requeue(&task.id).await {
@@ -343,8 +346,10 @@ pub(crate) async fn purge(
         .await
         .map_err(|e| CliError::store("reading the store's clock", e))?;
     let cutoff = now.saturating_sub(age);
-    let (tasks, _) =
-        collect(client, state, usize::MAX, true, |t| t.finished_at.is_some_and(|f| f <= cutoff)).await?;
+    let (tasks, _) = collect(client, ListQuery::new(state, PAGE), usize::MAX, true, |t| {
+        t.finished_at.is_some_and(|f| f <= cutoff)
+    })
+    .await?;
     if !tasks.is_empty() && !args.yes && !confirm(tasks.len())? {
         return Err(CliError::usage("nothing deleted (not confirmed; --yes skips the question)"));
     }

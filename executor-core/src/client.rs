@@ -203,14 +203,13 @@ impl<S: Storage> Client<S> {
         self.inner.storage.delete(&self.inner.namespace, id).await
     }
 
-    /// One page of tasks in a state.
+    /// One page of tasks in a state, of one name with [`ListQuery::name`].
     ///
     /// # Errors
-    /// [`Error::Invalid`] for a page size outside 1..=1000 or a foreign cursor.
+    /// [`Error::Invalid`] for a page size outside 1..=1000, a name no task
+    /// can have ([`ListQuery::validate`]) or a foreign cursor.
     pub async fn list(&self, query: ListQuery) -> Result<Page> {
-        if query.limit == 0 || query.limit > 1_000 {
-            return Err(Error::invalid("page size", format!("{} is outside 1..=1000", query.limit)));
-        }
+        query.validate()?;
         self.inner.storage.list(&self.inner.namespace, query).await
     }
 

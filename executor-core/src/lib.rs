@@ -131,7 +131,9 @@ pub use id::{MAX_ID_LEN, MAX_NAMESPACE_LEN, Namespace, TaskId, WorkerId};
 pub use listener::Listener;
 pub use memory::MemoryStorage;
 pub use options::{DEFAULT_RETRY_LIMIT, MAX_RETRY_LIMIT, TaskOptions};
-pub use query::{CancelOutcome, ListQuery, Page, Retention, StateCounts, Unreadable, WorkerInfo};
+pub use query::{
+    CancelOutcome, ListQuery, MAX_PAGE_SIZE, Page, Retention, StateCounts, Unreadable, WorkerInfo,
+};
 pub use queue::{
     ClaimPlan, DEFAULT_QUEUE, MAX_CONCURRENCY_LIMIT, MAX_PRIORITY, MAX_QUEUE_LEN, MAX_QUEUES, MAX_RATE_PER,
     MAX_RATE_STARTS, MAX_WEIGHT, QueueInfo, QueueLimits, QueueName, QueueSet, QueueShare, RateLimit,

@@ -28,16 +28,30 @@ impl CancelOutcome {
     }
 }
 
-/// A page request for `list`: [`ListQuery::new`], then
-/// [`ListQuery::after`] with the previous page's `next`.
+/// The largest page `list` returns: [`ListQuery::limit`] is 1 to this.
+pub const MAX_PAGE_SIZE: usize = 1_000;
+
+/// A page request for `list`: [`ListQuery::new`], optionally
+/// [`ListQuery::name`] to keep one task name, then [`ListQuery::after`] with
+/// the previous page's `next`.
+///
+/// Every store answers a page by reading an index range that starts at the
+/// cursor, never by counting from the first task, so page 1,000 of a state
+/// with millions of tasks costs what page 1 costs. A name filter is answered
+/// by the store too (an index on state and name in the SQL stores, the
+/// in-memory store's own index; Redis checks the name of each entry it
+/// walks, at most 16,000 per page, so a rare name may come back in short
+/// pages that still carry `next`).
 ///
 /// ```
 /// use executor_core::{ListQuery, TaskState};
 ///
-/// let first = ListQuery::new(TaskState::Failed, 50);
-/// let second = ListQuery::new(TaskState::Failed, 50).after("cursor-from-first-page");
+/// let first = ListQuery::new(TaskState::Failed, 50).name("sync_crm");
+/// let second = first.clone().after("cursor-from-first-page");
 /// assert_eq!(second.cursor.as_deref(), Some("cursor-from-first-page"));
-/// # let _ = first;
+/// assert_eq!(second.name.as_deref(), Some("sync_crm"));
+/// assert!(first.validate().is_ok());
+/// assert!(ListQuery::new(TaskState::Failed, 0).validate().is_err());
 /// ```
 ///
 /// A literal does not compile outside this crate, so fields can be added:
@@ -54,14 +68,40 @@ pub struct ListQuery {
     pub state: TaskState,
     /// The `next` of the previous page.
     pub cursor: Option<String>,
-    /// Page size, 1 to 1,000.
+    /// Page size, 1 to [`MAX_PAGE_SIZE`].
     pub limit: usize,
+    /// Only tasks of this name; `None` lists every name.
+    pub name: Option<String>,
 }
 
 impl ListQuery {
     /// First page of `state`, `limit` tasks.
     pub fn new(state: TaskState, limit: usize) -> Self {
-        Self { state, cursor: None, limit }
+        Self { state, cursor: None, limit, name: None }
+    }
+
+    /// Only tasks named `name` (the handler name they were submitted to).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Refuses a page size outside 1..=[`MAX_PAGE_SIZE`] and a name no task
+    /// can have (empty, longer than [`crate::MAX_ID_LEN`] bytes, a
+    /// control character, whitespace), with [`crate::Error::Invalid`]. Every store
+    /// checks this first.
+    pub fn validate(&self) -> crate::Result<()> {
+        if self.limit == 0 || self.limit > MAX_PAGE_SIZE {
+            return Err(crate::Error::invalid(
+                "page size",
+                format!("{} is outside 1..={MAX_PAGE_SIZE}", self.limit),
+            ));
+        }
+        if let Some(name) = &self.name {
+            crate::id::validate_key("task name", name, crate::MAX_ID_LEN)?;
+        }
+        Ok(())
     }
 
     /// The page after the one whose `next` was `cursor`.

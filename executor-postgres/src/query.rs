@@ -32,19 +32,21 @@ impl PostgresStorage {
     }
 
     /// One page of a state, in `(finished_at, id)` order: the order of the
-    /// `ix_finished` index, so a page is one index range scan. `finished_at`
+    /// `ix_finished` index (`ix_name` with a name), so a page is one index
+    /// range scan. `finished_at`
     /// does not change while a task stays in a state, so following `next`
     /// visits each such task once. A row that does not parse is skipped and
     /// reported in [`Page::unreadable`] (invariant 7): the rest of the page
     /// still reads, and the cursor moves past it.
     pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        if query.limit == 0 || query.limit > 1000 {
-            return Err(Error::invalid("page size", format!("{} is not between 1 and 1000", query.limit)));
-        }
+        query.validate()?;
         let cursor = query.cursor.as_deref().map(parse_cursor).transpose()?;
         let mut qb: QueryBuilder<Postgres> =
             QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
         qb.push_bind(ns.as_str().to_owned()).push(" AND state = ").push_bind(query.state.as_str());
+        if let Some(name) = &query.name {
+            qb.push(" AND name = ").push_bind(name.clone());
+        }
         match cursor {
             None => {}
             // NULLs sort last, as the index keeps them: after a NULL come

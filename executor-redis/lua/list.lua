@@ -2,13 +2,15 @@
 -- index ZSET in KEYS[1] that holds that state (due, lease, dead letter or
 -- finished), in (score, id) order after the cursor (ARGV[4] score, ARGV[5]
 -- id; '' for the first page; Rust checked both). At most ARGV[6] tasks, at
--- most ARGV[7] index entries looked at. Returns {at_end (0|1), last score,
+-- most ARGV[7] index entries looked at; only tasks named ARGV[8] unless it
+-- is ''. Returns {at_end (0|1), last score,
 -- last id, {{id, fields...}...}, {{id, reason}...}}: the last list holds the
 -- entries of this index whose record is unreadable here (a key that is not
 -- a hash, a record without a known state); records in the state whose other
 -- fields do not parse are found by Rust.
 local state, cscore, cid = ARGV[3], ARGV[4], ARGV[5]
 local limit, budget = nat(ARGV[6], 100000), nat(ARGV[7], 100000)
+local name = ARGV[8] or ''
 if not (limit and budget and STATES[state] and (cscore == '' or tonumber(cscore))) then
   return redis.error_reply('ERR list: bad arguments')
 end
@@ -37,7 +39,7 @@ for i = 1, #entries, 2 do
     local rec = record(tkey)
     if not rec then
       bad[#bad + 1] = {id, not_a_hash(tkey)}
-    elseif rec[1] == state then
+    elseif rec[1] == state and (name == '' or rec[2] == name) then
       table.insert(rec, 1, id)
       out[#out + 1] = rec
       if #out >= limit then break end

@@ -5,6 +5,11 @@
 //! Each state lives in one index ZSET (CREATED/PENDING in `due`, RUNNING in
 //! `lease`, COMPLETED/CANCELLED in `done`, dead letter in `dead`), so a page
 //! walks that index in (score, id) order and keeps the tasks in the state.
+//! With a name ([`ListQuery::name`]) the script keeps only that name's
+//! tasks: there is no index per name (it would cost every transition a
+//! write), so a page of a rare name may come back short, or empty with a
+//! `next`, after looking at `CALLS * BUDGET` entries; it never reads more.
+//!
 //! The cursor is `<partition>:<score>:<hex of the id>` of the last index
 //! entry looked at, with `:<priority>:<queue>` after it inside a waiting
 //! level other than the due ZSET (issue 16): waiting tasks are listed level
@@ -167,7 +172,8 @@ impl RedisStorage {
     }
 
     pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        let limit = query.limit.clamp(1, 1000);
+        query.validate()?;
+        let limit = query.limit;
         let mut cursor = match &query.cursor {
             Some(c) => parse_cursor(c, self.partitions())?,
             None => Cursor::start(0),
@@ -190,6 +196,7 @@ impl RedisStorage {
                 Value::Bytes(cursor.id.clone().into()),
                 Value::from((limit - page.tasks.len()).to_string()),
                 Value::from(BUDGET.to_string()),
+                Value::from(query.name.as_deref().unwrap_or_default()),
             ];
             let reply = array(self.run(&self.inner.scripts.list, vec![index.to_owned()], args).await?)?;
             let mut reply = reply.into_iter();

@@ -299,6 +299,33 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         })
         .await?;
 
+        // Filter a state's list by name: the form keeps the state, the page
+        // says the name and lists that name's tasks only.
+        browser.goto(&format!("{url}/tasks?state=FAILED")).await?;
+        browser.find(Locator::Id("name-filter")).await?.send_keys("sync_crm").await?;
+        browser.find(Locator::Id("filter")).await?.click().await?;
+        eventually("the FAILED sync_crm tasks", Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move {
+                let url = browser.current_url().await?;
+                if !url.query().is_some_and(|q| q.contains("name=sync_crm") && q.contains("state=FAILED")) {
+                    return Ok(false);
+                }
+                let named = browser.find(Locator::Id("named")).await?.text().await?;
+                let rows = browser.find_all(Locator::Css("#tasks tr[data-task='crm-2077']")).await?;
+                Ok(named == "sync_crm" && rows.len() == 1)
+            }
+        })
+        .await?;
+        let names: Vec<String> = {
+            let mut names = Vec::new();
+            for cell in browser.find_all(Locator::Css("#tasks tr[data-task] td:nth-child(2)")).await? {
+                names.push(cell.text().await?);
+            }
+            names
+        };
+        assert!(!names.is_empty() && names.iter().all(|n| n == "sync_crm"), "{names:?}");
+
         // The Throughput chart: an SVG with a bar drawn for the attempts
         // that ran, once the executor flushed them (every 5 s by default).
         eventually("a bar in the throughput chart", Duration::from_secs(15), || {

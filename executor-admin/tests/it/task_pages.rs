@@ -11,7 +11,7 @@ use std::{
 
 use axum::{Router, http::StatusCode};
 use executor_admin::{Admin, admin_router};
-use executor_core::{MemoryStorage, TaskId, TaskState, testing};
+use executor_core::{MemoryStorage, TaskId, TaskState, storage::Storage, testing};
 
 use crate::support::{BoxResult, call, executor_on};
 
@@ -92,6 +92,81 @@ async fn every_task_of_a_state_is_reached_page_by_page_and_found_by_id() -> BoxR
         exec.client().status(&TaskId::new("order/000+é")?).await?.map(|t| t.state),
         Some(TaskState::Created)
     );
+    Ok(())
+}
+
+/// The name filter: the dashboard's pages and the API's pages hold only the
+/// tasks of that name, every one of them once; "Next page" and the state
+/// tabs keep the filter; a name no task can have is an error page.
+#[tokio::test]
+async fn a_name_filters_every_page_of_the_dashboard_and_the_api() -> BoxResult {
+    let storage = MemoryStorage::new();
+    let exec = executor_on(storage.clone(), "task-pages-name", Arc::new(AtomicBool::new(false))).await?;
+    let app = Router::new().nest("/admin", admin_router(&exec));
+    // 120 waiting tasks, every third named with characters a link must
+    // encode (through the store: the client submits only names it runs).
+    let ns = executor_core::Namespace::new("task-pages-name")?;
+    let mut wanted = HashSet::new();
+    for i in 0..120 {
+        let mut task = testing::new_task(&format!("t{i:03}"));
+        task.name = if i % 3 == 0 { "mail+eu/é".to_owned() } else { "echo".to_owned() };
+        if i % 3 == 0 {
+            wanted.insert(format!("t{i:03}"));
+        }
+        storage.submit(&ns, task).await?;
+    }
+    let (status, _, mut page) =
+        call(&app, "GET", "/admin/tasks?state=CREATED&name=mail%2Beu%2F%C3%A9", None).await?;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains("named <code id=\"named\">mail+eu/é</code>"), "{page}");
+    assert!(
+        page.contains("href=\"/admin/tasks?state=FAILED&amp;name=mail%2Beu%2F%C3%A9\""),
+        "tabs keep the name"
+    );
+    let mut seen = Vec::new();
+    for pages in 1.. {
+        assert!(pages <= 2, "40 tasks took more than one page of 50 and a bit");
+        let (rows, next) = rows_and_next(&page);
+        seen.extend(rows);
+        let Some(next) = next else { break };
+        assert!(next.contains("name=mail%2Beu%2F%C3%A9"), "next keeps the name: {next}");
+        let (status, _, body) = call(&app, "GET", &next, None).await?;
+        assert_eq!(status, StatusCode::OK, "{next}: {body}");
+        page = body;
+    }
+    assert_eq!(seen.len(), 40, "each once: {seen:?}");
+    assert_eq!(seen.into_iter().collect::<HashSet<_>>(), wanted);
+
+    let mut api = Vec::new();
+    let mut uri = "/admin/api/tasks?state=CREATED&limit=15&name=mail%2Beu%2F%C3%A9".to_owned();
+    for _ in 0..10 {
+        let (status, _, body) = call(&app, "GET", &uri, None).await?;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let page: serde_json::Value = serde_json::from_str(&body)?;
+        for t in page["tasks"].as_array().ok_or("no tasks")? {
+            assert_eq!(t["name"].as_str(), Some("mail+eu/é"), "{t}");
+            api.extend(t["id"].as_str().map(str::to_owned));
+        }
+        match page["next"].as_str() {
+            Some(next) => {
+                uri = format!("/admin/api/tasks?state=CREATED&limit=15&name=mail%2Beu%2F%C3%A9&cursor={next}")
+            }
+            None => break,
+        }
+    }
+    assert_eq!(api.into_iter().collect::<HashSet<_>>(), wanted);
+
+    let (_, _, none) = call(&app, "GET", "/admin/tasks?state=CREATED&name=nobody", None).await?;
+    assert!(none.contains("No task of this name is in this state."), "{none}");
+    for uri in
+        ["/admin/tasks?state=CREATED&name=has%20space", "/admin/api/tasks?state=CREATED&name=has%20space"]
+    {
+        let (status, _, body) = call(&app, "GET", uri, None).await?;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{uri}: {body}");
+    }
+    // An empty name is no filter.
+    let (_, _, all) = call(&app, "GET", "/admin/tasks?state=CREATED&name=", None).await?;
+    assert_eq!(rows_and_next(&all).0.len(), 50, "{all}");
     Ok(())
 }
 

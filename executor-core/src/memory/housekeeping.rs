@@ -1,7 +1,7 @@
 //! Reaping expired leases, retention, leadership and the read-only queries
 //! (list, counts) of one namespace.
 
-use std::{ops::Bound, time::Duration};
+use std::{collections::BTreeSet, ops::Bound, time::Duration};
 
 use crate::{
     Error, ListQuery, Page, Result, Retention, StateCounts, TaskId, TaskState, Timestamp, WorkerId,
@@ -16,9 +16,6 @@ pub(super) const LEASE_EXPIRED: &str = "lease expired (worker presumed dead)";
 
 /// Marks cursors this store made, so a foreign one is refused.
 const CURSOR_PREFIX: &str = "mem1.";
-
-/// Largest page [`Space::list`] returns.
-const MAX_PAGE: usize = 1_000;
 
 impl Space {
     /// Recovers up to `limit` tasks whose lease expired before `now`. The fence
@@ -136,16 +133,16 @@ impl Space {
         self.leader.clone().filter(|t| t.until > now)
     }
 
-    /// One page of the tasks in a state, in id order after the cursor.
+    /// One page of the tasks in a state (of one name), in id order after
+    /// the cursor.
     pub(super) fn list(&self, query: ListQuery) -> Result<Page> {
-        if query.limit == 0 || query.limit > MAX_PAGE {
-            return Err(Error::invalid(
-                "page size",
-                format!("{} is not between 1 and {MAX_PAGE}", query.limit),
-            ));
-        }
+        query.validate()?;
         let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
-        let ids = &self.idx.by_state[slot(query.state)];
+        let empty = BTreeSet::new();
+        let ids = match &query.name {
+            None => &self.idx.by_state[slot(query.state)],
+            Some(name) => self.idx.by_name[slot(query.state)].get(name).unwrap_or(&empty),
+        };
         let start = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut window = ids.range((start, Bound::Unbounded));
         let tasks: Vec<_> = window

@@ -28,6 +28,9 @@ pub(super) struct Indexes {
     pub(super) dead: BTreeSet<(Timestamp, TaskId)>,
     /// Ids per state, in id order: pagination and counts.
     pub(super) by_state: [BTreeSet<TaskId>; 8],
+    /// The same per state and task name: a page of one name reads only
+    /// that name's tasks.
+    pub(super) by_name: [BTreeMap<String, BTreeSet<TaskId>>; 8],
     next_seq: u64,
 }
 
@@ -46,6 +49,7 @@ impl Indexes {
     /// Adds `rec` to the indexes its state belongs to.
     pub(super) fn insert(&mut self, rec: &TaskRecord, seq: u64) {
         self.by_state[slot(rec.state)].insert(rec.id.clone());
+        self.by_name[slot(rec.state)].entry(rec.name.clone()).or_default().insert(rec.id.clone());
         match rec.state {
             TaskState::Created | TaskState::Pending => {
                 self.due.insert((rec.due_at, seq, rec.id.clone()));
@@ -72,6 +76,13 @@ impl Indexes {
     /// Removes `rec` (as it was inserted) from every index.
     pub(super) fn remove(&mut self, rec: &TaskRecord, seq: u64) {
         self.by_state[slot(rec.state)].remove(&rec.id);
+        let names = &mut self.by_name[slot(rec.state)];
+        if let Some(ids) = names.get_mut(&rec.name) {
+            ids.remove(&rec.id);
+            if ids.is_empty() {
+                names.remove(&rec.name);
+            }
+        }
         match rec.state {
             TaskState::Created | TaskState::Pending => {
                 self.due.remove(&(rec.due_at, seq, rec.id.clone()));

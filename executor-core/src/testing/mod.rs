@@ -128,6 +128,7 @@ macro_rules! storage_conformance_tests {
             leadership_exclusive_renew_release_takeover
             counts_by_state
             list_pagination_visits_each_once
+            list_by_name_visits_each_once
             list_refuses_foreign_cursor
             wait_for_work_wakes_on_submit
             wait_for_work_wakes_at_due_time

@@ -335,7 +335,7 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
             },
         };
         let inner = inner.filter(|c| !c.is_empty());
-        let q = ListQuery { state: query.state, cursor: inner, limit: query.limit };
+        let q = ListQuery { cursor: inner, ..query.clone() };
         match tier {
             Tier::Hot => {
                 let mut page = self.hot.list(ns, q).await?;
@@ -344,7 +344,8 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
                 }
                 // Hot is exhausted: fill the page from cold, so a short list is one page.
                 let room = query.limit.saturating_sub(page.tasks.len());
-                let cold = self.cold.list(ns, ListQuery::new(query.state, room.max(1))).await?;
+                let cold =
+                    self.cold.list(ns, ListQuery { cursor: None, limit: room.max(1), ..query }).await?;
                 let next = if room == 0 {
                     (!cold.tasks.is_empty()).then(|| "c:".to_owned())
                 } else {
