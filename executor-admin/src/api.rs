@@ -81,7 +81,7 @@ pub(crate) async fn submit<S: Storage>(
     Ok((status, Json(SubmitResponse { id: id.into_string(), outcome: outcome.as_str().to_owned() })))
 }
 
-/// One task.
+/// One task, with every attempt the store kept (`all_attempts`).
 #[utoipa::path(get, path = "/api/tasks/{id}", tag = "tasks",
     params(("id" = String, Path, description = "Task id: 1 to 191 bytes of UTF-8, no whitespace or control characters",
         min_length = 1, max_length = 191, pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$")),
@@ -100,7 +100,7 @@ pub(crate) async fn get_task<S: Storage>(
     let Path(id) = path?;
     let id = task_id(&id)?;
     match admin.client().status(&id).await? {
-        Some(record) => Ok(Json(record.into())),
+        Some(record) => Ok(Json(TaskView::with_attempts(record))),
         None => Err(executor_core::Error::NotFound(id).into()),
     }
 }

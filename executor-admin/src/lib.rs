@@ -86,7 +86,7 @@ pub use metrics_exporter_prometheus::{BuildError, PrometheusHandle};
 pub use openapi::ApiDoc;
 pub use router::{admin_router, admin_routes};
 pub use views::{
-    AnnouncedView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView, QueueView,
-    RequeueAllResponse, RequeueFailure, RequeueResponse, ScheduleDeleteResponse, ScheduleView, SubmitRequest,
-    SubmitResponse, TaskView, UnreadableView, WorkerView,
+    AnnouncedView, AttemptView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView,
+    QueueView, RequeueAllResponse, RequeueFailure, RequeueResponse, ScheduleDeleteResponse, ScheduleView,
+    SubmitRequest, SubmitResponse, TaskView, UnreadableView, WorkerView,
 };

@@ -57,6 +57,7 @@ use crate::{ErrorBody, api, dashboard, history, limits, queues, schedules, views
         views::SubmitRequest,
         views::SubmitResponse,
         views::TaskView,
+        views::AttemptView,
         views::PageView,
         views::UnreadableView,
         views::CountsView,

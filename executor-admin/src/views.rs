@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use executor_core::{
-    MAX_ID_LEN, QueueInfo, TaskRecord, TaskState, Timestamp, Unreadable, schedule::ScheduleInfo,
-    storage::Leadership,
+    AttemptSummary, MAX_ID_LEN, QueueInfo, TaskRecord, TaskState, Timestamp, Unreadable,
+    schedule::ScheduleInfo, storage::Leadership,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{
@@ -59,8 +59,9 @@ pub struct SubmitResponse {
 }
 
 /// A task as the API shows it. Times are epoch milliseconds of the store's
-/// clock. The store keeps no history of past attempts: `attempts` counts
-/// them and `last_error` is the most recent failure.
+/// clock. The record's own fields (`started_at`, `worker`, `last_error`)
+/// describe its current or last attempt; `GET /api/tasks/{id}` adds
+/// `all_attempts`, every attempt the store kept.
 #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
 pub struct TaskView {
     /// The id.
@@ -106,6 +107,60 @@ pub struct TaskView {
     /// Its priority within the queue, 0 to 9, higher claimed first.
     #[schema(minimum = 0, maximum = 9)]
     pub priority: u8,
+    /// Every attempt the store kept, oldest first: the earlier attempts of
+    /// the attempt log (at most 20, the newest: those retried, reaped, or
+    /// dead-lettered before a requeue), then the current or last one. Only
+    /// in `GET /api/tasks/{id}`; pages of `GET /api/tasks` leave it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_attempts: Option<Vec<AttemptView>>,
+}
+
+/// One attempt of a task: see [`TaskView::all_attempts`]. Times are epoch
+/// milliseconds of the store's clock.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct AttemptView {
+    /// Its number, from 1 (a requeue starts the count again).
+    pub attempt: u32,
+    /// The worker that ran it, when the store still knows it (a finished
+    /// attempt's worker is kept only in the attempt log).
+    pub worker: Option<String>,
+    /// Claimed at.
+    pub started_at: Option<u64>,
+    /// Ended at; `null` while it runs.
+    pub ended_at: Option<u64>,
+    /// `ended_at - started_at`, when both are known.
+    pub duration_ms: Option<u64>,
+    /// How it ended.
+    #[schema(value_type = String, example = "failed")]
+    #[schema(pattern = "^(failed|lease_expired|dead|running|completed|cancelled|unknown)$")]
+    pub outcome: String,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+impl From<AttemptSummary> for AttemptView {
+    fn from(a: AttemptSummary) -> Self {
+        let duration_ms = a.duration().map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        Self {
+            attempt: a.attempt,
+            worker: a.worker.map(|w| w.as_str().to_owned()),
+            started_at: a.started_at.map(|t| t.as_millis()),
+            ended_at: a.ended_at.map(|t| t.as_millis()),
+            duration_ms,
+            outcome: a.outcome.as_str().to_owned(),
+            error: a.error,
+        }
+    }
+}
+
+impl TaskView {
+    /// The view of one task, with every attempt ([`TaskView::all_attempts`]).
+    pub fn with_attempts(record: TaskRecord) -> Self {
+        let attempts = record.all_attempts().into_iter().map(AttemptView::from).collect();
+        let mut view = Self::from(record);
+        view.all_attempts = Some(attempts);
+        view
+    }
 }
 
 impl From<TaskRecord> for TaskView {
@@ -134,6 +189,7 @@ impl From<TaskRecord> for TaskView {
             debounce_key: t.debounce_key,
             queue: t.queue.into(),
             priority: t.priority,
+            all_attempts: None,
         }
     }
 }

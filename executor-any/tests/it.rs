@@ -30,6 +30,7 @@ mod conformance {
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::history_conformance_tests!(fresh, cleanup);
+    executor_core::attempt_log_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
     executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }
@@ -38,7 +39,8 @@ fn env_or(var: &str, default: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| default.to_owned())
 }
 
-/// Submit, claim, complete, read and delete one task through `url`.
+/// Submit, claim, retry, claim, complete, read (with its attempt log) and
+/// delete one task through `url`.
 async fn round_trip(url: &str, kind: &str) -> Result<(), Error> {
     let storage = AnyStorage::connect(url).await.map_err(|e| {
         Error::invalid("test", format!("{url} did not connect ({e}); start it with scripts/test.sh"))
@@ -48,8 +50,15 @@ async fn round_trip(url: &str, kind: &str) -> Result<(), Error> {
     let id = storage.submit(&ns, testing::new_task("rt-1")).await?.id;
     let claimed = storage.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(30)).await?;
     let lease = claimed.first().and_then(|r| r.lease()).ok_or(Error::invalid("test", "nothing claimed"))?;
+    let retry = Finish::Retry { delay: Duration::ZERO, error: "once more".into() };
+    assert_eq!(storage.finish(&ns, &lease, retry).await?, TaskState::Pending);
+    let claimed = storage.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(30)).await?;
+    let lease = claimed.first().and_then(|r| r.lease()).ok_or(Error::invalid("test", "nothing claimed"))?;
     assert_eq!(storage.finish(&ns, &lease, Finish::Completed).await?, TaskState::Completed);
-    assert_eq!(storage.get(&ns, &id).await?.map(|r| r.state), Some(TaskState::Completed));
+    let record = storage.get(&ns, &id).await?.ok_or(Error::invalid("test", "the task vanished"))?;
+    assert_eq!(record.state, TaskState::Completed);
+    let logged: Vec<_> = record.attempt_log.iter().map(|a| (a.attempt, a.error.as_deref())).collect();
+    assert_eq!(logged, [(1, Some("once more"))], "the retried attempt, read back through AnyStorage");
     assert!(storage.delete(&ns, &id).await?, "the task is deleted");
     assert_eq!(storage.counts(&ns).await?.total(), 0);
     // The wake-up marker and the worker's bookkeeping go too: the shared

@@ -172,7 +172,8 @@ pub(crate) async fn list(
     Ok(())
 }
 
-/// `rex show`: every field of the record.
+/// `rex show`: every field of the record, then every attempt (the attempt
+/// log and the current or last one) as a table.
 pub(crate) async fn show(
     client: &Client<AnyStorage>,
     id: &str,
@@ -185,7 +186,13 @@ pub(crate) async fn show(
             CliError::not_found(format!("task `{id}` not found in namespace `{}`", client.namespace()))
         })?;
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&record)?)?;
+        // The record as stored (its `attempt_log` included), and every
+        // attempt joined with the current one, as the table below shows.
+        let mut value = serde_json::to_value(&record)?;
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("all_attempts".to_owned(), serde_json::to_value(record.all_attempts())?);
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(());
     }
     let r = &record;
@@ -223,6 +230,34 @@ pub(crate) async fn show(
         Err(_) => String::from_utf8_lossy(&r.payload).into_owned(),
     };
     writeln!(out, "payload:\n{payload}")?;
+    attempts_table(r, out)
+}
+
+/// The attempts of `rex show`: the attempt log and the current or last
+/// attempt, oldest first.
+fn attempts_table(r: &TaskRecord, out: &mut dyn Write) -> CliResult {
+    let attempts = r.all_attempts();
+    if attempts.is_empty() {
+        writeln!(out, "attempts: none yet")?;
+        return Ok(());
+    }
+    writeln!(out, "attempts:")?;
+    let mut table = Table::new(&["#", "WORKER", "STARTED", "ENDED", "DURATION", "OUTCOME", "ERROR"]);
+    for a in attempts {
+        table.row(vec![
+            a.attempt.to_string(),
+            a.worker.as_ref().map_or_else(|| "-".to_owned(), ToString::to_string),
+            opt_time(a.started_at),
+            opt_time(a.ended_at),
+            a.duration().map_or_else(|| "-".to_owned(), |d| format!("{d:?}")),
+            a.outcome.to_string(),
+            a.error.as_deref().unwrap_or("-").replace('\n', " "),
+        ]);
+    }
+    table.write(out)?;
+    if r.attempt_log.len() >= executor_core::MAX_ATTEMPT_LOG {
+        writeln!(out, "(the store keeps the last {} ended attempts)", executor_core::MAX_ATTEMPT_LOG)?;
+    }
     Ok(())
 }
 

@@ -94,6 +94,7 @@
 
 extern crate self as executor_core;
 
+mod attempt_log;
 mod client;
 mod coalesce;
 mod context;
@@ -120,6 +121,7 @@ pub mod testing;
 mod tiered;
 mod time;
 
+pub use attempt_log::{AttemptOutcome, AttemptRecord, AttemptSummary, MAX_ATTEMPT_LOG, MAX_ERROR_LEN};
 pub use client::{Client, DEFAULT_MAX_PAYLOAD, SUBMIT_BATCH, Submit, TaskBuilder};
 pub use coalesce::{CoalesceStats, Coalescer};
 pub use context::{Action, IntoTaskResult, TaskContext, TaskError};

@@ -23,6 +23,7 @@ use crate::{
     schedule::Schedule,
 };
 pub use crate::{
+    attempt_log::decode_attempt_log,
     group_commit::{GroupCommit, MAX_GROUP},
     history::{HISTORY_MINUTE, HistoryBucket, HistoryCount, MAX_HISTORY_COUNT, check_history, minute_of},
     schedule::{Advance, ScheduleEntry},

@@ -66,11 +66,30 @@ pub struct TaskRecord {
     /// first.
     #[serde(default)]
     pub priority: u8,
+    /// The attempts that ended before the current or last one, oldest
+    /// first, at most [`crate::MAX_ATTEMPT_LOG`] (the newest; older ones are
+    /// dropped). The current or last attempt is not in it: it is this
+    /// record's own `worker`, `started_at`, `finished_at` and `last_error`;
+    /// [`TaskRecord::all_attempts`] joins both.
+    ///
+    /// A store appends to it in the same atomic step as the transition that
+    /// ends an attempt without finishing the task: a retry
+    /// ([`crate::AttemptOutcome::Failed`]), a reap that puts the task back
+    /// to wait ([`crate::AttemptOutcome::LeaseExpired`]), and a requeue of a
+    /// dead-lettered task, which keeps the attempt that dead-lettered it
+    /// ([`crate::AttemptOutcome::Dead`]). Completions, releases and
+    /// postponements write nothing. The log lives as long as the task:
+    /// retention deletes both together.
+    ///
+    /// `get` (a status query) and the tier methods fill it; claims and list
+    /// pages may leave it empty, so they stay as lean as before it existed.
+    #[serde(default)]
+    pub attempt_log: Vec<crate::AttemptRecord>,
 }
 
 impl TaskRecord {
     /// A record of `state` with only its identity and times known: no
-    /// attempt started, one allowed, fence 0, no deadline, timeout, retry
+    /// attempt started (and none logged), one allowed, fence 0, no deadline, timeout, retry
     /// override, error, worker or lease. Stores build their decoded rows
     /// from it and set the other fields.
     ///
@@ -87,6 +106,7 @@ impl TaskRecord {
     /// );
     /// record.max_attempts = 4;
     /// assert!(record.attempts_left());
+    /// assert!(record.attempt_log.is_empty());
     /// # Ok::<(), executor_core::Error>(())
     /// ```
     pub fn new(
@@ -119,6 +139,7 @@ impl TaskRecord {
             debounce_key: None,
             queue: QueueName::default(),
             priority: 0,
+            attempt_log: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{bind_task, by_task, now_ms, tasks},
+    sql::{bind_task, by_task, log_append, log_error_chars, now_ms, tasks},
 };
 
 impl MySqlStorage {
@@ -54,12 +54,23 @@ impl MySqlStorage {
         Err(Error::storage(std::io::Error::other("task kept changing state during cancel"), true))
     }
 
-    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset.
+    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset,
+    /// with the attempt that dead-lettered it appended to its attempt log
+    /// (`dead`) in the same statement, before the columns it reads change.
     pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
         let done = sqlx::query(concat!(
             "UPDATE ",
             tasks!(),
-            " SET due_at = ",
+            " SET attempt_log = ",
+            log_append!(concat!(
+                "JSON_OBJECT('attempt', attempts, 'worker', NULL, 'started_at', started_at, 'ended_at', \
+                 COALESCE(finished_at, ",
+                now_ms!(),
+                "), 'outcome', 'dead', 'error', LEFT(last_error, ",
+                log_error_chars!(),
+                "))"
+            )),
+            ", due_at = ",
             now_ms!(),
             ", attempts = 0, finished_at = NULL, worker = NULL, lease_until = NULL, cancel_requested = 0, \
              state = 'PENDING' WHERE ",

@@ -20,7 +20,7 @@ use crate::{
     MySqlStorage,
     conn::{Conns, RunOn},
     error,
-    sql::{by_task, clip_error, ms, now_ms, push_in_list, tasks},
+    sql::{by_task, clip_error, log_append, log_error_chars, ms, now_ms, push_in_list, tasks},
 };
 
 /// Below this many items a batch is cheaper as single statements.
@@ -46,11 +46,42 @@ const FINISH_SQL: &str = concat!(
     " AND fence = ? AND state = 'RUNNING'"
 );
 
+/// [`FINISH_SQL`] for a retry: the same change, and the attempt that ended
+/// appended to the attempt log in the same statement. Only retries pay for
+/// the log; completions run `FINISH_SQL` or the batch UPDATE, as before.
+/// Binds: worker, logged error, delay, last error, task, fence.
+const RETRY_SQL: &str = concat!(
+    "UPDATE ",
+    tasks!(),
+    " SET attempt_log = ",
+    log_append!(concat!(
+        "JSON_OBJECT('attempt', attempts, 'worker', ?, 'started_at', started_at, 'ended_at', ",
+        now_ms!(),
+        ", 'outcome', 'failed', 'error', LEFT(?, ",
+        log_error_chars!(),
+        "))"
+    )),
+    ", due_at = ",
+    now_ms!(),
+    " + ?, finished_at = NULL, last_error = ?, worker = NULL, lease_until = NULL, state = 'PENDING' WHERE ",
+    by_task!(),
+    " AND fence = ? AND state = 'RUNNING'"
+);
+
 fn finish_query<'a>(
     ns: &'a Namespace,
     lease: &'a Lease,
     finish: &'a Finish,
 ) -> sqlx::query::Query<'a, MySql, sqlx::mysql::MySqlArguments> {
+    if let Finish::Retry { delay, error } = finish {
+        let error = clip_error(error).into_owned();
+        let q = sqlx::query(RETRY_SQL)
+            .bind(lease.worker.as_str())
+            .bind(error.clone())
+            .bind(ms(*delay))
+            .bind(error);
+        return crate::sql::bind_task(q, ns, &lease.id).bind(lease.fence);
+    }
     let target = finish.target();
     let delay = match finish {
         Finish::Retry { delay, .. } => Some(ms(*delay)),

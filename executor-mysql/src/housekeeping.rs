@@ -8,11 +8,19 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{self, MAX_FENCE_COLUMN, ms, now_ms, push_in_list, tasks},
+    sql::{self, MAX_FENCE_COLUMN, log_append, ms, now_ms, push_in_list, tasks},
 };
 
+/// The reason a reaped task records (a macro, so the reap's statement can
+/// hold it as a literal too).
+macro_rules! reap_reason {
+    () => {
+        "lease expired (worker presumed dead)"
+    };
+}
+
 /// The reason a reaped task records.
-const REAP_REASON: &str = "lease expired (worker presumed dead)";
+const REAP_REASON: &str = reap_reason!();
 
 /// Lock conflicts housekeeping runs again before leaving the rest to its
 /// next tick: a row a foreign transaction holds costs it at most two lock
@@ -30,8 +38,8 @@ impl MySqlStorage {
     ///    waited for);
     /// 2. one UPDATE of those ids, conditional on the lease still being expired,
     ///    deciding each row's outcome in SQL (`TIMEOUT` past the deadline,
-    ///    `FAILED` with no attempts left, else `PENDING` due now) and stamping a
-    ///    token;
+    ///    `FAILED` with no attempts left, else `PENDING` due now, the lost
+    ///    attempt appended to its attempt log) and stamping a token;
     /// 3. the rows it changed read back by ids and token.
     ///
     /// The fence grows in every case, so the presumed-dead worker's late finish
@@ -114,8 +122,23 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
     }
     let token = sql::token();
     let pending = format!("(NOT {TIMED_OUT} AND NOT {NO_ATTEMPTS_LEFT})");
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!("UPDATE ", tasks!(), " SET due_at = IF("));
+    // The lost attempt goes to the attempt log when the task waits again;
+    // first in the SET, while `worker` still names the lost holder.
+    let mut qb: QueryBuilder<MySql> =
+        QueryBuilder::new(concat!("UPDATE ", tasks!(), " SET attempt_log = IF("));
     qb.push(&pending)
+        .push(concat!(
+            ", ",
+            log_append!(concat!(
+                "JSON_OBJECT('attempt', attempts, 'worker', worker, 'started_at', started_at, 'ended_at', ",
+                now_ms!(),
+                ", 'outcome', 'lease_expired', 'error', '",
+                reap_reason!(),
+                "')"
+            )),
+            ", attempt_log), due_at = IF("
+        ))
+        .push(&pending)
         .push(concat!(", ", now_ms!(), ", due_at), finished_at = IF("))
         .push(&pending)
         .push(concat!(", finished_at, ", now_ms!(), "), state = CASE WHEN "))

@@ -9,15 +9,23 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{ID_COLUMN_CHARS, bind_task, by_task, task_columns, tasks},
+    sql::{ID_COLUMN_CHARS, bind_task, by_task, task_columns, task_columns_with_log, tasks},
 };
 
 impl MySqlStorage {
-    /// Reads one task; a row that does not parse is [`Error::Corrupt`].
+    /// Reads one task with its attempt log; a row that does not parse is
+    /// [`Error::Corrupt`] (an attempt log that does not parse reads as empty).
     pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        let q = sqlx::query(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ", by_task!()));
+        let q = sqlx::query(concat!(
+            "SELECT ",
+            task_columns_with_log!(),
+            " FROM ",
+            tasks!(),
+            " WHERE ",
+            by_task!()
+        ));
         let r = bind_task(q, ns, id).fetch_optional_on(&self.conns).await.map_err(error::storage)?;
-        r.map(|r| row::task_from_row(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason }))
+        r.map(|r| row::task_with_log(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason }))
             .transpose()
     }
 

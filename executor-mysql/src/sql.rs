@@ -66,6 +66,42 @@ macro_rules! task_columns {
     };
 }
 
+/// [`task_columns!`] and the attempt log: what `get` and the tier moves
+/// read. Claims and list pages leave the log out, so they read what they
+/// did before it existed.
+macro_rules! task_columns_with_log {
+    () => {
+        concat!(crate::sql::task_columns!(), ", attempt_log")
+    };
+}
+
+/// The attempt log with one entry appended (a `JSON_OBJECT(..)`
+/// expression), trimmed to the newest 20 ([`executor_core::MAX_ATTEMPT_LOG`]):
+/// the value of `SET attempt_log = ` in the statement of the transition that
+/// ends the attempt. A column that is not a JSON array (NULL, or edited by
+/// hand with the checks off) starts afresh rather than failing the
+/// statement. MySQL assigns left to right, so it comes first in a `SET`,
+/// before the columns it reads (`attempts`, `worker`, `started_at`) change.
+macro_rules! log_append {
+    ($entry:expr) => {
+        concat!(
+            "JSON_ARRAY_APPEND(CASE WHEN JSON_VALID(attempt_log) THEN CASE WHEN JSON_TYPE(attempt_log) = 'ARRAY' \
+             THEN CASE WHEN JSON_LENGTH(attempt_log) >= 20 THEN JSON_REMOVE(attempt_log, '$[0]') \
+             ELSE attempt_log END ELSE '[]' END ELSE '[]' END, '$', ",
+            $entry,
+            ")"
+        )
+    };
+}
+
+/// Longest error text, in characters, one attempt log entry keeps
+/// ([`executor_core::MAX_ERROR_LEN`], counted in characters by `LEFT`).
+macro_rules! log_error_chars {
+    () => {
+        "8192"
+    };
+}
+
 /// A condition on one task by primary key that is exact: the `_bin`
 /// collations pad with spaces, so `id = 'pad'` alone also matches a row
 /// whose id was edited to `'pad '`. `TaskId` refuses whitespace, so only a
@@ -87,7 +123,10 @@ macro_rules! limited {
     };
 }
 
-pub(crate) use {by_task, leaders, limited, now_ms, queues, ranks, schedules, task_columns, tasks, workers};
+pub(crate) use {
+    by_task, leaders, limited, log_append, log_error_chars, now_ms, queues, ranks, schedules, task_columns,
+    task_columns_with_log, tasks, workers,
+};
 
 /// Binds the three values of [`by_task!`].
 pub(crate) fn bind_task<'q>(

@@ -182,7 +182,7 @@ impl MySqlStorage {
         for probe in [
             concat!(
                 "SELECT ",
-                crate::sql::task_columns!(),
+                crate::sql::task_columns_with_log!(),
                 ", claim_token, ready_at, waiting_key, queue_rank FROM ",
                 crate::sql::tasks!(),
                 " LIMIT 0"

@@ -10,7 +10,7 @@ use crate::{
     error, row,
     sql::{
         ID_COLUMN_CHARS, MAX_ATTEMPTS_COLUMN, NAME_COLUMN_CHARS, bind_task, by_task, clip_error, ms, now_ms,
-        push_in_list, ranks, task_columns, tasks, ts,
+        push_in_list, ranks, task_columns_with_log, tasks, ts,
     },
 };
 
@@ -44,7 +44,7 @@ impl MySqlStorage {
         }
         let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
             "SELECT ",
-            task_columns!(),
+            task_columns_with_log!(),
             " FROM ",
             tasks!(),
             " JOIN (SELECT id AS due_id FROM ",
@@ -68,7 +68,7 @@ impl MySqlStorage {
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             let id = row::raw_id(r);
-            match row::task_from_row(r) {
+            match row::task_with_log(r) {
                 Ok(t) if t.attempts == MAX_ATTEMPTS_COLUMN || t.fence >= MAX_FENCE => {
                     let reason = format!(
                         "attempts {} or fence {} is past what a tier keeps (attempts below {}, fence below {MAX_FENCE})",
@@ -105,6 +105,15 @@ impl MySqlStorage {
         // A custom (closure) policy does not serialize and is not stored: the
         // handler's default applies to it, as for any task stored without one.
         let retry = record.retry.as_ref().and_then(|p| serde_json::to_string(p).ok());
+        // The attempt log moves with the task; NULL for none, as a task that
+        // never retried has.
+        let log = match record.attempt_log.is_empty() {
+            true => None,
+            false => Some(
+                serde_json::to_string(&record.attempt_log)
+                    .map_err(|e| Error::invalid("attempt log", format!("{e}: it cannot be moved")))?,
+            ),
+        };
         let mut key = record.debounce_key.clone();
         loop {
             let done = sqlx::query(concat!(
@@ -112,7 +121,8 @@ impl MySqlStorage {
                 tasks!(),
                 " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
                  finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-                 debounce_key, queue, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                 debounce_key, queue, priority, attempt_log) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             ))
             .bind(ns.as_str())
             .bind(record.id.as_str())
@@ -136,6 +146,7 @@ impl MySqlStorage {
             .bind(&key)
             .bind(record.queue.as_str())
             .bind(record.priority)
+            .bind(&log)
             .execute_on(&self.conns)
             .await;
             match done {

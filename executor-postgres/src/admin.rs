@@ -8,7 +8,7 @@ use crate::{
     PostgresStorage,
     conn::RunOn,
     error, row,
-    sql::{now_ms, tasks},
+    sql::{log_append, log_error_chars, now_ms, tasks},
 };
 
 impl PostgresStorage {
@@ -64,12 +64,23 @@ impl PostgresStorage {
         Err(Error::storage(std::io::Error::other("task kept changing state during cancel"), true))
     }
 
-    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset.
+    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset,
+    /// with the attempt that dead-lettered it appended to its attempt log
+    /// (`dead`) in the same statement.
     pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
         let done = sqlx::query(concat!(
             "UPDATE ",
             tasks!(),
-            " SET due_at = ",
+            " t SET attempt_log = ",
+            log_append!(concat!(
+                "jsonb_build_object('attempt', t.attempts, 'worker', NULL, 'started_at', t.started_at, 'ended_at', \
+                 COALESCE(t.finished_at, ",
+                now_ms!(),
+                "), 'outcome', 'dead', 'error', left(t.last_error, ",
+                log_error_chars!(),
+                "))"
+            )),
+            ", due_at = ",
             now_ms!(),
             ", attempts = 0, finished_at = NULL, worker = NULL, lease_until = NULL, cancel_requested = FALSE, \
              state = 'PENDING' WHERE ",

@@ -19,7 +19,7 @@ use crate::{
     PostgresStorage,
     conn::{Conns, RunOn},
     error,
-    sql::{big, clip_error, ms, now_ms, tasks},
+    sql::{big, clip_error, log_append, log_error_chars, ms, now_ms, tasks},
     wake::Wakes,
 };
 
@@ -44,11 +44,40 @@ const FINISH_SQL: &str = concat!(
      lease_until = NULL, state = $5 WHERE ns = $6 AND id = $7 AND fence = $8 AND state = 'RUNNING'"
 );
 
+/// [`FINISH_SQL`] for a retry: the same change, and the attempt that ended
+/// appended to the attempt log in the same statement. Only retries pay for
+/// the log; completions run `FINISH_SQL` or the batch UPDATE, as before.
+const RETRY_SQL: &str = concat!(
+    "UPDATE ",
+    tasks!(),
+    " t SET attempt_log = ",
+    log_append!(concat!(
+        "jsonb_build_object('attempt', t.attempts, 'worker', $1::TEXT, 'started_at', t.started_at, 'ended_at', ",
+        now_ms!(),
+        ", 'outcome', 'failed', 'error', left($2, ",
+        log_error_chars!(),
+        "))"
+    )),
+    ", due_at = ",
+    now_ms!(),
+    " + $3, finished_at = NULL, last_error = $2, worker = NULL, lease_until = NULL, state = 'PENDING' \
+     WHERE ns = $4 AND id = $5 AND fence = $6 AND state = 'RUNNING'"
+);
+
 fn finish_query<'a>(
     ns: &'a Namespace,
     lease: &'a Lease,
     finish: &'a Finish,
 ) -> sqlx::query::Query<'a, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    if let Finish::Retry { delay, error } = finish {
+        return sqlx::query(RETRY_SQL)
+            .bind(lease.worker.as_str())
+            .bind(clip_error(error))
+            .bind(ms(*delay))
+            .bind(ns.as_str())
+            .bind(lease.id.as_str())
+            .bind(big(lease.fence));
+    }
     let target = finish.target();
     let delay = match finish {
         Finish::Retry { delay, .. } => Some(ms(*delay)),

@@ -8,7 +8,7 @@ use crate::{
     PostgresStorage,
     conn::RunOn,
     error, row,
-    sql::{ms, now_ms, tasks},
+    sql::{log_append, ms, now_ms, tasks},
 };
 
 /// Lock conflicts housekeeping runs again before leaving the rest to its
@@ -42,7 +42,8 @@ macro_rules! retried {
 /// changing right now (`FOR UPDATE SKIP LOCKED`: a heartbeat or finish in
 /// flight is skipped, not waited for), each moved on as its row says
 /// (`TIMEOUT` past the deadline, `FAILED` with no attempts left, else
-/// `PENDING` due now) with its fence bumped, so the presumed-dead worker's
+/// `PENDING` due now, the lost attempt appended to its attempt log) with
+/// its fence bumped, so the presumed-dead worker's
 /// late finish is refused (invariant 2). A row whose fence is at its
 /// column's maximum cannot be bumped: it goes to `ERROR` with the reason.
 /// The rows are updated by `ctid`, as the claim's are (see `claim.rs`).
@@ -53,7 +54,15 @@ const REAP_SQL: &str = concat!(
     now_ms!(),
     " ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED) UPDATE ",
     tasks!(),
-    " t SET due_at = CASE WHEN ",
+    " t SET attempt_log = CASE WHEN ",
+    retried!(),
+    " THEN ",
+    log_append!(concat!(
+        "jsonb_build_object('attempt', t.attempts, 'worker', t.worker, 'started_at', t.started_at, 'ended_at', ",
+        now_ms!(),
+        ", 'outcome', 'lease_expired', 'error', 'lease expired (worker presumed dead)')"
+    )),
+    " ELSE t.attempt_log END, due_at = CASE WHEN ",
     retried!(),
     " THEN ",
     now_ms!(),

@@ -9,15 +9,16 @@ use crate::{
     PostgresStorage,
     conn::RunOn,
     error, row,
-    sql::{task_columns, tasks},
+    sql::{task_columns, task_columns_with_log, tasks},
 };
 
 impl PostgresStorage {
-    /// Reads one task; a row that does not parse is [`Error::Corrupt`].
+    /// Reads one task with its attempt log; a row that does not parse is
+    /// [`Error::Corrupt`] (an attempt log that does not parse reads as empty).
     pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
         let r = sqlx::query(concat!(
             "SELECT ",
-            task_columns!(),
+            task_columns_with_log!(),
             " FROM ",
             tasks!(),
             " WHERE ns = $1 AND id = $2"
@@ -27,7 +28,7 @@ impl PostgresStorage {
         .fetch_optional_on(&self.conns)
         .await
         .map_err(error::storage)?;
-        r.map(|r| row::task_from_row(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason }))
+        r.map(|r| row::task_with_log(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason }))
             .transpose()
     }
 

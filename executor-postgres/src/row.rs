@@ -6,6 +6,28 @@
 use executor_core::{Error, QueueName, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
 use sqlx::{Row, postgres::PgRow};
 
+/// The attempt log of a row selected with `task_columns_with_log!()`, read
+/// leniently ([`executor_core::storage::decode_attempt_log`]): NULL, or a
+/// value that does not parse, reads as empty, so the task stays readable.
+pub(crate) fn attempt_log(row: &PgRow, id: &TaskId) -> Vec<executor_core::AttemptRecord> {
+    match row.try_get::<Option<String>, _>("attempt_log") {
+        Ok(Some(json)) => executor_core::storage::decode_attempt_log(id, &json),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            tracing::warn!(task = %id, error = %e, "the attempt log column does not read; shown as empty");
+            Vec::new()
+        }
+    }
+}
+
+/// [`task_from_row`] of a row selected with `task_columns_with_log!()`,
+/// its attempt log included.
+pub(crate) fn task_with_log(row: &PgRow) -> Result<TaskRecord, String> {
+    let mut task = task_from_row(row)?;
+    task.attempt_log = attempt_log(row, &task.id);
+    Ok(task)
+}
+
 /// Reads one row selected with `task_columns!()`.
 pub(crate) fn task_from_row(row: &PgRow) -> Result<TaskRecord, String> {
     let id: String = col(row, "id")?;

@@ -66,6 +66,39 @@ macro_rules! task_columns {
     };
 }
 
+/// [`task_columns!`] and the attempt log as text: what `get` and the tier
+/// moves read. Claims and list pages leave the log out, so they read what
+/// they did before it existed.
+macro_rules! task_columns_with_log {
+    () => {
+        concat!(crate::sql::task_columns!(), ", attempt_log::text AS attempt_log")
+    };
+}
+
+/// The attempt log of the row aliased `t` with one entry appended (a
+/// `jsonb_build_object(..)` expression), trimmed to the newest 20
+/// ([`executor_core::MAX_ATTEMPT_LOG`]): the value of `SET attempt_log = `
+/// in the statement of the transition that ends the attempt. A value that
+/// is not an array (NULL, or edited by hand) starts afresh.
+macro_rules! log_append {
+    ($entry:expr) => {
+        concat!(
+            "(CASE WHEN jsonb_typeof(t.attempt_log) = 'array' THEN CASE WHEN jsonb_array_length(t.attempt_log) >= 20 \
+             THEN t.attempt_log - 0 ELSE t.attempt_log END ELSE '[]'::jsonb END) || jsonb_build_array(",
+            $entry,
+            ")"
+        )
+    };
+}
+
+/// Longest error text, in characters, one attempt log entry keeps
+/// ([`executor_core::MAX_ERROR_LEN`], counted in characters by `left`).
+macro_rules! log_error_chars {
+    () => {
+        "8192"
+    };
+}
+
 /// [`task_columns!`] of the table aliased `t`.
 macro_rules! t_task_columns {
     () => {
@@ -85,7 +118,8 @@ macro_rules! limited {
 }
 
 pub(crate) use {
-    leaders, limited, now_ms, queues, schedules, t_task_columns, task_columns, tasks, waiting, workers,
+    leaders, limited, log_append, log_error_chars, now_ms, queues, schedules, t_task_columns, task_columns,
+    task_columns_with_log, tasks, waiting, workers,
 };
 
 /// Run once on every connection the storage takes from the pool. A lock

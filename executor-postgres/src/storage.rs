@@ -169,7 +169,13 @@ impl PostgresStorage {
     /// migrating.
     pub(crate) async fn check_schema(&self) -> Result<()> {
         for probe in [
-            concat!("SELECT ", crate::sql::task_columns!(), " FROM ", crate::sql::tasks!(), " LIMIT 0"),
+            concat!(
+                "SELECT ",
+                crate::sql::task_columns_with_log!(),
+                " FROM ",
+                crate::sql::tasks!(),
+                " LIMIT 0"
+            ),
             concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
             concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
             concat!(

@@ -9,7 +9,7 @@ use crate::{
     PostgresStorage,
     conn::RunOn,
     error, row,
-    sql::{MAX_ATTEMPTS_COLUMN, big, clip_error, int, ms, now_ms, task_columns, tasks, ts, waiting},
+    sql::{MAX_ATTEMPTS_COLUMN, big, clip_error, int, ms, now_ms, task_columns_with_log, tasks, ts, waiting},
     wake::push_waiting_queues,
 };
 
@@ -42,7 +42,7 @@ impl PostgresStorage {
         qb.push(concat!(
             "SELECT d.* FROM (SELECT queue FROM wq WHERE queue IS NOT NULL) q CROSS JOIN generate_series(0, 9) \
              AS pr(priority) CROSS JOIN LATERAL (SELECT ",
-            task_columns!(),
+            task_columns_with_log!(),
             " FROM ",
             tasks!(),
             " t WHERE t.ns = "
@@ -62,7 +62,7 @@ impl PostgresStorage {
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             let id = row::raw_id(r);
-            match row::task_from_row(r) {
+            match row::task_with_log(r) {
                 Ok(t) if t.attempts == MAX_ATTEMPTS_COLUMN || t.fence >= MAX_FENCE => {
                     let reason = format!(
                         "attempts {} or fence {} is past what a tier keeps (attempts below {}, fence below {MAX_FENCE})",
@@ -94,6 +94,15 @@ impl PostgresStorage {
         // A custom (closure) policy does not serialize and is not stored: the
         // handler's default applies to it, as for any task stored without one.
         let retry = record.retry.as_ref().and_then(|p| serde_json::to_string(p).ok());
+        // The attempt log moves with the task; NULL for none, as a task that
+        // never retried has.
+        let log = match record.attempt_log.is_empty() {
+            true => None,
+            false => Some(
+                serde_json::to_string(&record.attempt_log)
+                    .map_err(|e| Error::invalid("attempt log", format!("{e}: it cannot be moved")))?,
+            ),
+        };
         let mut key = record.debounce_key.clone();
         loop {
             let done = sqlx::query(concat!(
@@ -101,8 +110,8 @@ impl PostgresStorage {
                 tasks!(),
                 " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
                  finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-                 debounce_key, queue, priority) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                 $15, $16, $17, $18, $19, $20, $21, $22)"
+                 debounce_key, queue, priority, attempt_log) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+                 $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23::jsonb)"
             ))
             .bind(ns.as_str())
             .bind(record.id.as_str())
@@ -126,6 +135,7 @@ impl PostgresStorage {
             .bind(&key)
             .bind(record.queue.as_str())
             .bind(i16::from(record.priority))
+            .bind(&log)
             .execute_on(&self.conns)
             .await;
             match done {

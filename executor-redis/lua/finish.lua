@@ -47,7 +47,11 @@ for i = 0, n - 1 do
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'a', int(math.max((nat(a) or 1) - 1, 0)), 'e', err,
           'u', nonce)
       else
-        redis.call('HSET', tkey, 's', target, 'd', int(due), 'e', err, 'u', nonce)
+        -- A retry: the attempt that ended goes to the attempt log (common.lua).
+        local more = redis.call('HMGET', tkey, 'b', 'w', 'y')
+        local log = append_attempt(more[3], {attempt = nat(a, U32) or 0, worker = more[2],
+          started_at = nat(more[1]), ended_at = now, outcome = 'failed', error = log_error(err)})
+        redis.call('HSET', tkey, 's', target, 'd', int(due), 'e', err, 'u', nonce, 'y', log)
       end
       local key, q, p = waiting_key(rec[5], rec[6])
       local list = pending[key]

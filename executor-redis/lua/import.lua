@@ -2,7 +2,7 @@
 -- a task with its id exists (idempotent by id: a move repeated after a crash
 -- is a no-op). ARGV[3] id, ARGV[4] state, ARGV[5] the score of the index the
 -- state belongs to (due, lease until or finished at), then field/value pairs
--- of the hash (Rust checked every number). Returns {stored (0|1), now}, or
+-- of the hash (Rust checked every number; the attempt log `y` is one). Returns {stored (0|1), now}, or
 -- {2, now, reason} when the id's key holds something that is not a task
 -- hash: nothing is written, so the other tier keeps its copy.
 local id, st, score = ARGV[3], ARGV[4], nat(ARGV[5])

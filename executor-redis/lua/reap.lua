@@ -1,6 +1,7 @@
 -- reap: recovers up to ARGV[3] RUNNING tasks whose lease expired (their worker
 -- is presumed dead). Past the deadline -> TIMEOUT; no attempts left -> FAILED;
--- else PENDING due now. The fence grows in every case, so the old worker's
+-- else PENDING due now, the lost attempt appended to the attempt log
+-- (`lease_expired`, common.lua). The fence grows in every case, so the old worker's
 -- late writes are refused (invariant 2). A lease entry whose record is
 -- corrupt is set aside (common.lua); one without a task is dropped.
 -- Returns {retried, failed, timed_out, {{id, reason}...} set aside}.
@@ -30,7 +31,9 @@ for _, id in ipairs(ids) do
       retried[#retried + 1] = id
     end
     if target == 'PENDING' then
-      redis.call('HSET', tkey, 's', target, 'f', fence, 'd', int(now), 'e', reason)
+      local log = append_attempt(redis.call('HGET', tkey, 'y'), {attempt = nat(rec[4], U32) or 0,
+        worker = rec[15], started_at = nat(rec[9]), ended_at = now, outcome = 'lease_expired', error = reason})
+      redis.call('HSET', tkey, 's', target, 'f', fence, 'd', int(now), 'e', reason, 'y', log)
       local key, q, p = waiting_key(rec[19], rec[20])
       add_waiting(key, q, p, {int(now), id})
     else

@@ -1,5 +1,6 @@
 -- requeue: ARGV[3] id, ARGV[4] nonce. A dead-lettered task goes back to
--- PENDING, due now, attempts reset; its last error stays for the record.
+-- PENDING, due now, attempts reset; its last error stays for the record, and
+-- the attempt that dead-lettered it is appended to the attempt log (`dead`).
 -- Returns {'ok'} | {'illegal', state} | {'missing'} | {'corrupt', reason}
 -- for a key that is not a hash or a record without a known state, which is
 -- set aside (common.lua; `delete` removes it). A record with other broken
@@ -23,7 +24,11 @@ end
 if not STATES[st] then return corrupt('unknown state `' .. shown(st) .. '`', true) end
 if st == 'FAILED' or st == 'TIMEOUT' or st == 'ERROR' then
   local now = now_ms()
-  redis.call('HSET', tkey, 's', 'PENDING', 'd', int(now), 'a', '0', 'u', nonce)
+  -- The attempt that dead-lettered the task stays in its attempt log.
+  local dead = redis.call('HMGET', tkey, 'a', 'b', 'w', 'z', 'e', 'y')
+  local log = append_attempt(dead[6], {attempt = nat(dead[1], U32) or 0, worker = dead[3],
+    started_at = nat(dead[2]), ended_at = nat(dead[4]) or now, outcome = 'dead', error = log_error(dead[5])})
+  redis.call('HSET', tkey, 's', 'PENDING', 'd', int(now), 'a', '0', 'u', nonce, 'y', log)
   redis.call('HDEL', tkey, 'z')
   redis.call('ZREM', KEYS[3], id)
   local key, q, p = waiting_key(rec[3], rec[4])

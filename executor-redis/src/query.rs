@@ -1,4 +1,4 @@
-//! Reads: `get` (a plain `HMGET` of the task hash), `counts` (`HGETALL` of
+//! Reads: `get` (a plain `HMGET` of the task hash and its attempt log), `counts` (`HGETALL` of
 //! each partition's count hash) and `list`, paging through the tasks of one
 //! state with `list.lua`.
 //!
@@ -137,7 +137,9 @@ impl RedisStorage {
     pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
         let key = self.keys(ns, self.inner.layout.partition_of(id)).task(id.as_str());
         let client = self.client()?.with_options(&self.inner.options);
-        let values = match client.hmget::<Value, _, _>(key, FIELDS.to_vec()).await {
+        let mut names = FIELDS.to_vec();
+        names.push(record::LOG_FIELD);
+        let mut values = match client.hmget::<Value, _, _>(key, names).await {
             Ok(values) => array(values)?,
             Err(e) if e.details().starts_with("WRONGTYPE") => {
                 let reason = "the key holds a value that is not a task hash (edited by hand?); \
@@ -146,10 +148,13 @@ impl RedisStorage {
             }
             Err(e) => return Err(storage(e)),
         };
+        let log = if values.len() > FIELDS.len() { values.pop() } else { None };
         if values.iter().all(|v| matches!(v, Value::Null)) {
             return Ok(None);
         }
-        record::parse(id.as_str(), &values).map(Some)
+        let mut task = record::parse(id.as_str(), &values)?;
+        task.attempt_log = record::attempt_log(id, log.as_ref());
+        Ok(Some(task))
     }
 
     pub(crate) async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {

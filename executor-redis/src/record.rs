@@ -7,7 +7,8 @@
 use std::{str::FromStr, time::Duration};
 
 use executor_core::{
-    Error, MAX_PRIORITY, QueueName, Result, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    AttemptRecord, Error, MAX_PRIORITY, QueueName, Result, RetryPolicy, TaskId, TaskRecord, TaskState,
+    Timestamp, WorkerId,
 };
 use fred::types::Value;
 
@@ -16,6 +17,26 @@ use fred::types::Value;
 /// 0, so records written before queues existed read as those.
 pub(crate) const FIELDS: [&str; 20] =
     ["s", "n", "p", "a", "m", "f", "c", "d", "b", "z", "x", "o", "r", "e", "w", "l", "q", "k", "g", "v"];
+
+/// The attempt log's hash field (`TaskRecord::attempt_log`, a JSON array
+/// `lua/common.lua` appends to). Not in [`FIELDS`]: claims never read it,
+/// only `get` and `due_before` do.
+pub(crate) const LOG_FIELD: &str = "y";
+
+/// The attempt log of task `id` from the reply of [`LOG_FIELD`], read
+/// leniently: nil, non-UTF-8 text or JSON that does not parse reads as
+/// empty (with a warning), so a hand-edited log never makes the task
+/// unreadable.
+pub(crate) fn attempt_log(id: &TaskId, v: Option<&Value>) -> Vec<AttemptRecord> {
+    let Some(v) = v.filter(|v| !matches!(v, Value::Null)) else { return Vec::new() };
+    match bytes(v).and_then(|b| std::str::from_utf8(b).ok()) {
+        Some(json) => executor_core::storage::decode_attempt_log(id, json),
+        None => {
+            tracing::warn!(task = %id, "the stored attempt log is not UTF-8 text; shown as empty");
+            Vec::new()
+        }
+    }
+}
 
 /// The bytes of a bulk-string reply; `None` for nil.
 pub(crate) fn bytes(v: &Value) -> Option<&[u8]> {

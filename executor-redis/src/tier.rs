@@ -53,11 +53,17 @@ impl RedisStorage {
             ];
             let reply = self.run_in(&self.inner.scripts.due_before, &self.keys(ns, p), args).await?;
             for entry in array(reply)? {
-                let (id, values) = record::parse_entry(entry)?;
+                // Each entry is `{id, fields..., attempt log}`.
+                let mut items = array(entry)?;
+                let log = items.pop();
+                let (id, values) = record::parse_entry(Value::Array(items))?;
                 // One record that does not parse must not stop the tiers from
                 // moving the others (invariant 7); a claim sets it aside.
                 match record::parse(&id, &values) {
-                    Ok(task) => out.push(task),
+                    Ok(mut task) => {
+                        task.attempt_log = record::attempt_log(&task.id, log.as_ref());
+                        out.push(task);
+                    }
                     Err(e) => tracing::warn!(task = %id, error = %e, "due_before skipped an unreadable task"),
                 }
             }
@@ -178,6 +184,11 @@ fn fields(r: TaskRecord) -> Result<Vec<Value>> {
         ("v", (r.priority > 0).then(|| r.priority.to_string())),
     ];
     f.extend(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, Value::from(v)))));
+    if !r.attempt_log.is_empty() {
+        let json = serde_json::to_string(&r.attempt_log)
+            .map_err(|e| Error::invalid("attempt log", format!("{e}: it cannot be moved")))?;
+        f.push((record::LOG_FIELD, Value::from(json)));
+    }
     if let Some(policy) = &r.retry {
         let json = serde_json::to_string(policy)
             .map_err(|e| Error::invalid("retry policy", format!("{e}; a custom policy cannot be moved")))?;

@@ -2,6 +2,7 @@
 //! script (the overview's optional auto-refresh is a few inline lines).
 //! Buttons are plain forms that POST and redirect back (303).
 
+mod attempts;
 mod html;
 pub(crate) mod queues;
 pub(crate) mod schedules;
@@ -23,6 +24,7 @@ use executor_core::{ListQuery, TaskRecord, TaskState, Timestamp, storage::Storag
 use serde::Deserialize;
 
 use crate::{Admin, ApiError, api, views::UnreadableView};
+use attempts::attempts_section;
 use html::{esc, page, segment, time};
 use queues::queues_table;
 use schedules::schedules_table;
@@ -374,11 +376,7 @@ pub(crate) async fn task<S: Storage>(
         let _ = write!(b, "<dt>{k}</dt><dd>{v}</dd>");
     }
     b.push_str("</dl>");
-    b.push_str(
-        "<p class=\"meta\">The store keeps the latest attempt only: the attempt count, when the last one \
-         started, and the last error. Earlier attempts' errors are in the logs and the \
-         <code>on_retry_scheduled</code> listener.</p>",
-    );
+    b.push_str(&attempts_section(&t));
     let _ = write!(b, "<h2>Payload</h2><pre id=\"payload\">{}</pre>", esc(&payload));
     Ok(Html(page(&format!("Task {}", t.id.as_str()), &base, &b, admin.is_read_only())).into_response())
 }

@@ -136,12 +136,24 @@ async fn requeue_one_and_all_from_the_dead_letter() -> BoxResult {
     let (_, task) = json(&app, "GET", "/api/tasks/crm-0", None).await?;
     assert_eq!(task["dead_letter"].as_bool(), Some(true));
     assert_eq!(task["last_error"].as_str(), Some("CRM rejected customer 0: <field> `email` missing"));
+    let attempts = task["all_attempts"].as_array().map(Vec::len);
+    assert_eq!((attempts, task["all_attempts"][0]["outcome"].as_str()), (Some(1), Some("dead")), "{task}");
 
     broken.store(false, std::sync::atomic::Ordering::SeqCst);
     let (status, r) = json(&app, "POST", "/api/tasks/crm-0/requeue", None).await?;
     assert_eq!((status, r["state"].as_str()), (StatusCode::OK, Some("PENDING")));
     exec.wait_for(&executor_core::TaskId::new("crm-0")?, Duration::from_secs(5)).await?;
     assert_eq!(state_of(&app, "crm-0").await?, "COMPLETED");
+    // The requeue kept the attempt that dead-lettered it.
+    let (_, task) = json(&app, "GET", "/api/tasks/crm-0", None).await?;
+    let outcomes: Vec<&str> =
+        task["all_attempts"].as_array().into_iter().flatten().filter_map(|a| a["outcome"].as_str()).collect();
+    assert_eq!(outcomes, ["dead", "completed"], "{task}");
+    assert_eq!(
+        task["all_attempts"][0]["error"].as_str(),
+        Some("CRM rejected customer 0: <field> `email` missing"),
+        "{task}"
+    );
 
     // Bounded: 4 of the 6 left, then the rest.
     let (status, r) = json(&app, "POST", "/api/dead-letter/requeue?limit=4", None).await?;

@@ -11,6 +11,7 @@
 mod support;
 
 mod api;
+mod attempts;
 mod dashboard_browser;
 mod documented_statuses;
 mod fuzz;

@@ -78,6 +78,11 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
     assert_eq!(request["required"], serde_json::json!(["starts", "per_ms"]), "{request}");
     let task = &doc["components"]["schemas"]["TaskView"]["properties"];
     assert!(task["queue"].is_object() && task["priority"].is_object(), "TaskView has no queue or priority");
+    assert!(task["all_attempts"].is_object(), "TaskView has no all_attempts: {task}");
+    let attempt = &doc["components"]["schemas"]["AttemptView"]["properties"];
+    for field in ["attempt", "worker", "started_at", "ended_at", "duration_ms", "outcome", "error"] {
+        assert!(attempt[field].is_object(), "AttemptView has no `{field}`");
+    }
     let view = &doc["components"]["schemas"]["ScheduleView"]["properties"];
     for field in
         ["name", "cron", "timezone", "payload", "paused", "next_fire_ms", "last_tick_ms", "last_state"]

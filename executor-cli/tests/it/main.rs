@@ -174,6 +174,8 @@ fn tour(store: &Store) {
     for id in ["f1", "f2", "f3"] {
         store.submit(id, if id == "f3" { "charge" } else { "sync_crm" });
     }
+    // f1, due first, fails once and is retried (due now: after f2 and f3).
+    store.finish_next(Finish::Retry { delay: Duration::ZERO, error: "CRM timed out".to_owned() });
     for _ in 0..3 {
         store.finish_next(Finish::Failed { error: "CRM said 503".to_owned() });
     }
@@ -199,8 +201,30 @@ fn tour(store: &Store) {
     for line in ["state            FAILED", "last_error       CRM said 503", "\"customer\": \"f1\""] {
         assert!(shown.ok().contains(line), "no {line:?} in:\n{}", shown.stdout);
     }
+    // The attempts table: the retried attempt from the log, then the one
+    // that dead-lettered the task.
+    let text = shown.ok();
+    let table = text.split("attempts:").nth(1).unwrap_or_else(|| panic!("no attempts table in:\n{text}"));
+    let rows: Vec<&str> = table.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(rows.len(), 3, "a header and two attempts:\n{table}");
+    assert!(rows[0].starts_with('#') && rows[0].contains("OUTCOME"), "{table}");
+    assert!(
+        rows[1].starts_with("1 ") && rows[1].contains("failed") && rows[1].ends_with("CRM timed out"),
+        "{table}"
+    );
+    assert!(
+        rows[2].starts_with("2 ") && rows[2].contains("dead") && rows[2].ends_with("CRM said 503"),
+        "{table}"
+    );
     let shown = store.rex(&["show", "f1", "--json"]).json();
     assert_eq!((shown["state"].as_str(), shown["payload"]["n"].as_u64()), (Some("FAILED"), Some(7)));
+    assert_eq!(
+        (shown["attempt_log"][0]["outcome"].as_str(), shown["attempt_log"][0]["error"].as_str()),
+        (Some("failed"), Some("CRM timed out")),
+        "{shown}"
+    );
+    let all = shown["all_attempts"].as_array().map(|a| a.len());
+    assert_eq!((all, shown["all_attempts"][1]["outcome"].as_str()), (Some(2), Some("dead")), "{shown}");
     store.rex(&["show", "nope"]).fails(1);
 
     assert!(store.rex(&["cancel", "p1"]).ok().contains("cancelled p1"));

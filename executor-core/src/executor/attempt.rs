@@ -9,14 +9,10 @@ use tracing::Instrument;
 
 use super::run::{InFlight, Shared, StopReason};
 use crate::{
-    Action, Error, MAX_DURATION, TaskContext, TaskError, TaskId, TaskRecord, TaskState, Timestamp,
-    metrics as m,
+    Action, Error, MAX_DURATION, MAX_ERROR_LEN, TaskContext, TaskError, TaskId, TaskRecord, TaskState,
+    Timestamp, metrics as m,
     storage::{Finish, Lease, Storage},
 };
-
-/// Longest error text written to the store; longer reasons are cut at a
-/// character boundary so one verbose handler cannot hit a store's limits.
-const MAX_ERROR_LEN: usize = 8 * 1024;
 
 /// Removes an attempt's in-flight entry when dropped: however the attempt
 /// ends (returns, or panics in runtime or user code), its lease stops being

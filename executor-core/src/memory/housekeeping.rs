@@ -4,12 +4,13 @@
 use std::{collections::BTreeSet, ops::Bound, time::Duration};
 
 use crate::{
-    Error, ListQuery, Page, Result, Retention, StateCounts, TaskId, TaskState, Timestamp, WorkerId,
-    WorkerInfo,
+    AttemptOutcome, AttemptRecord, Error, ListQuery, Page, Result, Retention, StateCounts, TaskId, TaskState,
+    Timestamp, WorkerId, WorkerInfo,
     storage::{Leadership, Reaped},
 };
 
 use super::{index::slot, space::Space};
+use crate::attempt_log::push_bounded;
 
 /// The reason a reaped task records.
 pub(super) const LEASE_EXPIRED: &str = "lease expired (worker presumed dead)";
@@ -20,6 +21,7 @@ const CURSOR_PREFIX: &str = "mem1.";
 impl Space {
     /// Recovers up to `limit` tasks whose lease expired before `now`. The fence
     /// grows so a late write of the presumed-dead worker is refused (invariant 2).
+    /// A task that waits again logs the lost attempt (`lease_expired`).
     pub(super) fn reap(&mut self, now: Timestamp, limit: usize) -> Reaped {
         let mut reaped = Reaped::default();
         while reaped.len() < limit {
@@ -37,10 +39,15 @@ impl Space {
                     TaskState::Pending
                 };
                 r.fence += 1;
-                r.worker = None;
+                let worker = r.worker.take();
                 r.lease_until = None;
                 r.last_error = Some(LEASE_EXPIRED.to_owned());
                 if r.state == TaskState::Pending {
+                    let mut ended = AttemptRecord::new(r.attempts, AttemptOutcome::LeaseExpired, now);
+                    ended.worker = worker;
+                    ended.started_at = r.started_at;
+                    ended.error = Some(LEASE_EXPIRED.to_owned());
+                    push_bounded(&mut r.attempt_log, ended);
                     r.due_at = now;
                 } else {
                     r.finished_at = Some(now);

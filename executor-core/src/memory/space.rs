@@ -4,12 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::{
-    CancelOutcome, ClaimPlan, Error, QueueInfo, QueueLimits, QueueName, Result, SubmitOutcome, Submitted,
-    TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    AttemptOutcome, AttemptRecord, CancelOutcome, ClaimPlan, Error, QueueInfo, QueueLimits, QueueName,
+    Result, SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, ScheduleEntry, SubmitMode},
 };
 
 use super::index::Indexes;
+use crate::attempt_log::{bounded_error, push_bounded};
 use std::time::Duration;
 
 impl Limited {
@@ -195,6 +196,7 @@ impl Space {
             debounce_key,
             queue: task.queue,
             priority: task.priority,
+            attempt_log: Vec::new(),
         });
         Ok(Submitted::new(id, SubmitOutcome::Created))
     }
@@ -401,6 +403,11 @@ impl Space {
             match finish {
                 Finish::Completed | Finish::Cancelled => r.finished_at = Some(now),
                 Finish::Retry { delay, error } => {
+                    let mut ended = AttemptRecord::new(r.attempts, AttemptOutcome::Failed, now);
+                    ended.worker = Some(lease.worker.clone());
+                    ended.started_at = r.started_at;
+                    ended.error = Some(bounded_error(&error));
+                    push_bounded(&mut r.attempt_log, ended);
                     r.due_at = now.saturating_add(delay);
                     r.last_error = Some(error);
                 }
@@ -445,12 +452,19 @@ impl Space {
         }
     }
 
-    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset.
+    /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset,
+    /// logging the attempt that dead-lettered it.
     pub(super) fn requeue(&mut self, now: Timestamp, id: &TaskId) -> Result<()> {
         match self.state_of(id) {
             None => Err(Error::NotFound(id.clone())),
             Some(state) if state.is_dead_letter() => {
                 self.change(id, |r| {
+                    // The attempt that dead-lettered it stays on the page.
+                    let mut ended =
+                        AttemptRecord::new(r.attempts, AttemptOutcome::Dead, r.finished_at.unwrap_or(now));
+                    ended.started_at = r.started_at;
+                    ended.error = r.last_error.as_deref().map(bounded_error);
+                    push_bounded(&mut r.attempt_log, ended);
                     r.state = TaskState::Pending;
                     r.due_at = now;
                     r.attempts = 0;

@@ -30,6 +30,7 @@
 //! It also holds [`Intercepted`], a store wrapper for test doubles and
 //! recorders that bend or watch claims, heartbeats and finishes.
 
+mod attempt_log;
 mod bad_input;
 mod cancel;
 mod claiming;
@@ -51,6 +52,7 @@ use crate::{
     storage::{Due, NewTask, SubmitMode},
 };
 
+pub use attempt_log::*;
 pub use bad_input::*;
 pub use cancel::*;
 pub use claiming::*;
@@ -210,6 +212,23 @@ macro_rules! history_conformance_tests {
             history_namespaces_are_isolated,
             history_since_filters,
             history_trim_removes_older_keeps_newer,
+        }
+    };
+}
+
+/// Generates the checks of the attempt log (`TaskRecord::attempt_log`:
+/// retries, reaps and requeues logged, the bound); same arguments as
+/// [`storage_conformance_tests!`].
+#[macro_export]
+macro_rules! attempt_log_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            attempt_log_keeps_retried_attempts,
+            attempt_log_written_by_finish_many,
+            attempt_log_keeps_reaped_attempts,
+            attempt_log_requeue_keeps_the_dead_attempt,
+            attempt_log_keeps_the_newest,
         }
     };
 }

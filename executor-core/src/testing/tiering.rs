@@ -35,7 +35,8 @@ pub async fn tier_due_before_lists_waiting_tasks<S: TierStorage>(s: &S, ns: &Nam
     assert_eq!(still, Some(TaskState::Created), "due_before changes nothing");
 }
 
-/// `import` stores a record as given, once; a second import is a no-op.
+/// `import` stores a record as given (its attempt log too), once; a second
+/// import is a no-op; `due_before` reads the attempt log back.
 pub async fn tier_import_is_idempotent_by_id<S: TierStorage>(s: &S, ns: &Namespace) {
     ok("submit", s.submit(ns, new_task("moving")).await);
     let w = worker();
@@ -57,11 +58,14 @@ pub async fn tier_import_is_idempotent_by_id<S: TierStorage>(s: &S, ns: &Namespa
     assert_eq!((copy.attempts, copy.fence, copy.due_at), (record.attempts, record.fence, record.due_at));
     assert_eq!(copy.last_error, record.last_error);
     assert_eq!(copy.payload, record.payload);
+    assert_eq!(record.attempt_log.len(), 1, "the retried attempt is logged: {:?}", record.attempt_log);
+    assert_eq!(copy.attempt_log, record.attempt_log, "the attempt log moves with the task");
     let due = ok(
         "due_before in copy",
         s.due_before(&other, record.due_at.saturating_add(Duration::from_millis(1)), 10).await,
     );
     assert_eq!(due.len(), 1, "an imported waiting task is indexed by due time");
+    assert_eq!(due[0].attempt_log, record.attempt_log, "due_before reads the attempt log too");
     ok("remove copy", s.remove(&other, &record.id, record.fence).await);
 }
 

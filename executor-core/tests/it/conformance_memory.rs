@@ -16,6 +16,7 @@ executor_core::storage_conformance_tests!(fresh, cleanup);
 executor_core::tier_conformance_tests!(fresh, cleanup);
 executor_core::schedule_conformance_tests!(fresh, cleanup);
 executor_core::history_conformance_tests!(fresh, cleanup);
+executor_core::attempt_log_conformance_tests!(fresh, cleanup);
 executor_core::queue_conformance_tests!(fresh, cleanup);
 executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 
@@ -35,6 +36,7 @@ mod tiered {
     executor_core::storage_conformance_tests!(fresh, cleanup);
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::history_conformance_tests!(fresh, cleanup);
+    executor_core::attempt_log_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
     executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, Executor, Handler, MemoryStorage, Namespace, PromoteStep, Result, TaskBuilder,
-    TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
+    AttemptOutcome, CancelOutcome, Executor, Handler, MemoryStorage, Namespace, PromoteStep, Result,
+    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
     storage::{Finish, Storage, TierStorage},
     testing,
 };
@@ -96,6 +96,8 @@ async fn a_retry_past_the_horizon_goes_cold_and_comes_back() -> Result<()> {
         .await?
         .ok_or_else(|| executor_core::Error::NotFound(lease.id.clone()))?;
     assert_eq!((cold.state, cold.attempts), (TaskState::Pending, 1));
+    let logged: Vec<_> = cold.attempt_log.iter().map(|a| (a.attempt, a.outcome, a.error.clone())).collect();
+    assert_eq!(logged, [(1, AttemptOutcome::Failed, Some("later".to_owned()))], "the log went cold too");
     // A near retry stays hot.
     s.submit(&ns, task("near", 0)).await?;
     let l2 = s.claim(&ns, &w, 1, Duration::from_secs(30)).await?.remove(0).lease();
@@ -104,6 +106,8 @@ async fn a_retry_past_the_horizon_goes_cold_and_comes_back() -> Result<()> {
     assert!(s.hot().get(&ns, &l2.id).await?.is_some());
     tokio::time::advance(Duration::from_secs(560)).await;
     assert_eq!(s.promote(&ns).await?, 1, "the far retry comes back within the horizon");
+    let back = s.hot().get(&ns, &lease.id).await?.map(|r| r.attempt_log).unwrap_or_default();
+    assert_eq!(back, cold.attempt_log, "and came back hot with it");
     Ok(())
 }
 

@@ -10,6 +10,7 @@
 
 mod support;
 
+mod attempt_log;
 mod bad_input;
 mod cancelled_calls;
 mod cold_tier;

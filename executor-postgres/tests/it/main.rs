@@ -4,6 +4,7 @@
 
 mod support;
 
+mod attempt_log;
 mod bad_input;
 mod cold_tier;
 mod conformance;

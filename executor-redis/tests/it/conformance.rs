@@ -7,6 +7,7 @@ use crate::common::{cleanup, fresh};
 executor_core::storage_conformance_tests!(fresh, cleanup);
 executor_core::schedule_conformance_tests!(fresh, cleanup);
 executor_core::history_conformance_tests!(fresh, cleanup);
+executor_core::attempt_log_conformance_tests!(fresh, cleanup);
 executor_core::queue_conformance_tests!(fresh, cleanup);
 executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 

@@ -15,6 +15,7 @@ mod builder;
 mod cluster;
 mod conformance;
 mod corrupt_admin;
+mod corrupt_attempt_log;
 mod corrupt_history;
 mod corrupt_lease;
 mod corrupt_schedule;

@@ -33,6 +33,8 @@ executor_core::storage_conformance_tests!(
 executor_core::schedule_conformance_tests!(fresh, common::cleanup);
 // History too: one index and its minutes in partition 0's hash tag.
 executor_core::history_conformance_tests!(fresh, common::cleanup);
+// The attempt log lives in each task's own hash.
+executor_core::attempt_log_conformance_tests!(fresh, common::cleanup);
 // The queue checks less `queue_priority_order`: priority, like earliest due,
 // orders the claims of one partition (and each batch), not claims one by one
 // across partitions.
