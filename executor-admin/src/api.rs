@@ -19,8 +19,8 @@ use crate::{
     Admin, ApiError, ErrorBody,
     views::{
         AnnouncedView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, ListParams,
-        PageView, RequeueAllParams, RequeueAllResponse, RequeueFailure, RequeueResponse, SubmitRequest,
-        SubmitResponse, TaskView, UnreadableView, WorkerView, counts_view,
+        PageView, RequeueAllParams, RequeueAllResponse, RequeueFailure, RequeueResponse, RunNowResponse,
+        SubmitRequest, SubmitResponse, TaskView, UnreadableView, WorkerView, counts_view,
     },
 };
 
@@ -200,6 +200,37 @@ pub(crate) async fn requeue<S: Storage>(
     let id = task_id(&id)?;
     admin.client().requeue(&id).await?;
     Ok(Json(RequeueResponse { id: id.into_string(), state: TaskState::Pending.as_str().to_owned() }))
+}
+
+/// Make a waiting task (`CREATED`, `PENDING`) due now: a delayed task, a
+/// retry waiting out its backoff, a debounced task. One already due keeps
+/// its place.
+#[utoipa::path(post, path = "/api/tasks/{id}/run-now", tag = "tasks",
+    params(("id" = String, Path, description = "Task id: 1 to 191 bytes of UTF-8, no whitespace or control characters",
+        min_length = 1, max_length = 191, pattern = r"^[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+$")),
+    responses(
+        (status = 200, description = "Due now", body = RunNowResponse),
+        (status = 404, description = "No such task", body = ErrorBody),
+        (status = 409, description = "Not waiting (running, finished or dead-lettered: requeue those)", body = ErrorBody),
+        (status = 422, description = "Not a valid id", body = ErrorBody),
+        (status = 500, description = "`corrupt_record`: the stored record does not parse", body = ErrorBody),
+        (status = 501, description = "The store cannot move a task's due time", body = ErrorBody),
+        (status = 503, description = "Store unavailable", body = ErrorBody),
+    ))]
+pub(crate) async fn run_now<S: Storage>(
+    State(admin): State<Admin<S>>,
+    path: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<RunNowResponse>> {
+    let Path(id) = path?;
+    let id = task_id(&id)?;
+    let client = admin.client();
+    client.run_now(&id).await?;
+    let task = client.status(&id).await?.ok_or_else(|| executor_core::Error::NotFound(id.clone()))?;
+    Ok(Json(RunNowResponse {
+        id: id.into_string(),
+        state: task.state.as_str().to_owned(),
+        due_at: task.due_at.as_millis(),
+    }))
 }
 
 /// Requeue the dead letter (`FAILED`, `TIMEOUT`, `ERROR`), in batches, up

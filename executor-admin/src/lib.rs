@@ -87,6 +87,6 @@ pub use openapi::ApiDoc;
 pub use router::{admin_router, admin_routes};
 pub use views::{
     AnnouncedView, AttemptView, CancelResponse, CountsView, DeleteResponse, InfoView, LeaderView, PageView,
-    QueueView, RequeueAllResponse, RequeueFailure, RequeueResponse, ScheduleDeleteResponse, ScheduleView,
-    SubmitRequest, SubmitResponse, TaskView, UnreadableView, WorkerView,
+    QueueView, RequeueAllResponse, RequeueFailure, RequeueResponse, RunNowResponse, ScheduleDeleteResponse,
+    ScheduleView, SubmitRequest, SubmitResponse, TaskView, UnreadableView, WorkerView,
 };

@@ -316,6 +316,19 @@ pub struct RequeueResponse {
     pub state: String,
 }
 
+/// Answer to a "run now" of one waiting task.
+#[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
+pub struct RunNowResponse {
+    /// The task.
+    pub id: String,
+    /// `CREATED` or `PENDING`, or where it went since (a worker may have
+    /// claimed it already: `RUNNING`, or even finished).
+    pub state: String,
+    /// Its due time afterwards, ms since the epoch on the store's clock: at
+    /// or before the store's now.
+    pub due_at: u64,
+}
+
 /// Answer to a delete.
 #[derive(Clone, Debug, Deserialize, Serialize, ToSchema)]
 pub struct DeleteResponse {

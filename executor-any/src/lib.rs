@@ -304,6 +304,10 @@ impl Storage for AnyStorage {
         each!(self, s => s.requeue(ns, id).await)
     }
 
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        each!(self, s => s.run_now(ns, id).await)
+    }
+
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         each!(self, s => s.reap(ns, limit).await)
     }

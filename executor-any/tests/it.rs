@@ -31,6 +31,7 @@ mod conformance {
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::history_conformance_tests!(fresh, cleanup);
     executor_core::attempt_log_conformance_tests!(fresh, cleanup);
+    executor_core::run_now_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
     executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }

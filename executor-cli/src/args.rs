@@ -43,6 +43,11 @@ pub(crate) enum Command {
     },
     /// Moves a dead-lettered task (FAILED, TIMEOUT, ERROR) back to PENDING, due now.
     Requeue(RequeueArgs),
+    /// Makes a waiting task (CREATED, PENDING: delayed, backing off, debounced) due now.
+    RunNow {
+        /// The task id.
+        id: String,
+    },
     /// Cancels a waiting task, or asks a running one to stop.
     Cancel {
         /// The task id.

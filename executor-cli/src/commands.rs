@@ -337,6 +337,23 @@ pub(crate) async fn cancel(
     Ok(())
 }
 
+/// `rex run-now`.
+pub(crate) async fn run_now(
+    client: &Client<AnyStorage>,
+    id: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> CliResult {
+    let id = task_id(id)?;
+    client.run_now(&id).await.map_err(|e| CliError::store("run now", e))?;
+    if json {
+        writeln!(out, "{}", json!({ "id": id.to_string(), "due": "now" }))?;
+    } else {
+        writeln!(out, "{id} is due now")?;
+    }
+    Ok(())
+}
+
 /// `rex delete`.
 pub(crate) async fn delete(
     client: &Client<AnyStorage>,

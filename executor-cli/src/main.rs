@@ -96,6 +96,7 @@ async fn run(cli: &Cli, out: &mut dyn Write) -> CliResult {
         Command::List(args) => commands::list(&client, args, json, out).await,
         Command::Show { id } => commands::show(&client, id, json, out).await,
         Command::Requeue(args) => commands::requeue(&client, args, json, out).await,
+        Command::RunNow { id } => commands::run_now(&client, id, json, out).await,
         Command::Cancel { id } => commands::cancel(&client, id, json, out).await,
         Command::Delete { id } => commands::delete(&client, id, json, out).await,
         Command::Purge(args) => commands::purge(&client, args, json, out).await,

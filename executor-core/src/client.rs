@@ -192,6 +192,37 @@ impl<S: Storage> Client<S> {
         self.inner.storage.requeue(&self.inner.namespace, id).await
     }
 
+    /// Makes a waiting task due now: an operator's "run now" for a delayed
+    /// task, a retry waiting out its backoff or a debounced task. A task
+    /// already due keeps its place.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use executor_core::{Client, MemoryStorage, Namespace, TaskBuilder, TaskId, TaskOptions, TaskState};
+    ///
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?);
+    /// TaskBuilder::new("report", 7, TaskOptions::new())
+    ///     .id("report-7")
+    ///     .delay(Duration::from_secs(3_600))
+    ///     .submit(&client)
+    ///     .await?;
+    /// let id = TaskId::new("report-7")?;
+    /// client.run_now(&id).await?;
+    /// let task = client.status(&id).await?.ok_or("not found")?;
+    /// assert!(task.due_at <= task.created_at.saturating_add(Duration::from_secs(1)));
+    /// assert_eq!(task.state, TaskState::Created);
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::IllegalTransition`] unless `CREATED` or
+    /// `PENDING`; [`Error::Unsupported`] from a store without it.
+    pub async fn run_now(&self, id: &TaskId) -> Result<()> {
+        self.inner.storage.run_now(&self.inner.namespace, id).await
+    }
+
     /// Deletes one task in any state, readable or not; answers whether it
     /// existed. The way out for a record that no longer parses (a page
     /// lists those in [`Page::unreadable`]). A worker still running a

@@ -246,6 +246,25 @@ pub trait Storage: Send + Sync + 'static {
     /// other state.
     fn requeue(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send;
 
+    /// Makes a waiting task (`CREATED` or `PENDING`) due now on the store's
+    /// clock, as an operator's "run now": a delayed task, a retry waiting
+    /// out its backoff or a debounced task starts at the next claim (a
+    /// paused or limited queue still holds it back). A task already due
+    /// keeps its due time and its place. Attempts, payload and options are
+    /// unchanged; workers waiting for work are woken.
+    ///
+    /// The default answers [`Error::Unsupported`]; a store that implements
+    /// it passes [`crate::run_now_conformance_tests!`].
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`]; [`crate::Error::IllegalTransition`] for a
+    /// task that is not waiting (running, finished, dead-lettered: requeue
+    /// those); [`Error::Unsupported`].
+    fn run_now(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send {
+        let _ = (ns, id);
+        async { Err(Error::unsupported("run_now", "this store cannot move a task's due time")) }
+    }
+
     /// Recovers up to `limit` tasks whose lease expired (their worker died):
     /// `TIMEOUT` when past the deadline, `FAILED` when no attempts are left,
     /// else `PENDING` due now. The fence grows so the old worker's late

@@ -88,6 +88,32 @@ impl MySqlStorage {
         }
     }
 
+    /// A waiting task due later becomes due now (the server's clock): one
+    /// UPDATE by primary key. A task already due keeps its due time, so its
+    /// place; anything but `CREATED`/`PENDING` is refused with its state.
+    pub(crate) async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        let q = sqlx::query(concat!(
+            "UPDATE ",
+            tasks!(),
+            " SET due_at = ",
+            now_ms!(),
+            " WHERE ",
+            by_task!(),
+            " AND state IN ('CREATED', 'PENDING') AND due_at > ",
+            now_ms!()
+        ));
+        let done = bind_task(q, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
+        if done.rows_affected() > 0 {
+            self.notify_work();
+            return Ok(());
+        }
+        match state_of(self, ns, id).await? {
+            None => Err(Error::NotFound(id.clone())),
+            Some(st) if st.is_waiting() => Ok(()),
+            Some(st) => Err(Error::IllegalTransition { id: id.clone(), state: st, action: "run now" }),
+        }
+    }
+
     /// Deletes one task in any state, readable or not, by primary key: one
     /// statement. Its debounce key goes with the row (the `waiting_key` index
     /// entry); a worker still running it has its finish refused as stale (no

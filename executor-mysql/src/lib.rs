@@ -149,6 +149,10 @@ impl Storage for MySqlStorage {
         MySqlStorage::requeue(self, ns, id).await
     }
 
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        MySqlStorage::run_now(self, ns, id).await
+    }
+
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         MySqlStorage::reap(self, ns, limit).await
     }

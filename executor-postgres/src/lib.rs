@@ -159,6 +159,10 @@ impl Storage for PostgresStorage {
         PostgresStorage::requeue(self, ns, id).await
     }
 
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        PostgresStorage::run_now(self, ns, id).await
+    }
+
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         PostgresStorage::reap(self, ns, limit).await
     }

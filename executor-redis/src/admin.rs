@@ -1,4 +1,5 @@
-//! Cancel, requeue and delete: `cancel.lua`, `requeue.lua`, `delete.lua`.
+//! Cancel, requeue, run now and delete: `cancel.lua`, `requeue.lua`,
+//! `run_now.lua`, `delete.lua`.
 
 use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
 use fred::types::Value;
@@ -7,14 +8,14 @@ use crate::{
     RedisStorage,
     error::shape,
     record::{array, text},
+    scripts::Lua,
 };
 
 impl RedisStorage {
-    /// `{word, state?}` replies of cancel and requeue; `{'corrupt', reason}`
-    /// becomes [`Error::Corrupt`].
-    async fn by_id(&self, ns: &Namespace, id: &TaskId, cancel: bool) -> Result<(String, Option<TaskState>)> {
+    /// `{word, state?}` replies of cancel, requeue and run now;
+    /// `{'corrupt', reason}` becomes [`Error::Corrupt`].
+    async fn by_id(&self, ns: &Namespace, id: &TaskId, lua: &Lua) -> Result<(String, Option<TaskState>)> {
         let keys = self.keys(ns, self.inner.layout.partition_of(id));
-        let lua = if cancel { &self.inner.scripts.cancel } else { &self.inner.scripts.requeue };
         let args = vec![Value::from(id.as_str()), Value::from(self.nonce())];
         let reply = array(self.run_in(lua, &keys, args).await?)?;
         let word = reply.first().and_then(text).unwrap_or_default();
@@ -27,7 +28,7 @@ impl RedisStorage {
     }
 
     pub(crate) async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        match self.by_id(ns, id, true).await? {
+        match self.by_id(ns, id, &self.inner.scripts.cancel).await? {
             (w, _) if w == "cancelled" => Ok(CancelOutcome::Cancelled),
             (w, _) if w == "requested" => Ok(CancelOutcome::Requested),
             (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
@@ -37,11 +38,20 @@ impl RedisStorage {
     }
 
     pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        match self.by_id(ns, id, false).await? {
+        match self.by_id(ns, id, &self.inner.scripts.requeue).await? {
             (w, _) if w == "ok" => self.poke(ns).await,
             (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
             (_, Some(state)) => Err(Error::IllegalTransition { id: id.clone(), state, action: "requeue" }),
             (w, None) => Err(shape(&format!("requeue answered `{w}`"))),
+        }
+    }
+
+    pub(crate) async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        match self.by_id(ns, id, &self.inner.scripts.run_now).await? {
+            (w, _) if w == "ok" => self.poke(ns).await,
+            (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
+            (_, Some(state)) => Err(Error::IllegalTransition { id: id.clone(), state, action: "run now" }),
+            (w, None) => Err(shape(&format!("run_now answered `{w}`"))),
         }
     }
 

@@ -116,6 +116,10 @@ impl Storage for RedisStorage {
         RedisStorage::requeue(self, ns, id).await
     }
 
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        RedisStorage::run_now(self, ns, id).await
+    }
+
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         RedisStorage::reap(self, ns, limit).await
     }

@@ -66,6 +66,7 @@ pub(crate) struct Scripts {
     pub(crate) finish: Lua,
     pub(crate) cancel: Lua,
     pub(crate) requeue: Lua,
+    pub(crate) run_now: Lua,
     pub(crate) reap: Lua,
     pub(crate) trim: Lua,
     pub(crate) list: Lua,
@@ -98,6 +99,7 @@ impl Scripts {
             finish: Lua::new("finish", with_common!("finish.lua")),
             cancel: Lua::new("cancel", with_common!("cancel.lua")),
             requeue: Lua::new("requeue", with_common!("requeue.lua")),
+            run_now: Lua::new("run_now", with_common!("run_now.lua")),
             reap: Lua::new("reap", with_common!("reap.lua")),
             trim: Lua::new("trim", with_common!("trim.lua")),
             list: Lua::new("list", with_common!("list.lua")),
@@ -121,7 +123,7 @@ impl Scripts {
         }
     }
 
-    fn all(&self) -> [&Lua; 27] {
+    fn all(&self) -> [&Lua; 28] {
         [
             &self.submit,
             &self.submit_one,
@@ -130,6 +132,7 @@ impl Scripts {
             &self.finish,
             &self.cancel,
             &self.requeue,
+            &self.run_now,
             &self.reap,
             &self.trim,
             &self.list,

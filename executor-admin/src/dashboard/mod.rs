@@ -340,6 +340,13 @@ pub(crate) async fn task<S: Storage>(
              Requeue</button></form> "
         );
     }
+    if t.state.is_waiting() {
+        let _ = write!(
+            b,
+            "<form method=\"post\" action=\"{action}/run-now\"><button class=\"primary\" data-run-now=\"{eid}\">\
+             Run now</button></form> "
+        );
+    }
     if t.state.is_waiting() || t.state == TaskState::Running {
         let _ = write!(
             b,
@@ -410,6 +417,29 @@ pub(crate) async fn requeue<S: Storage>(
         Err(e) => Err(e),
     };
     back(&base, result.map(|()| format!("Requeued {id}.")).map_err(|e| e.body.message))
+}
+
+/// `POST /tasks/{id}/run-now` (form): make a waiting task due now, then
+/// back to the overview.
+#[utoipa::path(post, path = "/tasks/{id}/run-now", tag = "dashboard",
+    params(("id" = String, Path, description = "Task id")),
+    responses((status = 303, description = "Back to the dashboard with a notice")))]
+pub(crate) async fn run_now<S: Storage>(
+    State(admin): State<Admin<S>>,
+    OriginalUri(original): OriginalUri,
+    uri: Uri,
+    path: Result<Path<String>, PathRejection>,
+) -> Redirect {
+    let base = html::base(&original, &uri);
+    let Path(id) = match path {
+        Ok(path) => path,
+        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
+    };
+    let result = match api::task_id(&id) {
+        Ok(task) => admin.client().run_now(&task).await.map_err(ApiError::from),
+        Err(e) => Err(e),
+    };
+    back(&base, result.map(|()| format!("{id} is due now.")).map_err(|e| e.body.message))
 }
 
 /// `POST /tasks/{id}/cancel` (form): cancel, then back to the overview.

@@ -114,6 +114,26 @@ async fn submit_get_list_cancel_counts_info() -> BoxResult {
     assert_eq!(info["workers"][0]["id"].as_str(), Some(exec.worker_id().as_str()));
     assert_eq!(info["workers"][0]["handlers"], json!(["echo", "import_feed", "sync_crm"]));
     assert_eq!(info["handler_sets"].as_u64(), Some(1));
+
+    // Run now: order-7, due in ten minutes, runs at once on the running
+    // executor; a finished task is refused, an unknown one is not found.
+    let (status, ran) = json(&app, "POST", "/admin/api/tasks/order-7/run-now", None).await?;
+    assert_eq!(status, StatusCode::OK, "{ran}");
+    assert_eq!(ran["id"].as_str(), Some("order-7"));
+    let (_, page1) = json(&app, "GET", "/admin/api/tasks/page-1", None).await?;
+    assert!(ran["due_at"].as_u64() < page1["due_at"].as_u64(), "{ran} is not due before {page1}");
+    let app4 = app.clone();
+    eventually("order-7 to complete", Duration::from_secs(5), || {
+        let app = app4.clone();
+        async move { Ok(json(&app, "GET", "/admin/api/tasks/order-7", None).await?.1["state"] == "COMPLETED") }
+    })
+    .await?;
+    let (status, err) = json(&app, "POST", "/admin/api/tasks/order-7/run-now", None).await?;
+    assert_eq!((status, code(&err)), (StatusCode::CONFLICT, "illegal_transition"), "{err}");
+    let (status, err) = json(&app, "POST", "/admin/api/tasks/nobody/run-now", None).await?;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{err}");
+    let (_, page1) = json(&app, "GET", "/admin/api/tasks/page-1", None).await?;
+    assert_eq!(page1["state"].as_str(), Some("CREATED"), "the other delayed tasks still wait");
     running.shutdown().await?;
     Ok(())
 }

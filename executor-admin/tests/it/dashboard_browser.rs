@@ -299,6 +299,26 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
         })
         .await?;
 
+        // Run now: a task due in an hour, from its page; the running
+        // executor then completes it.
+        TaskBuilder::new("echo", 5, TaskOptions::new())
+            .id("later-1")
+            .delay(Duration::from_secs(3_600))
+            .submit(&exec)
+            .await?;
+        browser.goto(&format!("{url}/tasks/later-1")).await?;
+        browser.find(Locator::Css("button[data-run-now='later-1']")).await?.click().await?;
+        eventually("the run-now notice", Duration::from_secs(10), || {
+            let browser = browser.clone();
+            async move { notice_says(&browser, "later-1 is due now.").await }
+        })
+        .await?;
+        exec.wait_for(&TaskId::new("later-1")?, Duration::from_secs(10)).await?;
+        assert_eq!(
+            exec.client().status(&TaskId::new("later-1")?).await?.map(|t| t.state),
+            Some(TaskState::Completed)
+        );
+
         // Filter a state's list by name: the form keeps the state, the page
         // says the name and lists that name's tasks only.
         browser.goto(&format!("{url}/tasks?state=FAILED")).await?;

@@ -76,6 +76,9 @@ async fn every_answer_is_a_documented_status_of_its_operation() -> BoxResult {
         "?state=created&limit=-1",
         "?state=created&cursor=",
         "?state=created&cursor=not-ours",
+        "?state=created&name=echo",
+        "?state=created&name=",
+        "?state=created&name=a%20b",
         "?limit=0",
         "?limit=10001",
         "?limit=%FF",
@@ -166,7 +169,7 @@ async fn schemathesis_findings_stay_fixed() -> BoxResult {
 
     // ST103: cancel and requeue of an id with a control character answered
     // an undocumented 422.
-    for action in ["cancel", "requeue"] {
+    for action in ["cancel", "requeue", "run-now"] {
         let (status, err) = json(&app, "POST", &format!("/admin/api/tasks/W%1Dt4/{action}"), None).await?;
         assert_eq!((status, err["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid")));
     }
@@ -179,7 +182,7 @@ async fn schemathesis_findings_stay_fixed() -> BoxResult {
         assert!(ctype.starts_with("text/html"), "{id}: {ctype}");
     }
     // Its forms always go back to the overview with a notice.
-    for action in ["cancel", "requeue"] {
+    for action in ["cancel", "requeue", "run-now"] {
         let (status, _, _) = call(&app, "POST", &format!("/admin/tasks/%FF/{action}"), None).await?;
         assert_eq!(status, StatusCode::SEE_OTHER, "{action}");
     }
@@ -245,7 +248,7 @@ fn documented_parameter_rules_are_the_servers() -> BoxResult {
             }
         }
     }
-    assert_eq!(id_schemas.len(), 7, "{id_schemas:?}");
+    assert_eq!(id_schemas.len(), 8, "{id_schemas:?}");
     let patterns: BTreeSet<_> = id_schemas.iter().map(|s| s["pattern"].as_str()).collect();
     assert_eq!(patterns.len(), 1, "id patterns differ: {patterns:?}");
     for s in &id_schemas {

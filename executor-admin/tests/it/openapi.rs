@@ -27,7 +27,7 @@ async fn every_route_is_documented_and_every_documented_route_exists() -> BoxRes
     let unrouted: Vec<_> = documented.difference(&routed).collect();
     assert!(undocumented.is_empty(), "routes missing from /openapi.json: {undocumented:?}");
     assert!(unrouted.is_empty(), "documented but not in the route table: {unrouted:?}");
-    assert_eq!(routed.len(), 31);
+    assert_eq!(routed.len(), 33);
 
     // Probe each documented operation on a real router: it must reach a
     // handler, not the fallback (404 no_route) or 405.

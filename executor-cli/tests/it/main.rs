@@ -68,6 +68,22 @@ impl Store {
         TaskId::new(id).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Submits a task `id` of handler `name` due in an hour.
+    fn submit_later(&self, id: &str, name: &str) -> TaskId {
+        let mut task = new_task(id);
+        task.name = name.to_owned();
+        task.due = executor_core::storage::Due::After(Duration::from_secs(3_600));
+        self.rt.block_on(self.storage.submit(self.ns(), task)).unwrap_or_else(|e| panic!("submit {id}: {e}"));
+        TaskId::new(id).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn due_at(&self, id: &TaskId) -> Option<executor_core::Timestamp> {
+        self.rt
+            .block_on(self.client.status(id))
+            .unwrap_or_else(|e| panic!("status {id}: {e}"))
+            .map(|r| r.due_at)
+    }
+
     /// Claims the one due task and finishes it with `finish`.
     fn finish_next(&self, finish: Finish) {
         let worker = WorkerId::generate();
@@ -226,6 +242,19 @@ fn tour(store: &Store) {
     let all = shown["all_attempts"].as_array().map(|a| a.len());
     assert_eq!((all, shown["all_attempts"][1]["outcome"].as_str()), (Some(2), Some("dead")), "{shown}");
     store.rex(&["show", "nope"]).fails(1);
+
+    // Run now: a task due in an hour becomes due now; a finished one is
+    // refused, an unknown one is not found.
+    let later = store.submit_later("later", "sync_crm");
+    let hour_away = store.due_at(&later);
+    assert!(store.rex(&["run-now", "later"]).ok().contains("later is due now"));
+    let now_due = store.due_at(&later);
+    assert!(now_due.is_some() && now_due < hour_away, "{now_due:?} not before {hour_away:?}");
+    assert_eq!(store.state(&later), Some(TaskState::Created));
+    assert_eq!(store.rex(&["run-now", "later", "--json"]).json()["id"].as_str(), Some("later"));
+    store.rex(&["run-now", "c1"]).fails(2);
+    store.rex(&["run-now", "nope"]).fails(1);
+    store.rex(&["delete", "later"]).ok();
 
     assert!(store.rex(&["cancel", "p1"]).ok().contains("cancelled p1"));
     assert_eq!(store.state(&waiting), Some(TaskState::Cancelled));

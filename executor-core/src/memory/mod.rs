@@ -285,6 +285,12 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.with(ns, |space, now| space.run_now(now, id))?;
+        self.wake(ns);
+        Ok(())
+    }
+
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         let reaped = self.with(ns, |space, now| space.reap(now, limit));
         if !reaped.retried.is_empty() {

@@ -476,6 +476,22 @@ impl Space {
         }
     }
 
+    /// A waiting task due later becomes due `now`; one already due stays.
+    pub(super) fn run_now(&mut self, now: Timestamp, id: &TaskId) -> Result<()> {
+        match self.state_of(id) {
+            None => Err(Error::NotFound(id.clone())),
+            Some(state) if state.is_waiting() => {
+                // Changing only a later due time keeps a due task's place
+                // (`change` gives the record a new sequence number).
+                if self.tasks.get(id).is_some_and(|e| e.record.due_at > now) {
+                    self.change(id, |r| r.due_at = now);
+                }
+                Ok(())
+            }
+            Some(state) => Err(Error::IllegalTransition { id: id.clone(), state, action: "run now" }),
+        }
+    }
+
     /// Reads one task.
     pub(super) fn get(&self, id: &TaskId) -> Option<TaskRecord> {
         self.tasks.get(id).map(|e| e.record.clone())

@@ -327,6 +327,10 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.hooks.requeue(&self.inner, ns, id).await
     }
 
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.inner.run_now(ns, id).await
+    }
+
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         self.inner.reap(ns, limit).await
     }

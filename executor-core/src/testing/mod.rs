@@ -40,6 +40,7 @@ mod housekeeping;
 mod intercept;
 mod queries;
 mod queues;
+mod run_now;
 mod schedules;
 mod submission;
 mod support;
@@ -62,6 +63,7 @@ pub use housekeeping::*;
 pub use intercept::{Intercept, Intercepted};
 pub use queries::*;
 pub use queues::*;
+pub use run_now::*;
 pub use schedules::*;
 pub use submission::*;
 pub use tiering::*;
@@ -178,6 +180,22 @@ macro_rules! tier_conformance_tests {
             tier_due_before_lists_waiting_tasks,
             tier_import_is_idempotent_by_id,
             tier_remove_needs_waiting_and_fence,
+        }
+    };
+}
+
+/// Generates the checks of [`crate::storage::Storage::run_now`] (an
+/// operator's "run now" of a waiting task, issue 18) for a store that
+/// implements it; same arguments as [`storage_conformance_tests!`].
+#[macro_export]
+macro_rules! run_now_conformance_tests {
+    ($fresh:path, $cleanup:path $(,)?) => {
+        $crate::__storage_conformance_tests! {
+            $fresh, $cleanup;
+            run_now_makes_a_delayed_task_due,
+            run_now_cuts_a_retry_backoff,
+            run_now_keeps_a_due_tasks_place,
+            run_now_refuses_finished_tasks,
         }
     };
 }

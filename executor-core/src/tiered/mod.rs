@@ -381,6 +381,22 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         }
     }
 
+    /// The hot copy when there is one; else the cold one, moved to hot at
+    /// once by a promotion round (it is now among the earliest due; should
+    /// the round fail, the promoter's next one moves it).
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        match self.hot.run_now(ns, id).await {
+            Err(Error::NotFound(_)) => {
+                self.cold.run_now(ns, id).await?;
+                if let Err(e) = self.promote(ns).await {
+                    tracing::warn!(error = %e, task.id = %id, "promoting a task run now failed; the promoter retries");
+                }
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         self.hot.reap(ns, limit).await
     }

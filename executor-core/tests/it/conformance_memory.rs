@@ -17,6 +17,7 @@ executor_core::tier_conformance_tests!(fresh, cleanup);
 executor_core::schedule_conformance_tests!(fresh, cleanup);
 executor_core::history_conformance_tests!(fresh, cleanup);
 executor_core::attempt_log_conformance_tests!(fresh, cleanup);
+executor_core::run_now_conformance_tests!(fresh, cleanup);
 executor_core::queue_conformance_tests!(fresh, cleanup);
 executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 
@@ -37,6 +38,7 @@ mod tiered {
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::history_conformance_tests!(fresh, cleanup);
     executor_core::attempt_log_conformance_tests!(fresh, cleanup);
+    executor_core::run_now_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
     executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }

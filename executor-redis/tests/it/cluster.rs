@@ -38,6 +38,7 @@ mod one_partition {
     executor_core::schedule_conformance_tests!(fresh, cleanup);
     executor_core::history_conformance_tests!(fresh, cleanup);
     executor_core::attempt_log_conformance_tests!(fresh, cleanup);
+    executor_core::run_now_conformance_tests!(fresh, cleanup);
     executor_core::queue_conformance_tests!(fresh, cleanup);
     executor_core::queue_limit_conformance_tests!(fresh, cleanup);
 }
@@ -56,6 +57,7 @@ mod four_partitions {
     executor_core::schedule_conformance_tests!(fresh_partitioned, cleanup);
     executor_core::history_conformance_tests!(fresh_partitioned, cleanup);
     executor_core::attempt_log_conformance_tests!(fresh_partitioned, cleanup);
+    executor_core::run_now_conformance_tests!(fresh_partitioned, cleanup);
     // Less `queue_priority_order`, as in tests/it/partitioned.rs.
     executor_core::queue_conformance_tests!(fresh_partitioned, cleanup, except(queue_priority_order));
 

@@ -35,6 +35,7 @@ executor_core::schedule_conformance_tests!(fresh, common::cleanup);
 executor_core::history_conformance_tests!(fresh, common::cleanup);
 // The attempt log lives in each task's own hash.
 executor_core::attempt_log_conformance_tests!(fresh, common::cleanup);
+executor_core::run_now_conformance_tests!(fresh, common::cleanup);
 // The queue checks less `queue_priority_order`: priority, like earliest due,
 // orders the claims of one partition (and each batch), not claims one by one
 // across partitions.
