@@ -319,6 +319,32 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
             Some(TaskState::Completed)
         );
 
+        // Run now on a retry that backs off for an hour: each run is one
+        // more failed attempt, and the task page lists every one.
+        let feed = TaskId::new("feed-prices")?;
+        for attempts in [2, 3] {
+            browser.goto(&format!("{url}/tasks/feed-prices")).await?;
+            browser.find(Locator::Css("button[data-run-now='feed-prices']")).await?.click().await?;
+            eventually("the feed import to fail again", Duration::from_secs(10), || {
+                let exec = exec.clone();
+                let feed = feed.clone();
+                async move {
+                    Ok(exec
+                        .status(&feed)
+                        .await?
+                        .is_some_and(|t| t.attempts == attempts && t.state == TaskState::Pending))
+                }
+            })
+            .await?;
+        }
+        browser.goto(&format!("{url}/tasks/feed-prices")).await?;
+        let rows = browser.find_all(Locator::Css("#attempts tr")).await?;
+        assert_eq!(rows.len(), 4, "a header and three failed attempts");
+        let table = browser.find(Locator::Id("attempts")).await?.text().await?;
+        assert!(table.contains("502 Bad Gateway") && table.contains("failed"), "{table}");
+        browser.execute("document.getElementById('attempts').scrollIntoView();", vec![]).await?;
+        screenshot(&browser, "dashboard-task.png").await?;
+
         // Filter a state's list by name: the form keeps the state, the page
         // says the name and lists that name's tasks only.
         browser.goto(&format!("{url}/tasks?state=FAILED")).await?;
@@ -345,6 +371,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
             names
         };
         assert!(!names.is_empty() && names.iter().all(|n| n == "sync_crm"), "{names:?}");
+        screenshot(&browser, "dashboard-tasks.png").await?;
 
         // The Throughput chart: an SVG with a bar drawn for the attempts
         // that ran, once the executor flushed them (every 5 s by default).
@@ -371,6 +398,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
             let row = if page.contains("/tasks?") { "#tasks" } else { "#dead-letter" };
             browser.find(Locator::Css(&format!("{row} tr[data-task='crm-2077']"))).await?;
         }
+        screenshot(&browser, "dashboard-phone.png").await?;
         Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
     }
     .await;
@@ -380,6 +408,18 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
     running.shutdown().await?;
     result?;
     closed?;
+    Ok(())
+}
+
+/// Saves what the browser shows as `name` in the test's temp dir and, with
+/// `UPDATE_SCREENSHOT` set, as `docs/<name>` (the pictures the docs show
+/// are made by this test, not by hand).
+async fn screenshot(browser: &fantoccini::Client, name: &str) -> BoxResult {
+    let shot = browser.screenshot().await?;
+    std::fs::write(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name), &shot)?;
+    if std::env::var_os("UPDATE_SCREENSHOT").is_some() {
+        std::fs::write(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs").join(name), &shot)?;
+    }
     Ok(())
 }
 

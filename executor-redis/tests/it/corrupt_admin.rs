@@ -106,6 +106,39 @@ async fn requeue_beside_a_corrupt_record() -> TestResult {
 }
 
 #[tokio::test]
+async fn run_now_beside_a_corrupt_record() -> TestResult {
+    for c in ALL {
+        let d = Damage::new("run-now-bad").await;
+        for id in ["a", "b", "c"] {
+            let mut task = testing::new_task(id);
+            task.due = executor_core::storage::Due::After(Duration::from_secs(3_600));
+            d.storage.submit(&d.ns, task).await?;
+        }
+        d.apply("b", c).await?;
+        let answer = d.storage.run_now(&d.ns, &tid("b")).await;
+        if no_state(c) {
+            assert!(matches!(answer, Err(Error::Corrupt { .. })), "{c:?}: {answer:?}");
+            d.assert_set_aside("b", c).await?;
+        } else {
+            assert!(answer.is_ok(), "{c:?}: {answer:?}");
+        }
+        for id in ["a", "c"] {
+            d.storage.run_now(&d.ns, &tid(id)).await?;
+        }
+        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+        let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
+        assert!(ids.contains(&"a") && ids.contains(&"c"), "{c:?}: the good tasks run now: {ids:?}");
+        if !ids.contains(&"b") && !no_state(c) {
+            // Damage run_now does not repair: the claim sets it aside.
+            d.assert_set_aside("b", c).await?;
+        }
+        d.assert_counts_exact().await?;
+        d.cleanup().await;
+    }
+    Ok(())
+}
+
+#[tokio::test]
 async fn trim_deletes_a_corrupt_record_with_its_neighbours() -> TestResult {
     for c in ALL {
         let d = Damage::new("trim-bad").await;
