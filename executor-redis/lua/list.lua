@@ -36,7 +36,10 @@ for i = 1, #entries, 2 do
   last_score, last_id = score, id
   if not before then
     local tkey = task_key(id)
-    local rec = record(tkey)
+    -- With a name, two fields decide first: the whole record is read only
+    -- for the entries kept.
+    local rec = name == '' and record(tkey) or fields(tkey, 's', 'n')
+    if rec and name ~= '' and rec[1] == state and rec[2] == name then rec = record(tkey) end
     if not rec then
       bad[#bad + 1] = {id, not_a_hash(tkey)}
     elseif rec[1] == state and (name == '' or rec[2] == name) then

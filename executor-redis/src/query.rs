@@ -32,11 +32,13 @@ use crate::{
     record::{self, FIELDS, array, text},
 };
 
-/// Index entries one script call looks at, at most.
-const BUDGET: usize = 2000;
+/// Index entries one script call looks at, at most: about 2.5 ms of the
+/// server's time when a name filter skips them all (5 us an entry measured
+/// over a million), so a long walk never holds Redis up for long.
+const BUDGET: usize = 500;
 /// Script calls one page makes, at most; a page may come back short (never
 /// empty-handed at the end: `next` is `None` only when every partition is done).
-const CALLS: usize = 8;
+const CALLS: usize = 32;
 /// Longest index member a cursor carries, in bytes (task ids are at most 191).
 const MAX_CURSOR_ID: usize = 1024;
 
