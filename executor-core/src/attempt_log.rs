@@ -283,6 +283,33 @@ pub fn decode_attempt_log(id: &TaskId, json: &str) -> Vec<AttemptRecord> {
     log
 }
 
+/// [`decode_attempt_log`] of a SQL column as a driver reads it: NULL is an
+/// empty log, and a column that does not read (a type edited by hand) is
+/// an empty log and a warning, so the task stays readable.
+///
+/// ```
+/// use executor_core::{TaskId, storage::attempt_log_from_column};
+///
+/// let id = TaskId::new("t1")?;
+/// let read: Result<Option<String>, &str> = Ok(None);
+/// assert!(attempt_log_from_column(&id, read).is_empty());
+/// assert!(attempt_log_from_column::<&str>(&id, Err("mismatched types")).is_empty());
+/// # Ok::<(), executor_core::Error>(())
+/// ```
+pub fn attempt_log_from_column<E: std::fmt::Display>(
+    id: &TaskId,
+    column: std::result::Result<Option<String>, E>,
+) -> Vec<AttemptRecord> {
+    match column {
+        Ok(Some(json)) => decode_attempt_log(id, &json),
+        Ok(None) => Vec::new(),
+        Err(e) => {
+            tracing::warn!(task = %id, error = %e, "the attempt log column does not read; shown as empty");
+            Vec::new()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use crate::{
     schedule::Schedule,
 };
 pub use crate::{
-    attempt_log::decode_attempt_log,
+    attempt_log::{attempt_log_from_column, decode_attempt_log},
     group_commit::{GroupCommit, MAX_GROUP},
     history::{HISTORY_MINUTE, HistoryBucket, HistoryCount, MAX_HISTORY_COUNT, check_history, minute_of},
     schedule::{Advance, ScheduleEntry},
@@ -254,7 +254,7 @@ pub trait Storage: Send + Sync + 'static {
     /// unchanged; workers waiting for work are woken.
     ///
     /// The default answers [`Error::Unsupported`]; a store that implements
-    /// it passes [`crate::run_now_conformance_tests!`].
+    /// it passes `run_now_conformance_tests!` (feature `testing`).
     ///
     /// # Errors
     /// [`crate::Error::NotFound`]; [`crate::Error::IllegalTransition`] for a

@@ -52,17 +52,10 @@ pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
 }
 
 /// The attempt log of a row selected with `task_columns_with_log!()`, read
-/// leniently ([`executor_core::storage::decode_attempt_log`]): NULL, or a
+/// leniently ([`executor_core::storage::attempt_log_from_column`]): NULL, or a
 /// value that does not parse, reads as empty, so the task stays readable.
 pub(crate) fn attempt_log(row: &MySqlRow, id: &TaskId) -> Vec<executor_core::AttemptRecord> {
-    match row.try_get::<Option<String>, _>("attempt_log") {
-        Ok(Some(json)) => executor_core::storage::decode_attempt_log(id, &json),
-        Ok(None) => Vec::new(),
-        Err(e) => {
-            tracing::warn!(task = %id, error = %e, "the attempt log column does not read; shown as empty");
-            Vec::new()
-        }
-    }
+    executor_core::storage::attempt_log_from_column(id, row.try_get::<Option<String>, _>("attempt_log"))
 }
 
 /// [`task_from_row`] of a row selected with `task_columns_with_log!()`,

@@ -397,6 +397,30 @@ fn back(base: &str, notice: Result<String, String>) -> Redirect {
     Redirect::to(&format!("{home}?{key}={}", segment(&text)))
 }
 
+/// What every task form does: the id from the path, checked; `act` on it
+/// (given the task and the id as written); back to the overview with the
+/// notice `act` answered or the error.
+async fn on_task<Fut>(
+    original: &Uri,
+    uri: &Uri,
+    path: Result<Path<String>, PathRejection>,
+    act: impl FnOnce(executor_core::TaskId, String) -> Fut,
+) -> Redirect
+where
+    Fut: Future<Output = Result<String, ApiError>>,
+{
+    let base = html::base(original, uri);
+    let Path(id) = match path {
+        Ok(path) => path,
+        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
+    };
+    let result = match api::task_id(&id) {
+        Ok(task) => act(task, id).await,
+        Err(e) => Err(e),
+    };
+    back(&base, result.map_err(|e| e.body.message))
+}
+
 /// `POST /tasks/{id}/requeue` (form): requeue, then back to the overview.
 #[utoipa::path(post, path = "/tasks/{id}/requeue", tag = "dashboard",
     params(("id" = String, Path, description = "Task id")),
@@ -407,16 +431,10 @@ pub(crate) async fn requeue<S: Storage>(
     uri: Uri,
     path: Result<Path<String>, PathRejection>,
 ) -> Redirect {
-    let base = html::base(&original, &uri);
-    let Path(id) = match path {
-        Ok(path) => path,
-        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
-    };
-    let result = match api::task_id(&id) {
-        Ok(task) => admin.client().requeue(&task).await.map_err(ApiError::from),
-        Err(e) => Err(e),
-    };
-    back(&base, result.map(|()| format!("Requeued {id}.")).map_err(|e| e.body.message))
+    on_task(&original, &uri, path, |task, id| async move {
+        admin.client().requeue(&task).await.map_err(ApiError::from).map(|()| format!("Requeued {id}."))
+    })
+    .await
 }
 
 /// `POST /tasks/{id}/run-now` (form): make a waiting task due now, then
@@ -430,16 +448,10 @@ pub(crate) async fn run_now<S: Storage>(
     uri: Uri,
     path: Result<Path<String>, PathRejection>,
 ) -> Redirect {
-    let base = html::base(&original, &uri);
-    let Path(id) = match path {
-        Ok(path) => path,
-        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
-    };
-    let result = match api::task_id(&id) {
-        Ok(task) => admin.client().run_now(&task).await.map_err(ApiError::from),
-        Err(e) => Err(e),
-    };
-    back(&base, result.map(|()| format!("{id} is due now.")).map_err(|e| e.body.message))
+    on_task(&original, &uri, path, |task, id| async move {
+        admin.client().run_now(&task).await.map_err(ApiError::from).map(|()| format!("{id} is due now."))
+    })
+    .await
 }
 
 /// `POST /tasks/{id}/cancel` (form): cancel, then back to the overview.
@@ -452,16 +464,10 @@ pub(crate) async fn cancel<S: Storage>(
     uri: Uri,
     path: Result<Path<String>, PathRejection>,
 ) -> Redirect {
-    let base = html::base(&original, &uri);
-    let Path(id) = match path {
-        Ok(path) => path,
-        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
-    };
-    let result = match api::task_id(&id) {
-        Ok(task) => admin.client().cancel(&task).await.map_err(ApiError::from),
-        Err(e) => Err(e),
-    };
-    back(&base, result.map(|o| format!("Cancel of {id}: {o:?}.")).map_err(|e| e.body.message))
+    on_task(&original, &uri, path, |task, id| async move {
+        admin.client().cancel(&task).await.map_err(ApiError::from).map(|o| format!("Cancel of {id}: {o:?}."))
+    })
+    .await
 }
 
 /// `POST /tasks/{id}/delete` (form): delete in any state, readable or not,
@@ -475,16 +481,10 @@ pub(crate) async fn delete<S: Storage>(
     uri: Uri,
     path: Result<Path<String>, PathRejection>,
 ) -> Redirect {
-    let base = html::base(&original, &uri);
-    let Path(id) = match path {
-        Ok(path) => path,
-        Err(e) => return back(&base, Err(ApiError::from(e).body.message)),
-    };
-    let result = match api::task_id(&id) {
-        Ok(task) => api::delete_task(&admin, task).await,
-        Err(e) => Err(e),
-    };
-    back(&base, result.map(|_| format!("Deleted {id}.")).map_err(|e| e.body.message))
+    on_task(&original, &uri, path, |task, id| async move {
+        api::delete_task(&admin, task).await.map(|_| format!("Deleted {id}."))
+    })
+    .await
 }
 
 /// `POST /dead-letter/requeue` (form): requeue the dead letter (bounded).

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use crate::{
-    AttemptOutcome, AttemptRecord, MAX_ATTEMPT_LOG, Namespace, TaskId, TaskRecord, TaskState, WorkerId,
-    storage::{Finish, Storage},
+    AttemptOutcome, AttemptRecord, MAX_ATTEMPT_LOG, Namespace, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
+    storage::{Finish, Storage, TierStorage},
 };
 
 use super::{
@@ -214,4 +215,77 @@ pub async fn attempt_log_keeps_the_newest<S: Storage>(s: &S, ns: &Namespace) {
     for a in &r.attempt_log {
         assert_eq!(a.error.as_deref(), Some(format!("failure {}", a.attempt).as_str()), "{a:?}");
     }
+}
+
+/// For a store whose attempt log can be edited by hand (a SQL column): for
+/// each `(log, readable)` of `garbage`, `damage(id, log)` writes `log` into
+/// a task's stored log, and then reads show the
+/// `readable` entries that parse (`get` and `due_before` alike), and a
+/// claim, a retry, a reap and a requeue each still work and append their
+/// entry after those. Not in a
+/// conformance macro: only the driver's own tests know how to damage.
+pub async fn corrupt_attempt_log_breaks_nothing<S, D, Fut>(
+    s: &S,
+    ns: &Namespace,
+    damage: D,
+    garbage: &[(&str, usize)],
+) where
+    S: TierStorage,
+    D: Fn(String, String) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    for (n, (log, readable)) in garbage.iter().copied().enumerate() {
+        let name = format!("bad-log-{n}");
+        let mut task = new_task(&name);
+        task.max_attempts = 5;
+        let id = submit(s, ns, task).await;
+        damage(name.clone(), log.to_owned()).await;
+        let got = record(s, ns, &id).await;
+        assert_eq!(got.attempt_log.len(), readable, "{log:?}: get reads what parses");
+        let tier = ok("due_before", s.due_before(ns, Timestamp::MAX, 10).await);
+        assert_eq!(tier.iter().map(|r| r.attempt_log.len()).collect::<Vec<_>>(), [readable], "{log:?}");
+
+        let claimed = claim_and_retry(s, ns, &id, "again").await;
+        let r = record(s, ns, &id).await;
+        let last = r.attempt_log.last().map(|a| (a.attempt, a.outcome, a.error.clone()));
+        assert_eq!(last, Some((claimed.attempts, AttemptOutcome::Failed, Some("again".into()))), "{log:?}");
+        assert_eq!(r.attempt_log.len(), readable + 1, "{log:?}: the parsable entries are kept");
+
+        damage(name.clone(), log.to_owned()).await;
+        let got = ok("claim", s.claim(ns, &worker(), 1, Duration::from_millis(100)).await);
+        assert_eq!(got.len(), 1, "{log:?}: claimed again");
+        wait_until(Duration::from_secs(5), || async {
+            let _ = s.reap(ns, 10).await;
+            s.get(ns, &id).await.ok().flatten().is_some_and(|r| r.state == TaskState::Pending)
+        })
+        .await;
+        let r = record(s, ns, &id).await;
+        assert_eq!(r.attempt_log.last().map(|a| a.outcome), Some(AttemptOutcome::LeaseExpired), "{log:?}");
+
+        damage(name.clone(), log.to_owned()).await;
+        let claimed = claim_only(s, ns, &id, LONG_LEASE).await;
+        ok("fail", s.finish(ns, &lease(&claimed), Finish::Failed { error: "dead".into() }).await);
+        ok("requeue", s.requeue(ns, &id).await);
+        let r = record(s, ns, &id).await;
+        assert_eq!(r.state, TaskState::Pending, "{log:?}");
+        let last = r.attempt_log.last().map(|a| (a.attempt, a.outcome, a.error.clone()));
+        assert_eq!(last, Some((3, AttemptOutcome::Dead, Some("dead".into()))), "{log:?}");
+        // Out of the way of the next round's claims.
+        ok("delete", s.delete(ns, &id).await);
+    }
+}
+
+/// An error longer than the log keeps is cut to `chars` characters in the
+/// log; `last_error` keeps what the store was given.
+pub async fn logged_errors_are_cut_to<S: Storage>(s: &S, ns: &Namespace, chars: usize) {
+    let id = submit(s, ns, new_task("long")).await;
+    let long = "é".repeat(chars + 1_000);
+    let claimed = claim_only(s, ns, &id, LONG_LEASE).await;
+    let finish = Finish::Retry { delay: Duration::ZERO, error: long.clone() };
+    ok("retry", s.finish(ns, &lease(&claimed), finish).await);
+    let r = record(s, ns, &id).await;
+    let logged = r.attempt_log.first().and_then(|a| a.error.clone()).unwrap_or_default();
+    assert_eq!(logged.chars().count(), chars);
+    assert!(long.starts_with(&logged));
+    assert_eq!(r.last_error.as_deref(), Some(long.as_str()));
 }
