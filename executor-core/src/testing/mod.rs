@@ -196,6 +196,7 @@ macro_rules! run_now_conformance_tests {
             run_now_cuts_a_retry_backoff,
             run_now_keeps_a_due_tasks_place,
             run_now_refuses_finished_tasks,
+            run_now_races_claims_without_double_runs,
         }
     };
 }
