@@ -156,6 +156,18 @@ async fn a_name_filters_every_page_of_the_dashboard_and_the_api() -> BoxResult {
     }
     assert_eq!(api.into_iter().collect::<HashSet<_>>(), wanted);
 
+    // A name with markup in it is shown as text, in the heading, the filter
+    // box and the rows, never as markup.
+    let mut odd = testing::new_task("odd-1");
+    odd.name = "<i>\"x\"&amp;</i>".to_owned();
+    storage.submit(&ns, odd).await?;
+    let (status, _, page) =
+        call(&app, "GET", "/admin/tasks?state=CREATED&name=%3Ci%3E%22x%22%26amp%3B%3C%2Fi%3E", None).await?;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(!page.contains("<i>"), "markup from a task name reached the page: {page}");
+    assert!(page.contains("&lt;i&gt;&quot;x&quot;&amp;amp;&lt;/i&gt;"), "{page}");
+    assert_eq!(rows_and_next(&page).0, ["odd-1"]);
+
     let (_, _, none) = call(&app, "GET", "/admin/tasks?state=CREATED&name=nobody", None).await?;
     assert!(none.contains("No task of this name is in this state."), "{none}");
     for uri in
