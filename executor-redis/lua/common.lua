@@ -688,3 +688,25 @@ local function finished_set(state)
   if state == 'COMPLETED' or state == 'CANCELLED' then return KEYS[4] end
   return KEYS[3]
 end
+
+-- The fields of task `id` (key `tkey`) an operator's action reads (cancel,
+-- requeue, run now): the state first, then `...`. When there is nothing to
+-- act on, nil and the reply instead: {'missing'} for no task; {'corrupt',
+-- reason} for a key that is not a hash or a record without a known state,
+-- which is set aside (above) first.
+local function action_fields(id, tkey, ...)
+  local rec = fields(tkey, 's', ...)
+  local function corrupt(reason, is_hash)
+    set_aside(id, nil, reason, is_hash, nil, now_ms())
+    flush_counts()
+    return {'corrupt', reason}
+  end
+  if not rec then return nil, corrupt(not_a_hash(tkey), false) end
+  local st = rec[1]
+  if not st then
+    if redis.call('EXISTS', tkey) == 0 then return nil, {'missing'} end
+    return nil, corrupt('field `s` (state) is missing', true)
+  end
+  if not STATES[st] then return nil, corrupt('unknown state `' .. shown(st) .. '`', true) end
+  return rec
+end

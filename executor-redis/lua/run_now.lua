@@ -8,19 +8,9 @@
 local id = ARGV[3]
 check_keys()
 local tkey = task_key(id)
-local rec = fields(tkey, 's', 'd', 'g', 'v')
-local function corrupt(reason, is_hash)
-  set_aside(id, nil, reason, is_hash, nil, now_ms())
-  flush_counts()
-  return {'corrupt', reason}
-end
-if not rec then return corrupt(not_a_hash(tkey), false) end
+local rec, reply = action_fields(id, tkey, 'd', 'g', 'v')
+if not rec then return reply end
 local st = rec[1]
-if not st then
-  if redis.call('EXISTS', tkey) == 0 then return {'missing'} end
-  return corrupt('field `s` (state) is missing', true)
-end
-if not STATES[st] then return corrupt('unknown state `' .. shown(st) .. '`', true) end
 if st ~= 'CREATED' and st ~= 'PENDING' then return {'illegal', st} end
 local now = now_ms()
 local due = nat(rec[2])

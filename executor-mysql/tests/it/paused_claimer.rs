@@ -115,43 +115,18 @@ async fn watched(
     Ok(MySqlOptions::new().max_connections(4).open(pool).await?)
 }
 
-/// Row locks held by the child's transactions (every connection to `db`
-/// but the parent's), and whether any of its transactions is open at all.
-async fn child_locks(
-    admin: &MySqlPool,
-    db: &str,
-    mine: &Mutex<HashSet<u64>>,
-) -> Result<(u64, bool), sqlx::Error> {
-    let rows = sqlx::query(
-        "SELECT t.trx_mysql_thread_id AS id, CAST(t.trx_rows_locked AS SIGNED) AS locked \
-         FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p \
-         ON p.ID = t.trx_mysql_thread_id WHERE p.DB = ?",
-    )
-    .bind(db)
-    .fetch_all(admin)
-    .await?;
-    let mine = mine.lock().map(|m| m.clone()).unwrap_or_default();
-    let (mut locked, mut open) = (0, false);
-    for r in rows {
-        let id: u64 = r.try_get("id")?;
-        if !mine.contains(&id) {
-            open = true;
-            locked += u64::try_from(r.try_get::<i64, _>("locked")?).unwrap_or(0);
-        }
-    }
-    Ok((locked, open))
-}
-
-/// What the server says about the child's open transactions: state,
-/// start, statement and its stage, for a failure message.
+/// The child's open transactions, as the server lists them: for each, the
+/// rows it locks and what it is doing (state, start, stage, rows locked,
+/// command, idle time, statement), for a failure message.
 async fn child_transactions(
     admin: &MySqlPool,
     db: &str,
     mine: &Mutex<HashSet<u64>>,
-) -> Result<Vec<String>, sqlx::Error> {
+) -> Result<Vec<(u64, String)>, sqlx::Error> {
     let rows = sqlx::query(
-        "SELECT t.trx_mysql_thread_id AS id, CONCAT_WS(' | ', t.trx_state, t.trx_started, \
-         t.trx_operation_state, t.trx_rows_locked, p.COMMAND, p.STATE, p.TIME, LEFT(t.trx_query, 300)) AS what \
+        "SELECT t.trx_mysql_thread_id AS id, CAST(t.trx_rows_locked AS SIGNED) AS locked, \
+         CONCAT_WS(' | ', t.trx_state, t.trx_started, t.trx_operation_state, t.trx_rows_locked, p.COMMAND, \
+         p.STATE, p.TIME, LEFT(t.trx_query, 300)) AS what \
          FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p \
          ON p.ID = t.trx_mysql_thread_id WHERE p.DB = ?",
     )
@@ -163,10 +138,22 @@ async fn child_transactions(
     for r in rows {
         let id: u64 = r.try_get("id")?;
         if !mine.contains(&id) {
-            out.push(r.try_get::<Option<String>, _>("what")?.unwrap_or_default());
+            let locked = u64::try_from(r.try_get::<i64, _>("locked")?).unwrap_or(0);
+            out.push((locked, r.try_get::<Option<String>, _>("what")?.unwrap_or_default()));
         }
     }
     Ok(out)
+}
+
+/// Row locks held by the child's transactions, and whether it has any open
+/// transaction at all.
+async fn child_locks(
+    admin: &MySqlPool,
+    db: &str,
+    mine: &Mutex<HashSet<u64>>,
+) -> Result<(u64, bool), sqlx::Error> {
+    let open = child_transactions(admin, db, mine).await?;
+    Ok((open.iter().map(|(locked, _)| locked).sum(), !open.is_empty()))
 }
 
 fn signal(pid: u32, sig: &str) -> Result<(), Box<dyn std::error::Error>> {
@@ -287,7 +274,10 @@ async fn run(
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         if held > 0 {
-            let what = child_transactions(admin, db, ids).await.unwrap_or_else(|e| vec![e.to_string()]);
+            let what: Vec<String> = match child_transactions(admin, db, ids).await {
+                Ok(open) => open.into_iter().map(|(_, what)| what).collect(),
+                Err(e) => vec![e.to_string()],
+            };
             return Err(format!(
                 "cycle {cycle}: the stopped child still holds {held} row locks after {LOCKS_FREED:?}: {what:?}"
             )
