@@ -36,17 +36,9 @@ trap 'rm -f "$chaos_log"' EXIT
 cargo test --locked -p executor-chaos >"$chaos_log" 2>&1 &
 chaos=$!
 status=0
-# executor-mysql's paused_claimer (a claimer SIGSTOPped mid-statement must
-# hold no row lock within 15 s) runs after the chaos lane: beside it, twice
-# on 2 Dec the stopped claimer's autocommit claim UPDATE stayed listed as an
-# open transaction with 40 row locks, its connection idle, past the bound.
-# Not understood yet (docs/mysql.md, "A stopped claimer"); alone the test
-# passes. It still runs in every CI run, just not under the chaos load.
-cargo test --workspace --locked --no-fail-fast --exclude executor-chaos -- --skip paused_claimer || status=$?
+cargo test --workspace --locked --no-fail-fast --exclude executor-chaos || status=$?
 chaos_status=0
 wait "$chaos" || chaos_status=$?
 echo "== cargo test -p executor-chaos (ran beside the rest; exit $chaos_status)"
 cat "$chaos_log"
-echo "== cargo test -p executor-mysql paused_claimer (after the chaos lane)"
-cargo test --locked -p executor-mysql --test it paused_claimer || status=$?
 [ "$status" = 0 ] && [ "$chaos_status" = 0 ] || { echo "cargo test failed: rest exit $status, executor-chaos exit $chaos_status"; exit 1; }
