@@ -26,6 +26,7 @@ mod priority_ranks;
 mod queue_limits;
 mod queue_upgrade;
 mod races;
+mod retained_history;
 mod schedules;
 mod transactions;
 mod two_processes;
