@@ -133,6 +133,7 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
     let mut last_history_trim: Option<Instant> = None;
     let mut queues_seen = std::collections::BTreeSet::new();
     let mut queues_next = Instant::now();
+    let mut counts_next = Instant::now();
     let mut names: Vec<String> = shared.executor.registry().names().into_iter().map(str::to_owned).collect();
     names.sort();
     let mut last_announce: Option<Instant> = None;
@@ -208,13 +209,18 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         }
         if last_counts.is_none_or(|t| now.duration_since(t) >= config.counts_every) {
             last_counts = Some(now);
-            match storage.counts(&ns).await {
-                Ok(c) => m::task_counts(&ns, &c),
-                Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
+            // A store that counts by scanning (SQL: a `GROUP BY state` over
+            // the namespace, 0.7 s with a million tasks retained on MariaDB)
+            // is sampled less often: at most 5 % of the time. So are queues.
+            if now >= counts_next {
+                let started = Instant::now();
+                match storage.counts(&ns).await {
+                    Ok(c) => m::task_counts(&ns, &c),
+                    Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
+                }
+                counts_next = Instant::now() + started.elapsed().saturating_mul(20);
             }
             if now >= queues_next {
-                // A store that counts queues by scanning (SQL, with a large
-                // backlog) is sampled less often: at most 5 % of the time.
                 let started = Instant::now();
                 sample_queues(&*storage, &ns, &mut queues_seen).await;
                 queues_next = Instant::now() + started.elapsed().saturating_mul(20);

@@ -18,6 +18,7 @@ mod queues;
 mod retention;
 mod retries;
 mod rolling_deploy;
+mod sampling;
 mod send_sync;
 mod spy;
 mod support;
