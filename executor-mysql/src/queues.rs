@@ -157,7 +157,16 @@ impl MySqlStorage {
             };
             let next: Option<String> = row.try_get("queue").map_err(error::storage)?;
             match next {
-                Some(name) => names.push(name),
+                // Each name comes after the last under the column's binary
+                // collation, so the walk ends; a server answering otherwise
+                // stops it rather than looping.
+                Some(name) if names.last().is_none_or(|last| name.as_str() > last.as_str()) => {
+                    names.push(name)
+                }
+                Some(name) => {
+                    tracing::warn!(queue = %name, "queue names did not come in order; the list of waiting queues stops there");
+                    break;
+                }
                 None => break,
             }
         }
