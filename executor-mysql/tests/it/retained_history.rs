@@ -69,11 +69,15 @@ fn within_bound(read: u64, what: &str) -> TestResult {
     }
 }
 
+/// The numbers 0 to 9 as a derived table (`d`); five of them joined count
+/// to 99,999 on MySQL 8 too, which has no `seq_1_to_n` tables.
+const DIGITS: &str = "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 \
+                      UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)";
+
 /// `HISTORY` COMPLETED tasks finished in the last minutes, in `queue`,
 /// written in one statement (ten-row tables joined, so MySQL 8 runs it too).
 async fn retain_history(s: &MySqlStorage, ns: &Namespace, queue: &str) -> Result<(), sqlx::Error> {
-    let digits = "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 \
-                  UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)";
+    let digits = DIGITS;
     let sql = format!(
         "INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, \
          created_at, due_at, started_at, finished_at, queue) \
@@ -94,8 +98,7 @@ async fn retain_history(s: &MySqlStorage, ns: &Namespace, queue: &str) -> Result
 /// `n` COMPLETED tasks finished in 1970, ids `y-0`.. (after the history's
 /// `h-` ids).
 async fn expire(s: &MySqlStorage, ns: &Namespace, n: u32) -> Result<(), sqlx::Error> {
-    let digits = "(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 \
-                  UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)";
+    let digits = DIGITS;
     let sql = format!(
         "INSERT INTO reliable_executor_tasks (ns, id, name, state, payload, attempts, max_attempts, fence, \
          created_at, due_at, started_at, finished_at) \
