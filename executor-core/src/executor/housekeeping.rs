@@ -209,22 +209,14 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         }
         if last_counts.is_none_or(|t| now.duration_since(t) >= config.counts_every) {
             last_counts = Some(now);
-            // A store that counts by scanning (SQL: a `GROUP BY state` over
-            // the namespace, 0.7 s with a million tasks retained on MariaDB)
-            // is sampled less often: at most 5 % of the time. So are queues.
-            if now >= counts_next {
-                let started = Instant::now();
+            paced(&mut counts_next, async {
                 match storage.counts(&ns).await {
                     Ok(c) => m::task_counts(&ns, &c),
                     Err(e) => tracing::warn!(error = %e, "sampling counts failed"),
                 }
-                counts_next = Instant::now() + started.elapsed().saturating_mul(20);
-            }
-            if now >= queues_next {
-                let started = Instant::now();
-                sample_queues(&*storage, &ns, &mut queues_seen).await;
-                queues_next = Instant::now() + started.elapsed().saturating_mul(20);
-            }
+            })
+            .await;
+            paced(&mut queues_next, sample_queues(&*storage, &ns, &mut queues_seen)).await;
             match storage.workers(&ns).await {
                 Ok(workers) => {
                     let sets = WorkerInfo::handler_sets(&workers);
@@ -248,6 +240,20 @@ pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationTo
         }
         m::leader(&ns, false);
     }
+}
+
+/// Runs `sample` unless the last one is too recent for what it cost: a
+/// sample that took `t` is not repeated within `20 × t`, so a store that
+/// counts by scanning (SQL: a `GROUP BY state` over the namespace, 0.7 s
+/// with a million tasks retained on MariaDB) is sampled at most 5 % of the
+/// time. `next` is when the next may run.
+async fn paced(next: &mut Instant, sample: impl Future<Output = ()>) {
+    if Instant::now() < *next {
+        return;
+    }
+    let started = Instant::now();
+    sample.await;
+    *next = Instant::now() + started.elapsed().saturating_mul(20);
 }
 
 /// Samples the queue gauges (depth, due, latency on the store's clock,
