@@ -136,6 +136,10 @@ struct Args {
     /// (`bench-<store>-processing.png`, `-latency.png`, `-backlog.png`).
     #[arg(long)]
     plot: Option<std::path::PathBuf>,
+    /// Run the Redis storage's Lua as plain scripts (`EVALSHA`, its shared
+    /// definitions run at every call) instead of the function library.
+    #[arg(long)]
+    redis_scripts: bool,
     /// Internal: run as the worker child of the RSS phase.
     #[arg(long, hide = true)]
     worker_ns: Option<String>,
@@ -148,6 +152,11 @@ struct Args {
 }
 
 impl Args {
+    /// The Redis storage every phase and the worker child use.
+    async fn redis(&self) -> executor_core::Result<RedisStorage> {
+        RedisStorage::builder(&self.redis_url).pool_size(4).functions(!self.redis_scripts).connect().await
+    }
+
     fn runs(&self, phase: Phase) -> bool {
         self.phases.is_empty() || self.phases.contains(&phase)
     }
@@ -175,7 +184,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         match args.storage {
             Store::Redis => {
-                let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;
+                let storage = args.redis().await?;
                 phases::run_all(storage, &args).await
             }
             Store::Memory => phases::run_all(MemoryStorage::new(), &args).await,
@@ -190,7 +199,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 out
             }
             Store::AnyRedis => {
-                let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;
+                let storage = args.redis().await?;
                 phases::run_all(executor_any::AnyStorage::from(storage), &args).await
             }
         }

@@ -8,7 +8,6 @@ use std::{
 };
 
 use executor_core::{MemoryStorage, Namespace};
-use executor_redis::RedisStorage;
 
 use crate::{
     Args, Store,
@@ -23,16 +22,14 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 pub(crate) async fn run(args: &Args, ns: &str) -> Res<()> {
     let ns = Namespace::new(ns)?;
     match args.storage {
-        Store::Redis => {
-            work(RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?, &ns, args).await
-        }
+        Store::Redis => work(args.redis().await?, &ns, args).await,
         Store::Memory => work(MemoryStorage::new(), &ns, args).await,
         Store::Mysql => work(executor_mysql::MySqlStorage::connect(&args.mysql_url).await?, &ns, args).await,
         Store::Postgres => {
             work(executor_postgres::PostgresStorage::connect(&args.postgres_url).await?, &ns, args).await
         }
         Store::AnyRedis => {
-            let storage = RedisStorage::builder(&args.redis_url).pool_size(4).connect().await?;
+            let storage = args.redis().await?;
             work(executor_any::AnyStorage::from(storage), &ns, args).await
         }
     }
@@ -75,6 +72,7 @@ pub(crate) async fn rss<S: Backend>(storage: &S, args: &Args, set_rps: Option<f6
         .args(["--worker-ns", ns.as_str(), "--worker-count", &args.backlog.to_string()])
         .args(["--worker-concurrency", "64"])
         .args(args.claim_batch.map(|n| vec!["--claim-batch".to_owned(), n.to_string()]).unwrap_or_default())
+        .args(args.redis_scripts.then_some("--redis-scripts"))
         .output()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text

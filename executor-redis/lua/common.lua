@@ -1,4 +1,6 @@
--- Prepended to every script (see src/scripts.rs). Conventions:
+-- The top of the function library that holds every script, or prepended to
+-- each script where the server runs no functions (see src/scripts.rs).
+-- Conventions:
 --   KEYS: 1 due ZSET, 2 lease ZSET, 3 dead-letter ZSET, 4 finished ZSET,
 --         5 debounce HASH, 6 wake ZSET, 7 counts HASH (all one hash tag).
 --   ARGV[1]: the key base of the partition (`{re:<ns>}:`), ARGV[2]: '1' to
@@ -190,7 +192,7 @@ end
 
 -- The priorities of `q` that have a ZSET, highest first: {} when none, or
 -- when the registry is not a hash (edited by hand: only KEYS[1] is seen).
-local levels_cache = {}
+local levels_cache -- per call: begin() below
 local function levels_in_use(q)
   local cached = levels_cache[q]
   if cached then return cached end
@@ -253,7 +255,7 @@ end
 
 -- Levels entries left this call: checked once, at flush_counts, and
 -- dropped from the registry when their ZSET is empty.
-local touched = {}
+local touched -- per call: begin() below
 local function touch(q, p)
   if not (p == 0 and q == DEFAULT_QUEUE) then touched[p .. ':' .. q] = {q, p} end
 end
@@ -335,7 +337,7 @@ end
 -- Count changes are gathered per call and written once per state. A count
 -- that reaches zero is deleted, so a namespace whose tasks are all gone
 -- leaves no counts hash behind (Redis drops an empty hash).
-local deltas = {}
+local deltas -- per call: begin() below
 local function move(from, to)
   if from then deltas[from] = (deltas[from] or 0) - 1 end
   if to then deltas[to] = (deltas[to] or 0) + 1 end
@@ -400,10 +402,10 @@ end
 -- 'micro-tokens:ms' of the rate bucket) and `<base0>throttled` (HASH queue
 -- -> claims a limit cut short). With no limits anywhere KEYS[8] does not
 -- exist and a script pays one EXISTS for all of this.
-local LIMITS_BASE = KEYS[8] and string.sub(KEYS[8], 1, -7) or ''
+local LIMITS_BASE -- per call: begin() below
 local MICRO = 1000000
 
-local limits_exist = nil
+local limits_exist -- per call: begin() below
 local function limits_on()
   if limits_exist == nil then
     limits_exist = KEYS[8] ~= nil and redis.pcall('EXISTS', KEYS[8]) == 1
@@ -710,3 +712,14 @@ local function action_fields(id, tkey, ...)
   if not STATES[st] then return nil, corrupt('unknown state `' .. shown(st) .. '`', true) end
   return rec
 end
+
+-- The state above that belongs to one call. A script prepended with this
+-- file runs begin() once per call, right here; in the function library
+-- (src/scripts.rs) these locals outlive a call, and every function calls
+-- begin() first, so no call sees another's caches, count deltas or keys.
+local function begin()
+  levels_cache, touched, deltas = {}, {}, {}
+  LIMITS_BASE = KEYS[8] and string.sub(KEYS[8], 1, -7) or ''
+  limits_exist = nil
+end
+begin()

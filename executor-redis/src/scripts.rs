@@ -1,34 +1,59 @@
-//! The Lua scripts, one per state change, loaded from `lua/*.lua` and run
-//! with `EVALSHA`; a `NOSCRIPT` reply (after a restart or failover emptied the
-//! script cache) loads them again and repeats the call once.
+//! The Lua scripts, one per state change, in `lua/*.lua`. On a server with
+//! Redis Functions (Redis 7) they are loaded as one library, whose shared
+//! definitions (`common.lua`) run once at load instead of at every call,
+//! and called with `FCALL`; elsewhere (an older server, or an ACL that
+//! denies `FUNCTION`) each is a script of its own, `common.lua` prepended,
+//! run with `EVALSHA`. Either way an answer saying the code is gone (a
+//! restart or failover emptied the function library or the script cache)
+//! loads it again and repeats the call once.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 use fred::{
     clients::Client,
-    interfaces::LuaInterface,
+    error::ErrorKind,
+    interfaces::{FunctionInterface, LuaInterface},
     prelude::ClientLike,
     types::{MultipleKeys, Value, config::Options, scripts::Script},
 };
 
 use crate::error::storage;
 
-macro_rules! with_common {
-    ($file:literal) => {
-        concat!(include_str!("../lua/common.lua"), "\n", include_str!(concat!("../lua/", $file)))
-    };
+const COMMON: &str = include_str!("../lua/common.lua");
+
+/// The scripts that only read: registered with the `no-writes` flag, so
+/// they keep answering when the server is out of memory.
+const READ_ONLY: [&str; 6] = ["due_before", "leader_get", "list", "peek", "queues", "tier_now"];
+
+/// The function library: its code and whether this server runs it.
+#[derive(Debug)]
+struct Library {
+    code: String,
+    /// False once the server refused `FUNCTION LOAD`: scripts then.
+    functions: AtomicBool,
 }
 
-/// One script: its source and SHA-1.
+impl Library {
+    /// Loads the library (again): `REPLACE` makes a second load, by this
+    /// process or another of the same version, a no-op.
+    async fn load(&self, client: &Client) -> Result<(), fred::error::Error> {
+        client.function_load_cluster::<Value, _>(true, self.code.as_str()).await.map(drop)
+    }
+}
+
+/// One script: its source and SHA-1, and its function in the library.
 #[derive(Debug)]
 pub(crate) struct Lua {
     pub(crate) name: &'static str,
     script: Script,
+    function: String,
+    library: Arc<Library>,
 }
 
 impl Lua {
-    fn new(name: &'static str, source: &'static str) -> Self {
-        Self { name, script: Script::from_lua(source) }
-    }
-
     /// Runs the script on one client of the pool. fred resends a command whose
     /// connection dropped mid-flight (`max_command_attempts`); every script is
     /// written so that a resend answers like the first execution (nonces).
@@ -40,6 +65,21 @@ impl Lua {
         args: Vec<Value>,
     ) -> executor_core::Result<Value> {
         let keys: MultipleKeys = keys.into();
+        if self.library.functions.load(Ordering::Relaxed) {
+            let name = self.function.as_str();
+            return match client
+                .with_options(options)
+                .fcall::<Value, _, _, _>(name, keys.clone(), args.clone())
+                .await
+            {
+                Err(e) if e.details().contains("Function not found") => {
+                    tracing::debug!(script = self.name, "function library was gone; loading it again");
+                    self.library.load(client).await.map_err(storage)?;
+                    client.with_options(options).fcall(name, keys, args).await.map_err(storage)
+                }
+                other => other.map_err(storage),
+            };
+        }
         let sha = self.script.sha1().clone();
         match client
             .with_options(options)
@@ -56,108 +96,134 @@ impl Lua {
     }
 }
 
-/// Every script of the storage.
-#[derive(Debug)]
-pub(crate) struct Scripts {
-    pub(crate) submit: Lua,
-    pub(crate) submit_one: Lua,
-    pub(crate) claim: Lua,
-    pub(crate) heartbeat: Lua,
-    pub(crate) finish: Lua,
-    pub(crate) cancel: Lua,
-    pub(crate) requeue: Lua,
-    pub(crate) run_now: Lua,
-    pub(crate) reap: Lua,
-    pub(crate) trim: Lua,
-    pub(crate) list: Lua,
-    pub(crate) peek: Lua,
-    pub(crate) leader_acquire: Lua,
-    pub(crate) leader_release: Lua,
-    pub(crate) leader_get: Lua,
-    pub(crate) purge: Lua,
-    pub(crate) tier_now: Lua,
-    pub(crate) due_before: Lua,
-    pub(crate) import: Lua,
-    pub(crate) remove: Lua,
-    pub(crate) delete: Lua,
-    pub(crate) workers: Lua,
-    pub(crate) schedule: Lua,
-    pub(crate) queues: Lua,
-    pub(crate) pause: Lua,
-    pub(crate) limits: Lua,
-    pub(crate) limits_tidy: Lua,
-    pub(crate) history: Lua,
+/// The library's code and name: `common.lua` once, then each script as the
+/// body of a function that takes the call's keys and arguments as `KEYS` and
+/// `ARGV` (locals of the library, so a script reads as it does under
+/// `EVAL`) and, for the scripts that use it, resets `common.lua`'s per-call
+/// state first. The name carries a hash of the code, so processes of
+/// different versions that share a server each call their own functions.
+fn library_code(sources: &[(&'static str, bool, &'static str)]) -> (String, String) {
+    let build = |library: &str| {
+        let mut body = format!("local KEYS, ARGV = {{}}, {{}}\n{COMMON}\n");
+        for (name, common, source) in sources {
+            let enter = if *common { "KEYS, ARGV = keys, args; begin()" } else { "KEYS, ARGV = keys, args" };
+            let flags = if READ_ONLY.contains(name) { "'no-writes'" } else { "" };
+            body.push_str(&format!(
+                "redis.register_function{{function_name = '{library}_{name}', flags = {{{flags}}}, \
+                 callback = function(keys, args)\n{enter}\n{source}\nend}}\n"
+            ));
+        }
+        body
+    };
+    let hash = Script::from_lua(build("").as_str()).sha1().to_string();
+    let library = format!("reliable_executor_{}", hash.get(..16).unwrap_or(&hash));
+    let code = format!("#!lua name={library}\n{}", build(&library));
+    (library, code)
+}
+
+impl Lua {
+    fn new(
+        name: &'static str,
+        common: bool,
+        source: &'static str,
+        library: &Arc<Library>,
+        prefix: &str,
+    ) -> Self {
+        let script =
+            if common { Script::from_lua(format!("{COMMON}\n{source}")) } else { Script::from_lua(source) };
+        Self { name, script, function: format!("{prefix}_{name}"), library: Arc::clone(library) }
+    }
+}
+
+/// The scripts, by field name: `true` for those that take `common.lua`.
+macro_rules! scripts {
+    ($($name:ident: $common:literal),* $(,)?) => {
+        /// Every script of the storage.
+        #[derive(Debug)]
+        pub(crate) struct Scripts {
+            $(pub(crate) $name: Lua,)*
+            library: Arc<Library>,
+        }
+
+        impl Scripts {
+            pub(crate) fn new() -> Self {
+                let sources = [$((stringify!($name), $common, include_str!(concat!("../lua/", stringify!($name), ".lua"))),)*];
+                let (name, code) = library_code(&sources);
+                let library = Arc::new(Library { code, functions: AtomicBool::new(true) });
+                Self {
+                    $($name: Lua::new(
+                        stringify!($name),
+                        $common,
+                        include_str!(concat!("../lua/", stringify!($name), ".lua")),
+                        &library,
+                        &name,
+                    ),)*
+                    library,
+                }
+            }
+
+            fn all(&self) -> Vec<&Lua> {
+                vec![$(&self.$name),*]
+            }
+        }
+    };
+}
+
+scripts! {
+    submit: true,
+    submit_one: false,
+    claim: true,
+    heartbeat: true,
+    finish: true,
+    cancel: true,
+    requeue: true,
+    run_now: true,
+    reap: true,
+    trim: true,
+    list: true,
+    peek: true,
+    leader_acquire: true,
+    leader_release: true,
+    leader_get: true,
+    purge: false,
+    tier_now: false,
+    due_before: true,
+    import: true,
+    remove: true,
+    delete: true,
+    workers: true,
+    schedule: true,
+    queues: true,
+    pause: false,
+    limits: true,
+    limits_tidy: true,
+    history: true,
 }
 
 impl Scripts {
-    pub(crate) fn new() -> Self {
-        Self {
-            submit: Lua::new("submit", with_common!("submit.lua")),
-            submit_one: Lua::new("submit_one", include_str!("../lua/submit_one.lua")),
-            claim: Lua::new("claim", with_common!("claim.lua")),
-            heartbeat: Lua::new("heartbeat", with_common!("heartbeat.lua")),
-            finish: Lua::new("finish", with_common!("finish.lua")),
-            cancel: Lua::new("cancel", with_common!("cancel.lua")),
-            requeue: Lua::new("requeue", with_common!("requeue.lua")),
-            run_now: Lua::new("run_now", with_common!("run_now.lua")),
-            reap: Lua::new("reap", with_common!("reap.lua")),
-            trim: Lua::new("trim", with_common!("trim.lua")),
-            list: Lua::new("list", with_common!("list.lua")),
-            peek: Lua::new("peek", with_common!("peek.lua")),
-            leader_acquire: Lua::new("leader_acquire", with_common!("leader_acquire.lua")),
-            leader_release: Lua::new("leader_release", with_common!("leader_release.lua")),
-            leader_get: Lua::new("leader_get", with_common!("leader_get.lua")),
-            purge: Lua::new("purge", include_str!("../lua/purge.lua")),
-            tier_now: Lua::new("tier_now", include_str!("../lua/tier_now.lua")),
-            due_before: Lua::new("due_before", with_common!("due_before.lua")),
-            import: Lua::new("import", with_common!("import.lua")),
-            remove: Lua::new("remove", with_common!("remove.lua")),
-            delete: Lua::new("delete", with_common!("delete.lua")),
-            workers: Lua::new("workers", with_common!("workers.lua")),
-            schedule: Lua::new("schedule", with_common!("schedule.lua")),
-            queues: Lua::new("queues", with_common!("queues.lua")),
-            pause: Lua::new("pause", include_str!("../lua/pause.lua")),
-            limits: Lua::new("limits", with_common!("limits.lua")),
-            limits_tidy: Lua::new("limits_tidy", with_common!("limits_tidy.lua")),
-            history: Lua::new("history", with_common!("history.lua")),
+    /// Loads the function library on every primary, so the first calls need
+    /// no reload. A server that refuses it (no Redis Functions: before Redis
+    /// 7, or an ACL or proxy that denies `FUNCTION`) gets the scripts
+    /// instead, with a warning, as does every server when `functions` is
+    /// false; a connection that fails is an error.
+    pub(crate) async fn load(&self, client: &Client, functions: bool) -> executor_core::Result<()> {
+        if functions {
+            match self.library.load(client).await {
+                Ok(()) => {
+                    self.library.functions.store(true, Ordering::Relaxed);
+                    return Ok(());
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::IO | ErrorKind::Timeout | ErrorKind::Canceled) => {
+                    return Err(storage(e));
+                }
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "the server refused the function library (FUNCTION LOAD): running the scripts with EVALSHA, \
+                     which re-runs their shared definitions at every call"
+                ),
+            }
         }
-    }
-
-    fn all(&self) -> [&Lua; 28] {
-        [
-            &self.submit,
-            &self.submit_one,
-            &self.claim,
-            &self.heartbeat,
-            &self.finish,
-            &self.cancel,
-            &self.requeue,
-            &self.run_now,
-            &self.reap,
-            &self.trim,
-            &self.list,
-            &self.peek,
-            &self.leader_acquire,
-            &self.leader_release,
-            &self.leader_get,
-            &self.purge,
-            &self.tier_now,
-            &self.due_before,
-            &self.import,
-            &self.remove,
-            &self.delete,
-            &self.workers,
-            &self.schedule,
-            &self.queues,
-            &self.pause,
-            &self.limits,
-            &self.limits_tidy,
-            &self.history,
-        ]
-    }
-
-    /// Loads every script on every primary, so the first calls need no reload.
-    pub(crate) async fn load(&self, client: &Client) -> executor_core::Result<()> {
+        self.library.functions.store(false, Ordering::Relaxed);
         for lua in self.all() {
             lua.script.load(client).await.map_err(storage)?;
         }

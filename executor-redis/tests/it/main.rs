@@ -20,6 +20,7 @@ mod corrupt_history;
 mod corrupt_lease;
 mod corrupt_schedule;
 mod corrupt_submit;
+mod functions;
 mod limits;
 mod partitioned;
 mod queues;

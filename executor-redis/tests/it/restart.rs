@@ -4,83 +4,21 @@
 //! loopback port in a temp dir (AOF with `appendfsync always`, so a killed
 //! server loses nothing that was acknowledged).
 
-use std::{
-    net::TcpListener,
-    path::PathBuf,
-    process::{Child, Command, Stdio},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use executor_core::{WorkerId, storage::Storage, testing};
 use executor_redis::RedisStorage;
 
+use crate::common::server::{Server, free_port};
+
 type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// A redis-server child process, killed on drop.
-struct Server {
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-}
-
-impl Server {
-    fn start(port: u16, dir: PathBuf) -> Self {
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("temp dir {}: {e}", dir.display()));
-        let mut server = Self { port, dir, child: None };
-        server.spawn();
-        server
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "yes", "--appendfsync", "always", "--dir"])
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start redis-server ({e}); install it with `apt-get install redis-server`")
-            });
-        self.child = Some(child);
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    async fn wait_until_up(&self) {
-        let addr = format!("127.0.0.1:{}", self.port);
-        testing::wait_until(Duration::from_secs(10), || {
-            let addr = addr.clone();
-            async move { tokio::net::TcpStream::connect(addr).await.is_ok() }
-        })
-        .await;
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_errors_while_down_and_claims_resume_after_restart() -> TestResult {
     let _serial = crate::common::serial().await;
     let port = free_port();
     let dir = std::env::temp_dir().join(format!("executor-redis-restart-{}-{port}", std::process::id()));
-    let mut server = Server::start(port, dir);
+    let mut server = Server::start(port, dir, &["--appendonly", "yes", "--appendfsync", "always"]);
     server.wait_until_up().await;
     let url = format!("redis://127.0.0.1:{port}");
     let storage = RedisStorage::builder(&url).command_timeout(Duration::from_secs(2)).connect().await?;

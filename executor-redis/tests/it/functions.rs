@@ -1,0 +1,191 @@
+//! The storage's Lua as a Redis Functions library (the default) and as
+//! plain scripts (`functions(false)`, or a server that refuses `FUNCTION`):
+//! the conformance suite on the scripts too, the library as loaded, a
+//! server whose ACL denies `FUNCTION`, code emptied from the server while in
+//! use (`FUNCTION FLUSH`, `SCRIPT FLUSH`), and processes of both kinds on one
+//! namespace.
+
+use std::time::Duration;
+
+use executor_core::{
+    TaskState, WorkerId,
+    storage::{Finish, Storage},
+    testing,
+};
+use executor_redis::RedisStorage;
+use fred::{
+    interfaces::{ClientLike, FunctionInterface, LuaInterface},
+    types::{ClusterHash, CustomCommand, Value},
+};
+
+use crate::common::{
+    self,
+    server::{Server, free_port},
+};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+async fn fresh_scripts() -> (RedisStorage, executor_core::Namespace) {
+    let url = common::url();
+    let storage = common::connect_with(RedisStorage::builder(&url).functions(false), &url).await;
+    (storage, testing::unique_namespace("redis-eval"))
+}
+
+/// The conformance suites on plain scripts (`EVALSHA`, `common.lua` run at
+/// every call) instead of the library.
+mod scripts {
+    use super::fresh_scripts;
+    use crate::common::cleanup;
+
+    executor_core::storage_conformance_tests!(fresh_scripts, cleanup);
+    executor_core::queue_limit_conformance_tests!(fresh_scripts, cleanup);
+}
+
+/// `INFO commandstats` of the server behind `storage`: calls of `command`.
+async fn calls(storage: &RedisStorage, command: &str) -> Result<u64, fred::error::Error> {
+    let info: String = storage
+        .pool()
+        .next()
+        .custom(CustomCommand::new_static("INFO", ClusterHash::FirstKey, false), vec!["commandstats"])
+        .await?;
+    let prefix = format!("cmdstat_{command}:calls=");
+    Ok(info
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0))
+}
+
+/// One task through submit, claim and finish: what every storage must do.
+async fn one_task(storage: &RedisStorage, ns: &executor_core::Namespace, id: &str) -> TestResult {
+    let worker = WorkerId::generate();
+    storage.submit(ns, testing::new_task(id)).await?;
+    let claimed = testing::wait_for(Duration::from_secs(5), "the task claimed", || async {
+        storage.claim(ns, &worker, 10, Duration::from_secs(60)).await.ok().filter(|c| !c.is_empty())
+    })
+    .await;
+    assert_eq!(claimed.len(), 1, "one task claimed: {claimed:?}");
+    let lease = claimed[0].lease().ok_or("a claimed task has a lease")?;
+    storage.finish(ns, &lease, Finish::Completed).await?;
+    let record = storage.get(ns, &lease.id).await?.ok_or("the task is kept")?;
+    assert_eq!(record.state, TaskState::Completed);
+    Ok(())
+}
+
+/// The library's functions on the server, with their flags.
+async fn library_of(
+    storage: &RedisStorage,
+) -> Result<Vec<(String, Vec<String>)>, Box<dyn std::error::Error>> {
+    let list: Value = storage.pool().next().function_list(Some("reliable_executor_*"), false).await?;
+    let mut out = Vec::new();
+    // [[library_name, n, engine, LUA, functions, [[name, n, description, d, flags, [..]]..]]..]
+    let Value::Array(libraries) = list else { return Err(format!("FUNCTION LIST: {list:?}").into()) };
+    for lib in libraries {
+        let Value::Array(fields) = lib else { continue };
+        let Some(Value::Array(functions)) = fields.get(5) else { continue };
+        for f in functions {
+            let Value::Array(f) = f else { continue };
+            let name = f.get(1).and_then(Value::as_string).unwrap_or_default();
+            let flags = match f.get(5) {
+                Some(Value::Array(flags)) => flags.iter().filter_map(Value::as_string).collect(),
+                _ => Vec::new(),
+            };
+            out.push((name, flags));
+        }
+    }
+    Ok(out)
+}
+
+#[tokio::test]
+async fn the_library_holds_every_script_and_flags_the_readers() -> TestResult {
+    let (storage, ns) = common::fresh().await;
+    one_task(&storage, &ns, "via-the-library").await?;
+    let functions = library_of(&storage).await?;
+    for script in ["submit", "submit_one", "claim", "finish", "reap", "trim", "history", "limits_tidy"] {
+        assert!(
+            functions.iter().any(|(name, flags)| name.ends_with(&format!("_{script}")) && flags.is_empty()),
+            "a function for {script}, which writes: {functions:?}"
+        );
+    }
+    for script in ["list", "peek", "leader_get", "queues", "due_before", "tier_now"] {
+        assert!(
+            functions
+                .iter()
+                .any(|(name, flags)| name.ends_with(&format!("_{script}"))
+                    && flags == &["no-writes".to_owned()]),
+            "a no-writes function for {script}, which only reads: {functions:?}"
+        );
+    }
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_server_that_denies_function_gets_scripts() -> TestResult {
+    let port = free_port();
+    let dir =
+        std::env::temp_dir().join(format!("executor-redis-functions-acl-{}-{port}", std::process::id()));
+    let acl = ["--user", "default", "on", "nopass", "~*", "&*", "+@all", "-function"];
+    let server = Server::start(port, dir, &acl);
+    server.wait_until_up().await;
+    let storage = RedisStorage::builder(&server.url()).connect().await?;
+    let ns = testing::unique_namespace("acl");
+    one_task(&storage, &ns, "via-evalsha").await?;
+    assert!(calls(&storage, "evalsha").await? >= 3, "submit, claim and finish ran as scripts");
+    assert_eq!(calls(&storage, "fcall").await?, 0, "no function was called");
+    Ok(())
+}
+
+#[tokio::test]
+async fn code_emptied_from_the_server_is_loaded_again() -> TestResult {
+    let port = free_port();
+    let dir =
+        std::env::temp_dir().join(format!("executor-redis-functions-flush-{}-{port}", std::process::id()));
+    let server = Server::start(port, dir, &[]);
+    server.wait_until_up().await;
+    let library = RedisStorage::builder(&server.url()).connect().await?;
+    let scripts = RedisStorage::builder(&server.url()).functions(false).connect().await?;
+    let ns = testing::unique_namespace("flush");
+    one_task(&library, &ns, "before").await?;
+    one_task(&scripts, &ns, "before-scripts").await?;
+    assert!(calls(&library, "fcall").await? >= 3, "the library was called");
+
+    // As after a restart without persistence, or a failover to a replica
+    // that never had them: neither the library nor the scripts are there.
+    library.pool().next().function_flush::<()>(false).await?;
+    library.pool().next().script_flush(false).await?;
+    one_task(&library, &ns, "after").await?;
+    one_task(&scripts, &ns, "after-scripts").await?;
+    assert_eq!(library_of(&library).await?.len(), 28, "the library is back, whole");
+    Ok(())
+}
+
+#[tokio::test]
+async fn library_and_script_processes_share_a_namespace() -> TestResult {
+    let (library, ns) = common::fresh().await;
+    let (scripts, _) = fresh_scripts().await;
+    let worker = WorkerId::generate();
+    for i in 0..20 {
+        let by = if i % 2 == 0 { &library } else { &scripts };
+        by.submit(&ns, testing::new_task(&format!("t{i}"))).await?;
+    }
+    // Each claims and finishes the other's submits, and the counts agree.
+    let mut done = 0;
+    while done < 20 {
+        let by = if done % 4 == 0 { &library } else { &scripts };
+        let claimed = by.claim(&ns, &worker, 3, Duration::from_secs(60)).await?;
+        assert!(!claimed.is_empty(), "tasks were left to claim after {done}");
+        for task in &claimed {
+            let lease = task.lease().ok_or("a lease")?;
+            let other = if std::ptr::eq(by, &library) { &scripts } else { &library };
+            other.finish(&ns, &lease, Finish::Completed).await?;
+            done += 1;
+        }
+    }
+    let counts = library.counts(&ns).await?;
+    assert_eq!(counts.get(TaskState::Completed), 20, "{counts:?}");
+    assert_eq!(scripts.counts(&ns).await?.get(TaskState::Completed), 20);
+    common::cleanup(&library, &ns).await;
+    Ok(())
+}
