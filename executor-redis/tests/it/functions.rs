@@ -41,20 +41,27 @@ mod scripts {
     executor_core::queue_limit_conformance_tests!(fresh_scripts, cleanup);
 }
 
-/// `INFO commandstats` of the server behind `storage`: calls of `command`.
-async fn calls(storage: &RedisStorage, command: &str) -> Result<u64, fred::error::Error> {
+/// `INFO commandstats` of the server behind `storage`: calls of `command`
+/// (`fcall`, `function|load`, ..) and how many of them failed.
+async fn stats(storage: &RedisStorage, command: &str) -> Result<(u64, u64), fred::error::Error> {
     let info: String = storage
         .pool()
         .next()
         .custom(CustomCommand::new_static("INFO", ClusterHash::FirstKey, false), vec!["commandstats"])
         .await?;
-    let prefix = format!("cmdstat_{command}:calls=");
-    Ok(info
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0))
+    let prefix = format!("cmdstat_{command}:");
+    let Some(line) = info.lines().find_map(|l| l.strip_prefix(prefix.as_str())) else { return Ok((0, 0)) };
+    let field = |name: &str| {
+        line.split(',')
+            .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    Ok((field("calls"), field("failed_calls")))
+}
+
+async fn calls(storage: &RedisStorage, command: &str) -> Result<u64, fred::error::Error> {
+    Ok(stats(storage, command).await?.0)
 }
 
 /// One task through submit, claim and finish: what every storage must do.
@@ -158,6 +165,31 @@ async fn code_emptied_from_the_server_is_loaded_again() -> TestResult {
     one_task(&library, &ns, "after").await?;
     one_task(&scripts, &ns, "after-scripts").await?;
     assert_eq!(library_of(&library).await?.len(), 28, "the library is back, whole");
+
+    // Every call in flight finds it gone at once: each loads it, and the
+    // server compiles it once (the others are refused as `already exists`
+    // before compiling).
+    library.pool().next().function_flush::<()>(false).await?;
+    let _: () = library
+        .pool()
+        .next()
+        .custom(CustomCommand::new_static("CONFIG", ClusterHash::FirstKey, false), vec!["RESETSTAT"])
+        .await?;
+    // (Claims: concurrent submits would share a call.)
+    let mut claims = tokio::task::JoinSet::new();
+    for _ in 0..32 {
+        let (storage, ns) = (library.clone(), ns.clone());
+        claims.spawn(
+            async move { storage.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(60)).await },
+        );
+    }
+    while let Some(claim) = claims.join_next().await {
+        claim??;
+    }
+    let (loads, refused) = stats(&library, "function|load").await?;
+    eprintln!("32 claims after FUNCTION FLUSH: {loads} FUNCTION LOADs, {refused} refused as already there");
+    assert!(loads > 1, "several calls found the library gone at once: {loads}");
+    assert_eq!(loads - refused, 1, "compiled once: {loads} loads, {refused} refused");
     Ok(())
 }
 
