@@ -388,10 +388,13 @@ async fn lone<S: Backend>(storage: &S, args: &Args) -> Res<()> {
 
 /// Where a lone Redis submit's time goes, each step alternating with the
 /// others so all see the same machine: the raw `EVALSHA` of `return 1`;
-/// `submit_one.lua` called straight through fred with the arguments
-/// ready (the store's part: the round trip and the script); the storage's
-/// `submit` (adds the driver: checks, encoding, group commit); and the
-/// `Client` (adds the core: building and validating the task).
+/// a script that does nothing but answer what `submit_one.lua` answers,
+/// called with its keys and arguments (the transport's share of a submit:
+/// the larger request and reply); `submit_one.lua` called straight through
+/// fred with the arguments ready (adds the script's work on the server);
+/// the storage's `submit` (adds the driver: checks, encoding, group
+/// commit); and the `Client` (adds the core: building and validating the
+/// task).
 async fn lone_breakdown(redis: &RedisStorage, n: usize) -> Res<()> {
     use executor_core::storage::Storage;
     use fred::interfaces::{KeysInterface, LuaInterface};
@@ -400,27 +403,32 @@ async fn lone_breakdown(redis: &RedisStorage, n: usize) -> Res<()> {
     let conn = redis.pool().next();
     let sha: String = conn.script_load(include_str!("../../executor-redis/lua/submit_one.lua")).await?;
     let trivial: String = conn.script_load("return 1").await?;
+    let echo: String = conn.script_load("return {'1764633600000', {{'created', KEYS[1]}}}").await?;
     let base = format!("{{rex-bench-{}}}:", &TaskId::generate().as_str()[24..]);
     let keys = vec![format!("{base}due"), format!("{base}wake"), format!("{base}counts")];
     let mut written = Vec::new();
-    let mut script = || {
+    let mut script = |sha: &str, write: bool| {
         let id = TaskId::generate().as_str().to_owned();
-        written.push(format!("{base}t:{id}"));
-        let args: Vec<String> = [base.as_str(), "1", &id, "noop", "null", "n", "0", "1", "", "", "", "p"]
-            .iter()
-            .map(|v| (*v).to_owned())
-            .chain([TaskId::generate().as_str().to_owned(), String::new(), String::new()])
-            .collect();
-        conn.evalsha::<fred::types::Value, _, _, _>(sha.as_str(), keys.clone(), args)
+        if write {
+            written.push(format!("{base}t:{id}"));
+        }
+        // The payload, then the other values joined by newlines.
+        let nonce = TaskId::generate();
+        let values = [id.as_str(), "noop", "n", "0", "1", "", "", "", "p", nonce.as_str(), "", ""];
+        let args = vec![base.clone(), "1".to_owned(), "null".to_owned(), values.join("\n")];
+        conn.evalsha::<fred::types::Value, _, _, _>(sha.to_owned(), keys.clone(), args)
     };
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-    let mut parts: [Vec<f64>; 4] = Default::default();
+    let mut parts: [Vec<f64>; 5] = Default::default();
     for i in 0..n + n.min(200) {
         let t = Instant::now();
         let _: i64 = conn.evalsha(trivial.as_str(), (), ()).await?;
         let raw = ms(t);
         let t = Instant::now();
-        script().await?;
+        script(&echo, false).await?;
+        let shaped = ms(t);
+        let t = Instant::now();
+        script(&sha, true).await?;
         let direct = ms(t);
         let t = Instant::now();
         redis.submit(&ns, noop("noop", b"null".to_vec(), Due::Now)).await?;
@@ -429,13 +437,18 @@ async fn lone_breakdown(redis: &RedisStorage, n: usize) -> Res<()> {
         client.submit_new(noop("noop", b"null".to_vec(), Due::Now)).await?;
         let full = ms(t);
         if i >= n.min(200) {
-            for (part, v) in parts.iter_mut().zip([raw, direct, stored, full]) {
+            for (part, v) in parts.iter_mut().zip([raw, shaped, direct, stored, full]) {
                 part.push(v);
             }
         }
     }
-    let names =
-        ["raw EVALSHA `return 1`", "submit_one.lua via fred", "RedisStorage::submit", "Client::submit_new"];
+    let names = [
+        "raw EVALSHA `return 1`",
+        "its reply, its arguments",
+        "submit_one.lua via fred",
+        "RedisStorage::submit",
+        "Client::submit_new",
+    ];
     for (name, values) in names.iter().zip(parts) {
         let (_, p50, p99, _) = stats::summary(values);
         println!("lone part {name:<24} p50 {p50:.3} ms, p99 {p99:.3} ms");

@@ -1,14 +1,18 @@
 -- submit_one: the lone submit's path, one plain ('p') or idempotent ('i')
 -- task, with none of common.lua (whose definitions every call would run
--- again) and only what it reads. KEYS: 1 due ZSET, 2 wake ZSET, 3 counts
--- HASH of the partition. ARGV: 1 key base, 2 '1' to set the wake marker,
--- then id, name, payload, due kind (n|a|t), due value, max_attempts,
--- max_duration, timeout, retry, mode, nonce, queue, priority (submit.lua's
--- values less the debounce ones). Answers exactly as submit.lua does for the
--- same task, and writes the same record: checks first (the numbers, the task
--- key, the waiting index), then writes. A task of the default queue at
--- priority 0 goes to KEYS[1] as before queues existed; any other to its
--- level's ZSET, registered as common.lua does.
+-- again where the scripts are not a function library) and only what it
+-- reads. KEYS: 1 due ZSET, 2 wake ZSET, 3 counts HASH of the partition.
+-- ARGV: 1 key base, 2 '1' to set the wake marker, 3 payload, 4 the other
+-- values joined by newlines (one argument: each one more costs the client
+-- about a microsecond): id, name, due kind (n|a|t), due value,
+-- max_attempts, max_duration, timeout, retry, mode, nonce, queue, priority
+-- (submit.lua's values less the payload and the debounce ones; none can
+-- hold a newline, and a call whose count is off is refused). Answers
+-- exactly as submit.lua does for the same task, and writes the same
+-- record: checks first (the numbers, the task key, the waiting index),
+-- then writes. A task of the default queue at priority 0 goes to KEYS[1]
+-- as before queues existed; any other to its level's ZSET, registered as
+-- common.lua does.
 local SAFE, U32 = 9007199254740991, 4294967295
 local function nat(v, max)
   if type(v) ~= 'string' or #v == 0 or #v > 16 or string.find(v, '[^0-9]') then return nil end
@@ -19,11 +23,17 @@ end
 local function int(n)
   return string.format('%d', n)
 end
-if #ARGV ~= 15 then return redis.error_reply('ERR submit_one: wrong number of arguments') end
-local id, name, payload = ARGV[3], ARGV[4], ARGV[5]
-local due_kind, due_value, max_attempts = ARGV[6], ARGV[7], ARGV[8]
-local max_duration, timeout, retry, mode, nonce = ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
-local queue, priority = ARGV[14], ARGV[15]
+if #ARGV ~= 4 then return redis.error_reply('ERR submit_one: wrong number of arguments') end
+local v, count = {}, 0
+for s in string.gmatch(ARGV[4] .. '\n', '([^\n]*)\n') do
+  count = count + 1
+  v[count] = s
+end
+if count ~= 12 then return redis.error_reply('ERR submit_one: wrong number of values') end
+local id, name, payload = v[1], v[2], ARGV[3]
+local due_kind, due_value, max_attempts = v[3], v[4], v[5]
+local max_duration, timeout, retry, mode, nonce = v[6], v[7], v[8], v[9], v[10]
+local queue, priority = v[11], v[12]
 if priority == '0' then priority = '' end
 if mode ~= 'p' and mode ~= 'i' then return redis.error_reply('ERR submit_one: only plain and idempotent tasks') end
 local function answer(...)

@@ -86,19 +86,32 @@ impl RedisStorage {
         Err(Error::Runtime(format!("no task id found in partition {home} of the debounce key")))
     }
 
-    /// `submit_one.lua` with the three keys and thirteen task values it
-    /// reads, out of `args` as `submit.lua` takes them (count, then the 16
-    /// values).
+    /// `submit_one.lua` with the three keys, the payload, and the twelve
+    /// other task values it reads joined by newlines into one argument, out
+    /// of `args` as `submit.lua` takes them (count, then the 16 values). One
+    /// argument instead of twelve: each costs the client about a microsecond
+    /// of a lone submit's round trip (docs/benchmarks.md). None of them can
+    /// hold a newline (ids, names and queues refuse whitespace, the rest are
+    /// digits, a letter or compact JSON); should one ever, the script counts
+    /// the values and refuses the call, so nothing is written.
     async fn submit_one(&self, keys: &PartitionKeys, args: Vec<Value>) -> Result<Value> {
-        let mut lean = Vec::with_capacity(15);
-        lean.push(Value::from(keys.base.as_str()));
-        lean.push(self.inline_wake());
-        let mut values = args.into_iter().skip(1);
+        let mut payload = Value::Null;
+        let mut packed = String::with_capacity(128);
         // id, name, payload, due kind, due value, max_attempts, max_duration,
-        // timeout, retry, mode; then the nonce, queue and priority after the
-        // 3 debounce values.
-        lean.extend(values.by_ref().take(10));
-        lean.extend(values.skip(3));
+        // timeout, retry, mode, the 3 debounce values, nonce, queue, priority.
+        for (i, value) in args.into_iter().skip(1).enumerate() {
+            match i {
+                2 => payload = value,
+                10..=12 => {}
+                _ => {
+                    if i > 0 {
+                        packed.push('\n');
+                    }
+                    packed.push_str(&value.as_str().unwrap_or_default());
+                }
+            }
+        }
+        let lean = vec![Value::from(keys.base.as_str()), self.inline_wake(), payload, Value::from(packed)];
         let [due, .., wake, counts, _] = &keys.script_keys;
         self.run(&self.inner.scripts.submit_one, vec![due.clone(), wake.clone(), counts.clone()], lean).await
     }

@@ -98,6 +98,36 @@ async fn submit_resent_with_the_same_nonce_is_not_a_duplicate() -> TestResult {
     Ok(())
 }
 
+/// `submit_one.lua` takes its values joined by newlines: a value holding
+/// one (none can, through the storage) makes the count wrong, and the call
+/// is refused before anything is written; the right count stores the task.
+#[tokio::test]
+async fn submit_one_refuses_values_that_do_not_count_out() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    let keys: Vec<String> = ["due", "wake", "counts"].iter().map(|k| lua.key(k)).collect();
+    let call = |values: &[&str]| {
+        let args = vec![lua.base.clone(), "1".to_owned(), "{}".to_owned(), values.join("\n")];
+        lua.pool.next().eval::<Value, _, _, _>(include_str!("../../lua/submit_one.lua"), keys.clone(), args)
+    };
+    let good = ["t1", "noop", "n", "0", "3", "", "", "", "p", "nonce-1", "", ""];
+    let mut split = good;
+    split[1] = "no\nop";
+    let err = call(&split).await.err().ok_or("a 13th value was accepted")?;
+    assert!(err.details().contains("wrong number of values"), "{err:?}");
+    let err = call(&good[..11]).await.err().ok_or("11 values were accepted")?;
+    assert!(err.details().contains("wrong number of values"), "{err:?}");
+    let written: i64 =
+        lua.pool.next().exists(vec![lua.key("t:t1"), lua.key("due"), lua.key("counts")]).await?;
+    assert_eq!(written, 0, "nothing was written");
+    let reply = call(&good).await?;
+    assert_eq!(texts(&nth(&nth(&reply, 1), 0)), ["created", "t1"]);
+    let id = executor_core::TaskId::new("t1")?;
+    let task = executor_core::storage::Storage::get(&storage, &ns, &id).await?.ok_or("stored")?;
+    assert_eq!((task.name.as_str(), task.max_attempts), ("noop", 3));
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
 /// Issue 12, item 6: finish, cancel and requeue write their own nonce; the
 /// submit's nonce is kept apart (`h`), so a submit resent after a store
 /// restart gets its first answer whatever happened to the task since.
