@@ -184,25 +184,28 @@ pub(crate) async fn wait_count(
 }
 
 /// Processes `n` of the namespace's pre-loaded tasks at `concurrency`;
-/// tasks/s, and the Redis server's CPU time per task in µs.
+/// tasks/s, the Redis server's CPU time per task in µs, and this process's.
 async fn process<S: Backend>(
     storage: &S,
     ns: &Namespace,
     concurrency: usize,
     n: usize,
-) -> Res<(f64, Option<f64>)> {
+) -> Res<(f64, Option<f64>, Option<f64>)> {
     let cpu_before = storage.server_cpu().await;
+    let own_before = stats::process_cpu_secs();
     let started = Arc::new(AtomicUsize::new(0));
     let executor = counting_executor(storage.clone(), ns, concurrency, Arc::clone(&started)).await?;
     let t0 = Instant::now();
     let running = executor.start();
     let took = wait_count(&started, n, t0, Duration::from_secs(600)).await?;
     running.shutdown().await?;
-    let cpu = match (cpu_before, storage.server_cpu().await) {
+    let per_task = |before: Option<f64>, after: Option<f64>| match (before, after) {
         (Some(b), Some(a)) => Some((a - b) * 1e6 / n as f64),
         _ => None,
     };
-    Ok((stats::rate(n, took), cpu))
+    let own = per_task(own_before, stats::process_cpu_secs());
+    let cpu = per_task(cpu_before, storage.server_cpu().await);
+    Ok((stats::rate(n, took), cpu, own))
 }
 
 fn redis_benchmark(url: &str) -> Res<(f64, f64)> {
@@ -308,10 +311,11 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
             let ns = namespace(&format!("c{c}"))?;
             preload(&storage, &ns, n, args.batch_size).await?;
             let flow = apply_limits(&storage, &ns).await?;
-            let (r, cpu) = process(&storage, &ns, c, n).await?;
+            let (r, cpu, own) = process(&storage, &ns, c, n).await?;
             figures.processing.push((c, r));
+            let own = own.map(|o| format!("; bench process CPU {o:.1} us/task")).unwrap_or_default();
             println!(
-                "process   backlog {n}, concurrency {c}{flow}: {r:.0} tasks/s{}{}",
+                "process   backlog {n}, concurrency {c}{flow}: {r:.0} tasks/s{}{}{own}",
                 ratio(r, set_rps),
                 server_time(cpu, set_cpu)
             );
@@ -562,14 +566,14 @@ async fn lateness<S: Backend>(storage: &S, args: &Args) -> Res<()> {
 async fn backlog<S: Backend>(storage: &S, args: &Args) -> Res<Vec<(usize, f64)>> {
     let ns = namespace("small")?;
     preload(storage, &ns, args.small_backlog, args.batch_size).await?;
-    let (small, _) = process(storage, &ns, 64, args.small_backlog).await?;
+    let (small, _, _) = process(storage, &ns, 64, args.small_backlog).await?;
     storage.drop_namespace(&ns).await;
     let mut points = vec![(args.small_backlog, small)];
     for &size in args.backlog_steps.iter().filter(|n| **n > args.small_backlog && **n < args.big_backlog) {
         let ns = namespace(&format!("step{size}"))?;
         preload(storage, &ns, size, args.batch_size).await?;
         let sample = args.big_sample.min(size);
-        let (rate, _) = process(storage, &ns, 64, sample).await?;
+        let (rate, _, _) = process(storage, &ns, 64, sample).await?;
         println!("backlog   concurrency 64 with {size} queued (first {sample}): {rate:.0} tasks/s");
         points.push((size, rate));
         storage.drop_namespace(&ns).await;
@@ -593,7 +597,7 @@ async fn backlog<S: Backend>(storage: &S, args: &Args) -> Res<Vec<(usize, f64)>>
         );
     }
     let sample = args.big_sample.min(args.big_backlog);
-    let (big, _) = process(storage, &ns, 64, sample).await?;
+    let (big, _, _) = process(storage, &ns, 64, sample).await?;
     println!(
         "backlog   concurrency 64: {small:.0} tasks/s with {} queued, {big:.0} tasks/s with {} queued (first {sample}): {:.0} %",
         args.small_backlog,

@@ -43,8 +43,7 @@ pub(super) fn spawn<S: Storage>(
         tracing::info_span!("attempt", task.id = %task.id, task.name = %task.name, attempt = task.attempts);
     shared.attempts.spawn(
         async move {
-            run(&shared_for_task, task, claim_sent).await;
-            drop(permit);
+            run(&shared_for_task, task, claim_sent, permit).await;
             shared_for_task.update_slot_gauges();
         }
         .instrument(span),
@@ -63,7 +62,12 @@ struct Outcome {
     failed_attempt: bool,
 }
 
-async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: Instant) {
+async fn run<S: Storage>(
+    shared: &Arc<Shared<S>>,
+    task: TaskRecord,
+    claim_sent: Instant,
+    slot: OwnedSemaphorePermit,
+) {
     let Some(lease) = task.lease() else {
         tracing::error!(task.id = %task.id, state = %task.state, "store returned a claimed task without a lease; skipped");
         return;
@@ -118,6 +122,12 @@ async fn run<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord, claim_sent: 
     // Whatever ended the attempt, work the handler spawned is told to stop.
     cancel.cancel();
     let run_time = claimed_at.elapsed();
+    // Nothing runs any more: the slot goes back to the claim loop while the
+    // result is written (the lease stays in flight and renewed until then),
+    // so the next claim overlaps this write instead of waiting for it.
+    let _writing = Arc::clone(&shared.finishing).acquire_owned().await;
+    drop(slot);
+    shared.update_slot_gauges();
 
     let state = if reason == Some(StopReason::LeaseLost) {
         // Another worker may own the task now; a write would be refused.

@@ -82,7 +82,10 @@ impl<S: Storage> ExecutorBuilder<S> {
     }
 
     /// Attempts run at once in this process (default 16). Claiming stops
-    /// while every slot is busy.
+    /// while every slot is busy. A slot is free again when its handler
+    /// returns, while the result is still being written (at most
+    /// `concurrency` writes at once), so the store may show up to twice
+    /// this many of the process's tasks `RUNNING`.
     pub fn concurrency(mut self, n: usize) -> Self {
         self.config.concurrency = n;
         self

@@ -54,6 +54,11 @@ pub(crate) struct Shared<S> {
     /// Stops the whole executor (`StopHandle::stop`, `TaskContext::stop_executor`).
     pub(crate) stop: CancellationToken,
     pub(crate) slots: Arc<Semaphore>,
+    /// Results being written: an attempt whose handler has returned gives
+    /// its slot back while its result goes to the store, so the next claim
+    /// overlaps that write; these `concurrency` permits bound the writes in
+    /// flight (invariant 5), and an attempt waits for one holding its slot.
+    pub(crate) finishing: Arc<Semaphore>,
     pub(crate) in_flight: Mutex<HashMap<TaskId, InFlight>>,
     pub(crate) attempts: TaskTracker,
     /// This process's term as the namespace's leader, set by housekeeping
@@ -217,6 +222,7 @@ pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
         executor,
         stop: stop.clone(),
         slots: Arc::new(Semaphore::new(concurrency)),
+        finishing: Arc::new(Semaphore::new(concurrency)),
         in_flight: Mutex::new(HashMap::new()),
         attempts: TaskTracker::new(),
         leadership: tokio::sync::watch::Sender::new(None),

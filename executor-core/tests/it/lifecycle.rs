@@ -53,9 +53,56 @@ async fn never_more_in_flight_than_concurrency_nor_claimed_than_free_slots() -> 
     }
     running.shutdown().await?;
     assert_eq!(max_live.load(Ordering::SeqCst), 4, "all four slots were used, never more");
-    assert!(spy.hooks().max_running.load(Ordering::SeqCst) <= 4, "claimed beyond free slots");
+    // A slot is free again once its handler returns; the result may still
+    // be on its way to the store, at most `concurrency` of them at once.
+    assert!(spy.hooks().max_running.load(Ordering::SeqCst) <= 8, "claimed beyond free slots and writes");
     let limits = spy.hooks().claim_limits.lock().map(|v| v.clone()).unwrap_or_default();
     assert!(limits.iter().all(|&l| (1..=3).contains(&l)), "claim limits {limits:?}");
+    Ok(())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slot_is_free_while_its_result_is_written_and_writes_in_flight_are_bounded() -> Result<()> {
+    let spy = Spy::default();
+    let watch = spy.hooks().clone();
+    watch.hold_finishes.store(true, Ordering::SeqCst);
+    let started = Arc::new(AtomicUsize::new(0));
+    let s = Arc::clone(&started);
+    let handler = Handler::new("quick", move |_: (), _ctx: TaskContext| {
+        let s = Arc::clone(&s);
+        async move {
+            s.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let ex =
+        Executor::builder(spy.clone()).namespace("writes").concurrency(2).handler(handler).build().await?;
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        ids.push(executor_core::TaskBuilder::new("quick", (), TaskOptions::new()).submit(&ex).await?.id);
+    }
+    let running = ex.start();
+    // Two results are being written (held) and their slots went back to the
+    // claim loop: two more tasks ran in them, and wait for a write permit
+    // holding their slots, so nothing else is claimed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while watch.held.load(Ordering::SeqCst) < 2 || started.load(Ordering::SeqCst) < 4 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the next tasks did not start while results were written"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(started.load(Ordering::SeqCst), 4, "claimed beyond two running and two writing");
+    assert_eq!(watch.held.load(Ordering::SeqCst), 2, "more writes in flight than the concurrency");
+    assert_eq!(watch.running.load(Ordering::SeqCst), 4, "tasks RUNNING in the store");
+    watch.let_finishes_through();
+    for id in &ids {
+        assert_eq!(ex.wait_for(id, Duration::from_secs(60)).await?.state, TaskState::Completed);
+    }
+    running.shutdown().await?;
+    assert_eq!(started.load(Ordering::SeqCst), 10, "each task ran once");
+    assert!(watch.max_running.load(Ordering::SeqCst) <= 4, "RUNNING in the store beyond 2 x concurrency");
     Ok(())
 }
 

@@ -27,6 +27,33 @@ pub(crate) struct Watch {
     pub(crate) max_running: Arc<AtomicUsize>,
     /// Make every heartbeat report its leases lost.
     pub(crate) lose_leases: Arc<AtomicBool>,
+    /// While set, every finish waits (call [`Watch::let_finishes_through`]).
+    pub(crate) hold_finishes: Arc<AtomicBool>,
+    /// Finishes waiting behind `hold_finishes` now.
+    pub(crate) held: Arc<AtomicUsize>,
+    released: Arc<tokio::sync::Notify>,
+}
+
+impl Watch {
+    /// Clears `hold_finishes` and wakes every finish waiting behind it.
+    pub(crate) fn let_finishes_through(&self) {
+        self.hold_finishes.store(false, Ordering::SeqCst);
+        self.released.notify_waiters();
+    }
+
+    async fn gate(&self) {
+        self.held.fetch_add(1, Ordering::SeqCst);
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if !self.hold_finishes.load(Ordering::SeqCst) {
+                break;
+            }
+            released.await;
+        }
+        self.held.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Intercept<MemoryStorage> for Watch {
@@ -67,6 +94,7 @@ impl Intercept<MemoryStorage> for Watch {
         lease: &Lease,
         finish: Finish,
     ) -> Result<TaskState> {
+        self.gate().await;
         let r = inner.finish(ns, lease, finish).await;
         if r.is_ok() {
             self.running.fetch_sub(1, Ordering::SeqCst);
@@ -80,6 +108,7 @@ impl Intercept<MemoryStorage> for Watch {
         ns: &Namespace,
         items: Vec<(Lease, Finish)>,
     ) -> Result<Vec<Result<TaskState>>> {
+        self.gate().await;
         let results = inner.finish_many(ns, items).await?;
         self.running.fetch_sub(results.iter().filter(|r| r.is_ok()).count(), Ordering::SeqCst);
         Ok(results)
