@@ -18,10 +18,7 @@ use fred::{
     types::{ClusterHash, CustomCommand, Value},
 };
 
-use crate::common::{
-    self,
-    server::{Server, free_port},
-};
+use crate::common::{self, server::Server};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
@@ -130,12 +127,8 @@ async fn the_library_holds_every_script_and_flags_the_readers() -> TestResult {
 
 #[tokio::test]
 async fn a_server_that_denies_function_gets_scripts() -> TestResult {
-    let port = free_port();
-    let dir =
-        std::env::temp_dir().join(format!("executor-redis-functions-acl-{}-{port}", std::process::id()));
     let acl = ["--user", "default", "on", "nopass", "~*", "&*", "+@all", "-function"];
-    let server = Server::start(port, dir, &acl);
-    server.wait_until_up().await;
+    let server = Server::started("functions-acl", &acl).await;
     let storage = RedisStorage::builder(&server.url()).connect().await?;
     let ns = testing::unique_namespace("acl");
     one_task(&storage, &ns, "via-evalsha").await?;
@@ -146,11 +139,7 @@ async fn a_server_that_denies_function_gets_scripts() -> TestResult {
 
 #[tokio::test]
 async fn code_emptied_from_the_server_is_loaded_again() -> TestResult {
-    let port = free_port();
-    let dir =
-        std::env::temp_dir().join(format!("executor-redis-functions-flush-{}-{port}", std::process::id()));
-    let server = Server::start(port, dir, &[]);
-    server.wait_until_up().await;
+    let server = Server::started("functions-flush", &[]).await;
     let library = RedisStorage::builder(&server.url()).connect().await?;
     let scripts = RedisStorage::builder(&server.url()).functions(false).connect().await?;
     let ns = testing::unique_namespace("flush");

@@ -9,18 +9,15 @@ use std::time::{Duration, Instant};
 use executor_core::{WorkerId, storage::Storage, testing};
 use executor_redis::RedisStorage;
 
-use crate::common::server::{Server, free_port};
+use crate::common::server::Server;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn submit_errors_while_down_and_claims_resume_after_restart() -> TestResult {
     let _serial = crate::common::serial().await;
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("executor-redis-restart-{}-{port}", std::process::id()));
-    let mut server = Server::start(port, dir, &["--appendonly", "yes", "--appendfsync", "always"]);
-    server.wait_until_up().await;
-    let url = format!("redis://127.0.0.1:{port}");
+    let mut server = Server::started("restart", &["--appendonly", "yes", "--appendfsync", "always"]).await;
+    let url = server.url();
     let storage = RedisStorage::builder(&url).command_timeout(Duration::from_secs(2)).connect().await?;
     let ns = testing::unique_namespace("restart");
     let worker = WorkerId::generate();

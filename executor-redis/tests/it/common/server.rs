@@ -28,6 +28,16 @@ impl Server {
         server
     }
 
+    /// Starts one on a free port in a temp dir named after `name` and the
+    /// process, and waits until it answers.
+    pub async fn started(name: &str, args: &[&str]) -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("executor-redis-{name}-{}-{port}", std::process::id()));
+        let server = Self::start(port, dir, args);
+        server.wait_until_up().await;
+        server
+    }
+
     /// Starts the process (again).
     pub fn spawn(&mut self) {
         let child = Command::new("redis-server")
