@@ -46,15 +46,21 @@ impl RedisStorage {
         let start = move || {
             move |ns: Namespace, items: Vec<(Lease, Finish)>| {
                 let storage = upgrade(&weak);
-                async move { storage?.finish_many(&ns, items).await }
+                // Boxed: the call that leads a batch sends it from its own
+                // future, which would otherwise hold the whole script call.
+                Box::pin(async move { storage?.finish_many(&ns, items).await })
             }
         };
         match self.inner.finishes.call(ns, (lease.clone(), finish), start) {
             Ok(answer) => answer.await,
             // No runtime to batch on (it is shutting down): send it alone.
-            Err(item) => {
-                self.finish_many(ns, vec![item]).await?.pop().unwrap_or_else(|| Err(shape("no answer")))
-            }
+            // Boxed: inline, this rare branch's future (the whole script
+            // call) made every attempt's future about 37 KB, copied on
+            // each spawn.
+            Err(item) => Box::pin(self.finish_many(ns, vec![item]))
+                .await?
+                .pop()
+                .unwrap_or_else(|| Err(shape("no answer"))),
         }
     }
 
