@@ -111,13 +111,15 @@ impl MySqlStorage {
         let start = move || {
             move |ns: Namespace, items: Vec<(Lease, Finish)>| {
                 let (conns, wake) = (Arc::clone(&conns), Arc::clone(&wake));
-                async move { finish_many_on(&conns, &wake, &ns, items).await }
+                // Boxed: the call that leads a batch sends it from its own
+                // future, which every attempt's future would otherwise hold.
+                Box::pin(async move { finish_many_on(&conns, &wake, &ns, items).await })
             }
         };
         match self.finishes.call(ns, (lease.clone(), finish), start) {
             Ok(answer) => answer.await,
             // No runtime to batch on (it is shutting down): send it alone.
-            Err((lease, finish)) => finish_on(&self.conns, &self.wake, ns, &lease, finish).await,
+            Err((lease, finish)) => Box::pin(finish_on(&self.conns, &self.wake, ns, &lease, finish)).await,
         }
     }
 

@@ -35,14 +35,16 @@ impl RedisStorage {
         let start = move || {
             move |ns: Namespace, items: Vec<NewTask>| {
                 let storage = upgrade(&weak);
-                async move { storage?.submit_many(&ns, items).await }
+                // Boxed, as for finishes: the caller's future stays small.
+                Box::pin(async move { storage?.submit_many(&ns, items).await })
             }
         };
         match self.inner.submits.call(ns, task, start) {
             Ok(answer) => answer.await,
-            Err(task) => {
-                self.submit_many(ns, vec![task]).await?.pop().unwrap_or_else(|| Err(shape("no answer")))
-            }
+            Err(task) => Box::pin(self.submit_many(ns, vec![task]))
+                .await?
+                .pop()
+                .unwrap_or_else(|| Err(shape("no answer"))),
         }
     }
 
