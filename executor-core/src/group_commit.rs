@@ -143,7 +143,10 @@ impl<I: Send + 'static, O: Send + 'static> GroupCommit<I, O> {
             lane.leading = true;
             drop(lanes);
             let mut run = start();
-            let call = run(ns.clone(), vec![item]);
+            // Boxed: the caller's future holds this call, and a batch call
+            // (a whole store round trip) is large; every caller that awaits
+            // this future (an attempt's finish) would copy it on each move.
+            let call = Box::pin(run(ns.clone(), vec![item]));
             let (lanes, ns) = (Arc::clone(&self.lanes), ns.clone());
             let handoff = Handoff(Some(Box::new(move || {
                 let mut all = lanes.lock().unwrap_or_else(PoisonError::into_inner);

@@ -108,14 +108,13 @@ impl PostgresStorage {
         let start = move || {
             move |ns: Namespace, items: Vec<(Lease, Finish)>| {
                 let (conns, wake) = (Arc::clone(&conns), Arc::clone(&wake));
-                // Boxed: the call that leads a batch sends it from its own
-                // future, which every attempt's future would otherwise hold.
-                Box::pin(async move { finish_many_on(&conns, &wake, &ns, items).await })
+                async move { finish_many_on(&conns, &wake, &ns, items).await }
             }
         };
         match self.finishes.call(ns, (lease.clone(), finish), start) {
             Ok(answer) => answer.await,
-            // No runtime to batch on (it is shutting down): send it alone.
+            // No runtime to batch on (it is shutting down): send it alone,
+            // boxed so this rare branch does not size every finish future.
             Err((lease, finish)) => Box::pin(finish_on(&self.conns, &self.wakes, ns, &lease, finish)).await,
         }
     }

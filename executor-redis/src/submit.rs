@@ -35,12 +35,12 @@ impl RedisStorage {
         let start = move || {
             move |ns: Namespace, items: Vec<NewTask>| {
                 let storage = upgrade(&weak);
-                // Boxed, as for finishes: the caller's future stays small.
-                Box::pin(async move { storage?.submit_many(&ns, items).await })
+                async move { storage?.submit_many(&ns, items).await }
             }
         };
         match self.inner.submits.call(ns, task, start) {
             Ok(answer) => answer.await,
+            // No runtime to batch on: sent alone, boxed as for finishes.
             Err(task) => Box::pin(self.submit_many(ns, vec![task]))
                 .await?
                 .pop()
