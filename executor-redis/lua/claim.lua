@@ -84,13 +84,14 @@ local function take_level(key, q, p, want)
   local got = 0
   for _, id in ipairs(ids) do
     local tkey = task_key(id)
-    local verdict, rec = inspect(id, 1, now, key)
+    local verdict, rec = inspect(id, 1, now, key, true)
     if verdict == 'ok' then
       local st = rec[1]
       local cancel_flag = rec[17]
       rec[1] = 'RUNNING'
-      rec[4] = int((nat(rec[4]) or 0) + 1)
-      rec[6] = int((nat(rec[6]) or 0) + 1)
+      -- Both checked by inspect (CLAIM_NUMBERS): whole numbers below their limit.
+      rec[4] = int((tonumber(rec[4]) or 0) + 1)
+      rec[6] = int((tonumber(rec[6]) or 0) + 1)
       rec[9] = now_s
       rec[15] = worker
       rec[16] = until_ms

@@ -180,8 +180,11 @@ end
 -- The queue and priority of a record's `g` and `v` fields (missing: the
 -- default queue, priority 0); nil when either does not parse.
 local function level_of(g, v)
-  local q = g or DEFAULT_QUEUE
-  if not valid_queue(q) then return nil end
+  local q = DEFAULT_QUEUE
+  if g then
+    if not valid_queue(g) then return nil end
+    q = g
+  end
   local p = 0
   if v then
     p = nat(v, 9)
@@ -533,7 +536,7 @@ end
 
 -- Takes a task that leaves RUNNING out of its queue's running set.
 local function unrun(q, id)
-  if q and valid_queue(q) and limits_on() then redis.pcall('ZREM', run_key(q), task_key(id)) end
+  if limits_on() and q and valid_queue(q) then redis.pcall('ZREM', run_key(q), task_key(id)) end
 end
 
 -- The FIELDS of a task hash; false when the key holds another type of value.
@@ -541,6 +544,18 @@ local function record(tkey)
   local rec = redis.pcall('HMGET', tkey, unpack(FIELDS))
   if rec.err then return false end
   return rec
+end
+
+-- What a claim reads of a waiting task: FIELDS less the four the claim
+-- writes over (`b`, `w`, `l`) or that mean nothing while RUNNING (`z`,
+-- returned as missing). Each field asked of a small (listpack) hash is a
+-- scan of it, a missing one a whole scan: four fewer per claimed task.
+local CLAIM_FIELDS = {'s', 'n', 'p', 'a', 'm', 'f', 'c', 'd', 'x', 'o', 'r', 'e', 'q', 'k', 'g', 'v'}
+local function claim_record(tkey)
+  local r = redis.pcall('HMGET', tkey, unpack(CLAIM_FIELDS))
+  if r.err then return false end
+  return {r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], false, false, r[9], r[10], r[11], r[12], false, false,
+    r[13], r[14], r[15], r[16]}
 end
 
 -- HMGET of some fields; false when the key holds another type of value.
@@ -561,30 +576,42 @@ end
 local NUMBERS = {4, U32 - 1, 0, 5, U32, 1, 6, SAFE - 1, 0, 7, SAFE, 1, 8, SAFE, 1, 9, SAFE, 0,
   10, SAFE, 0, 11, SAFE, 0, 12, SAFE, 0, 16, SAFE, 0, 20, 9, 0}
 
+-- The numbers a claim itself works with: attempts and fence (it adds one)
+-- and the priority (the level it files the task under). The rest of a
+-- claimed record, and its retry policy, are parsed by Rust, which
+-- dead-letters a claimed record it cannot read, with the reason
+-- (claim.rs): checking them here too cost a claim about a fifth of its
+-- server time.
+local CLAIM_NUMBERS = {4, U32 - 1, 0, 6, SAFE - 1, 0, 20, 9, 0}
+
 -- Why a record (the FIELDS of a hash) cannot be worked on, or nil: its state
 -- is missing or unknown, its name or payload is missing, a number is
 -- missing, not a whole number or out of range, or its retry policy is not
 -- JSON. What Lua cannot check (the retry policy's shape, the worker id) is
--- checked by Rust after a claim.
-local function check(rec)
+-- checked by Rust after a claim. A claim passes `claiming`: only the
+-- numbers in CLAIM_NUMBERS, no retry policy (see there).
+local function check(rec, claiming)
   local st = rec[1]
   if not st then return 'field `s` (state) is missing' end
   if not STATES[st] then return 'unknown state `' .. shown(st) .. '`' end
   if not rec[2] then return 'field `n` (name) is missing' end
   if not rec[3] then return 'field `p` (payload) is missing' end
-  for i = 1, #NUMBERS, 3 do
-    local at, max = NUMBERS[i], NUMBERS[i + 1]
+  local numbers = claiming and CLAIM_NUMBERS or NUMBERS
+  for i = 1, #numbers, 3 do
+    local at, max = numbers[i], numbers[i + 1]
     local v = rec[at]
     if v then
       if not nat(v, max) then
         return 'field `' .. FIELDS[at] .. '` should be a whole number of 0..' .. int(max) ..
           ', found `' .. shown(v) .. '`'
       end
-    elseif NUMBERS[i + 2] == 1 then
+    elseif numbers[i + 2] == 1 then
       return 'field `' .. FIELDS[at] .. '` is missing'
     end
   end
-  if rec[13] and not pcall(cjson.decode, rec[13]) then return 'field `r` (retry policy) is not JSON' end
+  if not claiming and rec[13] and not pcall(cjson.decode, rec[13]) then
+    return 'field `r` (retry policy) is not JSON'
+  end
   if rec[19] and not valid_queue(rec[19]) then
     return 'field `g` (queue) should be 1 to 64 letters, digits, `-`, `_`, `.` or `:`, found `' ..
       shown(rec[19]) .. '`'
@@ -649,10 +676,12 @@ end
 -- that is also indexed there (the entry is left to the caller to drop);
 -- otherwise it sets the record aside and returns 'aside', reason. `found`
 -- is the waiting ZSET the entry came from (nil: KEYS[index]); a waiting
--- task must be in its own level's.
-local function inspect(id, index, now, found)
+-- task must be in its own level's. A claim passes `claiming`: the record
+-- is read by claim_record and checked as check() says.
+local function inspect(id, index, now, found, claiming)
   local tkey = task_key(id)
-  local rec = record(tkey)
+  local rec
+  if claiming then rec = claim_record(tkey) else rec = record(tkey) end
   if not rec then
     local reason = not_a_hash(tkey)
     set_aside(id, index, reason, false, nil, now)
@@ -663,7 +692,7 @@ local function inspect(id, index, now, found)
     move(counted(index, nil), nil)
     return 'ghost'
   end
-  local reason = check(rec)
+  local reason = check(rec, claiming)
   if not reason and INDEX_OF[st] == 1 and index == 1 then
     local own = waiting_key(rec[19], rec[20])
     found = found or KEYS[1]

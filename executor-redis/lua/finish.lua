@@ -31,14 +31,22 @@ for i = 0, n - 1 do
   local delay = nat(delay_arg)
   local target = TARGET[outcome]
   local tkey = task_key(id)
-  local rec = fields(tkey, 's', 'f', 'u', 'a', 'g', 'v')
-  local st, f, u, a = false, false, false, false
-  if rec then st, f, u, a = rec[1], rec[2], rec[3], rec[4] end
+  -- State and fence first; the rest only where it is used (each field
+  -- asked of a small hash is a scan of it): most attempts complete, in an
+  -- unlimited queue, and need nothing more.
+  local rec = fields(tkey, 's', 'f')
+  local st, f = false, false
+  if rec then st, f = rec[1], rec[2] end
   if delay_arg ~= '' and not delay then
     out[#out + 1] = 'INVALID'
   elseif st == 'RUNNING' and f == fence and target then
+    local a, g, v = false, false, false
+    if target == 'PENDING' or limits_on() then
+      local more = redis.call('HMGET', tkey, 'a', 'g', 'v')
+      a, g, v = more[1], more[2], more[3]
+    end
     unleased[#unleased + 1] = id
-    unrun(rec[5] or DEFAULT_QUEUE, id)
+    unrun(g or DEFAULT_QUEUE, id)
     if target == 'PENDING' then
       local due = now + (delay or 0)
       if outcome == 'L' then
@@ -53,7 +61,7 @@ for i = 0, n - 1 do
           started_at = nat(more[1]), ended_at = now, outcome = 'failed', error = log_error(err)})
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'e', err, 'u', nonce, 'y', log)
       end
-      local key, q, p = waiting_key(rec[5], rec[6])
+      local key, q, p = waiting_key(g, v)
       local list = pending[key]
       if not list then
         list = {}
@@ -77,7 +85,7 @@ for i = 0, n - 1 do
     end
     move('RUNNING', target)
     out[#out + 1] = target
-  elseif st == target and f == fence and nonce ~= '' and u == nonce then
+  elseif st == target and f == fence and nonce ~= '' and redis.call('HGET', tkey, 'u') == nonce then
     out[#out + 1] = target
   else
     out[#out + 1] = 'STALE'
