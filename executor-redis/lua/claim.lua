@@ -247,7 +247,7 @@ if left <= 0 then
 end
 if more == 1 then wake() end
 if #leased > 0 then
-  zadd_all(KEYS[2], leased)
+  add_leases(leased)
   redis.call('SET', last_key, nonce .. '\n' .. table.concat(claimed, '\n'), 'PX', int(math.max(lease, 1)))
 end
 -- The limits' state, with pcall: a key edited by hand to another type

@@ -387,6 +387,23 @@ local function flush_counts()
   tidy_levels()
 end
 
+-- Adds (score, id) pairs to the lease index (KEYS[2]), keeping it a
+-- skiplist. Holding only the running tasks it stays small, and Redis keeps
+-- a small sorted set as a listpack, where adding a member scans the whole
+-- set: 3 to 4 µs a member at 100 leases against 0.5 to 1 µs in a skiplist.
+-- A member longer than `zset-max-listpack-value` (64 bytes unless
+-- configured) converts it; added before the leases and removed after them,
+-- in the same call, no reader ever sees it, and Redis does not convert a
+-- sorted set back while it has members (the key goes with its last lease,
+-- and the next claim converts the new one).
+local SKIPLIST_SEED = string.rep('~', 256)
+local function add_leases(pairs_)
+  local seed = redis.pcall('OBJECT', 'ENCODING', KEYS[2]) ~= 'skiplist'
+  if seed then redis.call('ZADD', KEYS[2], 0, SKIPLIST_SEED) end
+  zadd_all(KEYS[2], pairs_)
+  if seed then redis.call('ZREM', KEYS[2], SKIPLIST_SEED) end
+end
+
 local function wake()
   if ARGV[2] == '1' then redis.pcall('ZADD', KEYS[6], 0, 'w') end
 end

@@ -189,6 +189,40 @@ async fn claim_resent_returns_the_same_tasks_and_skips_garbage() -> TestResult {
     Ok(())
 }
 
+/// The lease index is a skiplist from its first lease (common.lua,
+/// `add_leases`): Redis would keep a set this small as a
+/// listpack, where each added lease scans the whole set. The member that
+/// converts it is never seen, and the key still goes with its last lease.
+#[tokio::test]
+async fn the_lease_index_is_a_skiplist_and_holds_only_leases() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    for id in ["a", "b", "c"] {
+        lua.submit(id, "").await?;
+    }
+    let claimed = lua.claim("w1", "10", "n1").await?;
+    let entries: Vec<Vec<String>> = match nth(&claimed, 2) {
+        Value::Array(items) => items.iter().map(texts).collect(),
+        _ => Vec::new(),
+    };
+    assert_eq!(entries.len(), 3, "three tasks claimed: {claimed:?}");
+    let encoding: Option<String> = lua
+        .pool
+        .next()
+        .eval("return redis.call('OBJECT', 'ENCODING', KEYS[1])", lua.key("lease"), ())
+        .await?;
+    assert_eq!(encoding.as_deref(), Some("skiplist"));
+    let leased: Vec<String> =
+        lua.pool.next().zrange(lua.key("lease"), 0, -1, None, false, None, false).await?;
+    assert_eq!(leased, ["a", "b", "c"], "the lease index holds the three leases and nothing else");
+    for e in &entries {
+        assert_eq!(lua.finish(&e[0], &e[6], "C", "n").await?, "COMPLETED");
+    }
+    let exists: i64 = lua.pool.next().exists(lua.key("lease")).await?;
+    assert_eq!(exists, 0, "the key goes with its last lease");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn finish_refuses_missing_and_stale_and_answers_a_resend() -> TestResult {
     let (lua, storage, ns) = Scripts::new().await;
