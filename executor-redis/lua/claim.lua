@@ -79,7 +79,9 @@ local function take_level(key, q, p, want)
   if not empty then ids[#ids] = nil end
   -- From here on nothing can fail: every record is inspected (read with
   -- pcall, fields checked) before anything is written for it.
-  zrem_all(key, ids)
+  -- They are the level's first #ids by rank (read from -inf within this
+  -- call): one walk removes them, without a lookup per member.
+  redis.call('ZREMRANGEBYRANK', key, 0, #ids - 1)
   touch(q, p)
   local got = 0
   for _, id in ipairs(ids) do

@@ -395,13 +395,17 @@ end
 -- configured) converts it; added before the leases and removed after them,
 -- in the same call, no reader ever sees it, and Redis does not convert a
 -- sorted set back while it has members (the key goes with its last lease,
--- and the next claim converts the new one).
-local SKIPLIST_SEED = string.rep('~', 256)
+-- and the next claim converts the new one). Made at the first call: the
+-- top of a function library may not read globals such as `string`.
+local skiplist_seed
 local function add_leases(pairs_)
   local seed = redis.pcall('OBJECT', 'ENCODING', KEYS[2]) ~= 'skiplist'
-  if seed then redis.call('ZADD', KEYS[2], 0, SKIPLIST_SEED) end
+  if seed then
+    skiplist_seed = skiplist_seed or string.rep('~', 256)
+    redis.call('ZADD', KEYS[2], 0, skiplist_seed)
+  end
   zadd_all(KEYS[2], pairs_)
-  if seed then redis.call('ZREM', KEYS[2], SKIPLIST_SEED) end
+  if seed then redis.call('ZREM', KEYS[2], skiplist_seed) end
 end
 
 local function wake()

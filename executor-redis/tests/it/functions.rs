@@ -101,6 +101,32 @@ async fn library_of(
     Ok(out)
 }
 
+/// The library of this very build is on the server: a library that does
+/// not compile (say, `common.lua` reading a global such as `string` at its
+/// top, which a library may not) is refused by `FUNCTION LOAD`, and the
+/// storage would quietly run the scripts instead, with every other test
+/// still green.
+#[tokio::test]
+async fn the_library_of_this_build_loads() -> TestResult {
+    let (storage, ns) = common::fresh().await;
+    one_task(&storage, &ns, "this-build").await?;
+    let list: Value = storage.pool().next().function_list(Some("reliable_executor_*"), true).await?;
+    let Value::Array(libraries) = list else { return Err(format!("FUNCTION LIST: {list:?}").into()) };
+    let common_lua = include_str!("../../lua/common.lua");
+    let claim_lua = include_str!("../../lua/claim.lua");
+    let loaded = libraries.iter().any(|lib| match lib {
+        // [library_name, name, engine, LUA, functions, [..], library_code, code]
+        Value::Array(fields) => fields
+            .get(7)
+            .and_then(Value::as_string)
+            .is_some_and(|code| code.contains(common_lua) && code.contains(claim_lua)),
+        _ => false,
+    });
+    assert!(loaded, "no library on the server holds this build's common.lua and claim.lua");
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
 #[tokio::test]
 async fn the_library_holds_every_script_and_flags_the_readers() -> TestResult {
     let (storage, ns) = common::fresh().await;
