@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use executor_core::{WorkerId, storage::Storage, testing};
 use executor_redis::RedisStorage;
+use fred::interfaces::ClientLike;
 
 use crate::common::server::Server;
 
@@ -34,7 +35,13 @@ async fn submit_errors_while_down_and_claims_resume_after_restart() -> TestResul
     eprintln!("submit while Redis is down failed after {took:?}: {err}");
     assert!(err.is_retryable(), "the error is retryable: {err:?}");
     assert!(took < Duration::from_secs(3), "it fails promptly, not after a long hang: {took:?}");
-    // fred has noticed the drop by now: later calls fail at once.
+    // Each connection of the pool learns of the drop on its own (the one
+    // that answered above may not be the next one used); once they all
+    // have, calls fail at once instead of waiting out the command timeout.
+    testing::wait_for(Duration::from_secs(3), "every pooled connection to see the drop", || async {
+        storage.pool().clients().iter().all(|c| !c.is_connected()).then_some(())
+    })
+    .await;
     let again = Instant::now();
     let err = storage.submit(&ns, testing::new_task("while-down-2")).await.err().ok_or("submit succeeded")?;
     let took = again.elapsed();
