@@ -340,3 +340,55 @@ async fn the_finish_and_submit_futures_stay_small() -> executor_core::Result<()>
     assert!(s <= 2048, "the submit future is {s} bytes");
     Ok(())
 }
+
+/// A claim reads fewer fields than `get` (common.lua, `claim_record`) and
+/// places them by hand: the record it hands out must be the record as
+/// stored. A task with every optional field set (deadline, timeout, retry
+/// policy, debounce key, queue, priority, and a last error from a retry)
+/// is claimed twice; the second claim's record equals `get`'s after it,
+/// the attempt log aside (a claim never returns it).
+#[tokio::test]
+async fn a_claimed_record_is_the_stored_record() -> executor_core::Result<()> {
+    use std::time::Duration;
+
+    use executor_core::{
+        ClaimPlan, QueueName, RetryPolicy, WorkerId,
+        storage::{Debounce, Finish, Storage, SubmitMode},
+        testing,
+    };
+    let (storage, ns) = common::fresh().await;
+    let mut task = testing::new_task("all-fields");
+    task.max_duration = Some(Duration::from_secs(3600));
+    task.timeout = Some(Duration::from_secs(60));
+    task.retry = Some(RetryPolicy::fixed(Duration::from_secs(5)));
+    task.mode = SubmitMode::Debounce(Debounce::new("all-fields-key", Duration::from_millis(1)));
+    task.queue = QueueName::new("reports")?;
+    task.priority = 3;
+    storage.submit(&ns, task).await?;
+    let plan = ClaimPlan::single(QueueName::new("reports")?, 10);
+    let worker = WorkerId::generate();
+    let claim = || async {
+        storage
+            .claim_queues(&ns, &worker, &plan, Duration::from_secs(60))
+            .await
+            .ok()
+            .and_then(|mut c| c.pop())
+    };
+    let first = testing::wait_for(Duration::from_secs(5), "the first claim", claim).await;
+    let lease = first.lease().ok_or_else(|| executor_core::Error::invalid("lease", "none"))?;
+    storage.finish(&ns, &lease, Finish::Retry { delay: Duration::ZERO, error: "boom".to_owned() }).await?;
+    let claimed = testing::wait_for(Duration::from_secs(5), "the second claim", claim).await;
+    let mut stored =
+        storage.get(&ns, &claimed.id).await?.ok_or_else(|| executor_core::Error::invalid("get", "gone"))?;
+    assert_eq!(stored.attempt_log.len(), 1, "the retried attempt is logged: {stored:?}");
+    stored.attempt_log.clear();
+    assert_eq!(claimed, stored);
+    assert_eq!(claimed.attempts, 2);
+    assert_eq!(claimed.last_error.as_deref(), Some("boom"));
+    assert_eq!(claimed.debounce_key.as_deref(), Some("all-fields-key"));
+    assert_eq!((claimed.queue.as_str(), claimed.priority), ("reports", 3));
+    assert!(claimed.deadline.is_some() && claimed.timeout.is_some() && claimed.retry.is_some());
+    assert_eq!(claimed.finished_at, None);
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
