@@ -81,6 +81,11 @@ pub struct Report {
     pub rerun_delay_ms: Vec<u64>,
     /// Faults by kind.
     pub faults: BTreeMap<String, usize>,
+    /// Stalls of the store or the machine, ms each: gaps of more than
+    /// [`crate::cron::STALL_MS`] between the controller's answered leader
+    /// samples. No fault makes them; a loaded machine does, and they
+    /// explain the re-runs they overlap like a store restart.
+    pub stalls_ms: Vec<u64>,
     /// Tasks (ordinary or victims) still `RUNNING` at the end (must be 0).
     pub stuck_running: usize,
     /// Re-runs of a task whose earlier attempt returned on a worker that was
@@ -143,6 +148,7 @@ pub fn check(
     let mut open_stop: HashMap<u32, u64> = HashMap::new();
     let mut open_claim_stop: HashMap<u32, u64> = HashMap::new();
     let mut store_down: Option<u64> = None;
+    let mut stall: Option<u64> = None;
     let mut end_of_run = u64::MAX;
     for e in events {
         match e {
@@ -203,6 +209,12 @@ pub fn check(
                         windows.push(Window { kind: "stop", pid: Some(p), from, to: *t });
                     }
                     "store_down" => store_down = Some(*t),
+                    "stall" => stall = Some(*t),
+                    "stall_end" => {
+                        let from = stall.take().unwrap_or(*t);
+                        r.stalls_ms.push(t.saturating_sub(from));
+                        windows.push(Window { kind: "store or machine stall", pid: None, from, to: *t });
+                    }
                     "store_up" => {
                         let from = store_down.take().unwrap_or(*t);
                         windows.push(Window { kind: "store restart", pid: None, from, to: *t });
@@ -624,6 +636,22 @@ mod tests {
         let r = check(&paused, &["t0000001".to_owned()], &finals(), 2_000);
         assert_eq!((r.healthy_reruns, r.violations.len()), (0, 0), "{:?}", r.violations);
         assert_eq!(r.rerun_causes.get("stop"), Some(&1));
+
+        // And while the controller's leader samples went unanswered (a
+        // stalled machine or store), from before its lease could run out.
+        let stalled = |from: u64, to: u64| {
+            let mut e = events.clone();
+            for (kind, t) in [("stall", from), ("stall_end", to)] {
+                e.push(Event::Fault { kind: kind.to_owned(), pid: None, t, note: String::new() });
+            }
+            check(&e, &["t0000001".to_owned()], &finals(), 2_000)
+        };
+        let r = stalled(1_500, 3_200);
+        assert_eq!((r.healthy_reruns, r.violations.len()), (0, 0), "{:?}", r.violations);
+        assert_eq!(r.rerun_causes.get("store or machine stall"), Some(&1));
+        assert_eq!(r.stalls_ms, vec![1_700]);
+        // A stall after the re-run started explains nothing.
+        assert_eq!(stalled(4_100, 5_500).healthy_reruns, 1);
     }
 
     #[test]

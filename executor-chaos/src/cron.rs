@@ -14,7 +14,13 @@
 //! - the leader was killed or stopped (`SIGSTOP`, or stopped inside a
 //!   claim): its term runs out at most one lease after its last renewal,
 //!   and another worker takes the leadership at its next housekeeping round;
-//! - the store was restarting, or had just dropped every connection.
+//! - the store was restarting, or had just dropped every connection;
+//! - the machine stalled: the controller's own leader samples went
+//!   unanswered for more than [`STALL_MS`] (a frozen VM, a store or a
+//!   controller starved of CPU or disk). No fault of the run's makes one; a
+//!   loaded CI machine does (seen: 2.4 s fire lags and 9 leader changes in
+//!   a run without faults), and a leader on the same machine could not
+//!   have fired either.
 //!
 //! A missing tick at instant `T` is *explained* when one such fault, from
 //! `from` to `to` (machine clock, which the private store shares), has
@@ -70,6 +76,11 @@ const SLACK_MS: u64 = 1_000;
 
 /// How often [`watch_leader`] reads the namespace's leader.
 const LEADER_SAMPLE: Duration = Duration::from_millis(200);
+
+/// A gap between two answered leader samples longer than this (five sample
+/// periods) is a stall of the store or the machine, recorded as a `stall`
+/// fault from the earlier answer to the later one.
+pub const STALL_MS: u64 = 1_000;
 
 /// Whether `id` is the id of a task of the run's schedule.
 ///
@@ -182,6 +193,11 @@ async fn cursor<S: Storage>(storage: &S, ns: &Namespace) -> executor_core::Resul
 /// current one's worker id in `current` (for the injector's leader kills)
 /// and writes each change to `ledger` as a `leader` event (note: the worker
 /// id, empty for none), which the rule reads. A failed read keeps the last.
+///
+/// Answers further apart than [`STALL_MS`] are written as a `stall` event
+/// at the earlier answer and a `stall_end` at the later one: while neither
+/// this process nor the store ran, no worker could renew a lease or fire a
+/// tick either, and the checks count the window like a store fault.
 pub async fn watch_leader<S: Storage>(
     storage: S,
     ns: Namespace,
@@ -190,8 +206,23 @@ pub async fn watch_leader<S: Storage>(
     ledger: Ledger,
 ) {
     let mut last: Option<Option<String>> = None;
+    let mut answered = now_ms();
     while on.load(Ordering::Relaxed) {
         if let Ok(leader) = storage.leader(&ns).await {
+            let t = now_ms();
+            let gap = t.saturating_sub(answered);
+            if gap > STALL_MS {
+                let note = format!("no leader sample answered for {gap} ms");
+                for (kind, at) in [("stall", answered), ("stall_end", t)] {
+                    ledger.record(&Event::Fault {
+                        kind: kind.to_owned(),
+                        pid: None,
+                        t: at,
+                        note: note.clone(),
+                    });
+                }
+            }
+            answered = t;
             let worker = leader.map(|l| l.worker.to_string());
             if last.as_ref() != Some(&worker) {
                 ledger.record(&Event::Fault {
@@ -342,7 +373,7 @@ pub fn check_ticks(r: &mut Report, c: &mut CronReport, ticks: &[Tick], events: &
                     c.unexplained += 1;
                     r.violations.push(format!(
                         "cron tick {t}: no task, and no leader outage (kill or stop of the leader, store restart or \
-                         drop) within {} ms before or {} ms after it",
+                         drop, machine stall) within {} ms before or {} ms after it",
                         timing.housekeeping_ms,
                         timing.recovery_ms() + SLACK_MS
                     ));
@@ -364,7 +395,9 @@ fn outages(events: &[Event]) -> (Vec<Outage>, usize, usize) {
     let mut pids: HashMap<&str, u32> = HashMap::new();
     let mut samples: Vec<(u64, &str)> = Vec::new();
     let mut faults: Vec<Outage> = Vec::new();
-    let mut open: HashMap<(bool, Option<u32>), u64> = HashMap::new();
+    // Open windows by (what they stop, the process): "process" for a
+    // stopped worker, "store" for a restart, "stall" for a machine stall.
+    let mut open: HashMap<(&str, Option<u32>), u64> = HashMap::new();
     let mut faulted: Vec<&Event> = events.iter().filter(|e| matches!(e, Event::Fault { .. })).collect();
     faulted.sort_by_key(|e| if let Event::Fault { t, .. } = e { *t } else { 0 });
     for e in events {
@@ -374,29 +407,37 @@ fn outages(events: &[Event]) -> (Vec<Outage>, usize, usize) {
     }
     for e in faulted {
         let Event::Fault { kind, pid, t, note } = e else { continue };
-        match kind.as_str() {
-            "leader" => samples.push((*t, note)),
-            "kill" => faults.push(Outage { pid: *pid, from: *t, to: *t }),
-            "drop" => faults.push(Outage { pid: None, from: *t, to: *t }),
-            "stop" | "claim_stop" => {
-                open.insert((true, *pid), *t);
+        let (group, closes) = match kind.as_str() {
+            "leader" => {
+                samples.push((*t, note));
+                continue;
             }
-            "store_down" => {
-                open.insert((false, None), *t);
+            "kill" => {
+                faults.push(Outage { pid: *pid, from: *t, to: *t });
+                continue;
             }
-            "cont" | "claim_cont" => {
-                let from = open.remove(&(true, *pid)).unwrap_or(*t);
-                faults.push(Outage { pid: *pid, from, to: *t });
+            "drop" => {
+                faults.push(Outage { pid: None, from: *t, to: *t });
+                continue;
             }
-            "store_up" => {
-                let from = open.remove(&(false, None)).unwrap_or(*t);
-                faults.push(Outage { pid: None, from, to: *t });
-            }
-            _ => {}
+            "stop" | "claim_stop" => ("process", false),
+            "cont" | "claim_cont" => ("process", true),
+            "store_down" => ("store", false),
+            "store_up" => ("store", true),
+            "stall" => ("stall", false),
+            "stall_end" => ("stall", true),
+            _ => continue,
+        };
+        let key = (group, if group == "process" { *pid } else { None });
+        if closes {
+            let from = open.remove(&key).unwrap_or(*t);
+            faults.push(Outage { pid: key.1, from, to: *t });
+        } else {
+            open.insert(key, *t);
         }
     }
-    for ((process, pid), from) in open {
-        faults.push(Outage { pid: if process { pid } else { None }, from, to: u64::MAX });
+    for ((_, pid), from) in open {
+        faults.push(Outage { pid, from, to: u64::MAX });
     }
     // The leaders seen when a fault began: the sample before it, and any in
     // the sampling interval's slack before it (a change just before the fault).
@@ -499,6 +540,21 @@ mod tests {
         let (mut r, mut c) = (Report::default(), CronReport::default());
         check_ticks(&mut r, &mut c, &ticks(&[21_000, 22_000, 23_000]), &ev, TIMING);
         assert_eq!(c.unexplained, 0, "{:?}", r.violations);
+    }
+
+    #[test]
+    fn a_stall_seen_by_the_controller_explains_the_ticks_it_covers() {
+        let mut ev = events(2);
+        ev.push(fault("stall", None, 20_400, "no leader sample answered for 2400 ms"));
+        ev.push(fault("stall_end", None, 22_800, "no leader sample answered for 2400 ms"));
+        let (mut r, mut c) = (Report::default(), CronReport::default());
+        check_ticks(&mut r, &mut c, &ticks(&[21_000, 22_000, 24_000]), &ev, TIMING);
+        assert_eq!(c.unexplained, 0, "{:?}", r.violations);
+        // Long after it (past recovery and slack), a missed tick is a violation.
+        let (mut r, mut c) = (Report::default(), CronReport::default());
+        check_ticks(&mut r, &mut c, &ticks(&[21_000, 28_000]), &ev, TIMING);
+        assert_eq!(c.unexplained, 1, "{:?}", r.violations);
+        assert!(r.violations[0].starts_with("cron tick 28000:"), "{:?}", r.violations);
     }
 
     #[test]

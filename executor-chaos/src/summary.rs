@@ -53,6 +53,14 @@ pub fn print_summary(
         );
     }
     println!("fault injections that failed: {}", fault("fault_error"));
+    let mut stalls = r.stalls_ms.clone();
+    println!(
+        "store or machine stalls (leader samples unanswered over {} ms, no fault's doing): n={} total={} ms max={} ms",
+        crate::cron::STALL_MS,
+        stalls.len(),
+        stalls.iter().sum::<u64>(),
+        percentile(&mut stalls, 100)
+    );
     println!("re-runs: {} {:?}", r.reruns, r.rerun_causes);
     println!("refused stale writes: {}", r.refused_stale);
     println!("leases reported lost: {}", r.lost_leases);

@@ -14,6 +14,7 @@ mod blocking_handler;
 mod claim_stop;
 mod clock_skew;
 mod first_start;
+mod machine_stall;
 mod mysql_cancelled_statement;
 mod mysql_poisoned_row;
 mod mysql_restart;
