@@ -453,6 +453,14 @@ fn outages(events: &[Event]) -> (Vec<Outage>, usize, usize) {
     for ((group, pid), from) in open {
         faults.push(Outage { pid, from, to: u64::MAX, stall: group == "stall" });
     }
+    // The controller's samples go unanswered while the store restarts or
+    // reconnects too: such a gap is that fault's, whose ticks keep the lag
+    // bound, not a stall of the machine.
+    let store_faults: Vec<(u64, u64)> =
+        faults.iter().filter(|o| !o.stall && o.pid.is_none()).map(|o| (o.from, o.to + SLACK_MS)).collect();
+    for o in faults.iter_mut().filter(|o| o.stall) {
+        o.stall = !store_faults.iter().any(|(from, to)| *from <= o.to && o.from <= *to);
+    }
     // The leaders seen when a fault began: the sample before it, and any in
     // the sampling interval's slack before it (a change just before the fault).
     let led = |pid: u32, at: u64| {
@@ -577,6 +585,20 @@ mod tests {
         check_ticks(&mut r, &mut c, &ticks(&[21_000, 28_000]), &ev, TIMING);
         assert_eq!(c.unexplained, 1, "{:?}", r.violations);
         assert!(r.violations[0].starts_with("cron tick 28000:"), "{:?}", r.violations);
+
+        // A gap of the samples during a store restart is the restart's: its
+        // ticks keep the lag bound.
+        let mut restarted = ev.clone();
+        restarted.push(fault("store_down", None, 20_000, "redis SIGKILL"));
+        restarted.push(fault("store_up", None, 22_500, "redis SIGKILL"));
+        let mut late = ticks(&[]);
+        for tick in &mut late[10..13] {
+            tick.task = Some((tick.at_ms + 3_500, TaskState::Completed));
+        }
+        let (mut r, mut c) = (Report::default(), CronReport::default());
+        check_ticks(&mut r, &mut c, &late, &restarted, TIMING);
+        assert!(c.stalled_lag_ms.is_empty(), "{:?}", c.stalled_lag_ms);
+        assert!(r.violations.iter().any(|v| v.contains("p99 3500 ms")), "{:?}", r.violations);
 
         // A tick fired late because of the stall is not held to the lag bound.
         let mut t = ticks(&[]);
