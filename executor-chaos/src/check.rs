@@ -83,8 +83,9 @@ pub struct Report {
     pub faults: BTreeMap<String, usize>,
     /// Stalls of the store or the machine, ms each: gaps of more than
     /// [`crate::cron::STALL_MS`] between the controller's answered leader
-    /// samples. No fault makes them; a loaded machine does, and they
-    /// explain the re-runs they overlap like a store restart.
+    /// samples that no store restart or dropped connection explains. No
+    /// fault makes them; a loaded machine does. Every gap explains the
+    /// re-runs it overlaps like a store restart.
     pub stalls_ms: Vec<u64>,
     /// Tasks (ordinary or victims) still `RUNNING` at the end (must be 0).
     pub stuck_running: usize,
@@ -212,7 +213,6 @@ pub fn check(
                     "stall" => stall = Some(*t),
                     "stall_end" => {
                         let from = stall.take().unwrap_or(*t);
-                        r.stalls_ms.push(t.saturating_sub(from));
                         windows.push(Window { kind: "store or machine stall", pid: None, from, to: *t });
                     }
                     "store_up" => {
@@ -242,6 +242,19 @@ pub fn check(
             _ => {}
         }
     }
+    // The stalls no store fault explains (the controller's samples go
+    // unanswered while the store restarts or reconnects too).
+    let store_faults: Vec<(u64, u64)> = windows
+        .iter()
+        .filter(|w| matches!(w.kind, "store restart" | "dropped connection"))
+        .map(|w| (w.from, w.to + 1_000))
+        .collect();
+    r.stalls_ms = windows
+        .iter()
+        .filter(|w| w.kind == "store or machine stall")
+        .filter(|w| !store_faults.iter().any(|(from, to)| *from <= w.to && w.from <= *to))
+        .map(|w| w.to.saturating_sub(w.from))
+        .collect();
     for (p, from) in open_stop.into_iter().chain(open_claim_stop) {
         windows.push(Window { kind: "stop", pid: Some(p), from, to: u64::MAX });
     }
@@ -650,6 +663,14 @@ mod tests {
         assert_eq!((r.healthy_reruns, r.violations.len()), (0, 0), "{:?}", r.violations);
         assert_eq!(r.rerun_causes.get("store or machine stall"), Some(&1));
         assert_eq!(r.stalls_ms, vec![1_700]);
+        // A gap during a store restart is the restart's, not a stall.
+        let mut restarted = events.clone();
+        for (kind, t) in [("store_down", 1_400), ("stall", 1_500), ("stall_end", 3_200), ("store_up", 2_900)]
+        {
+            restarted.push(Event::Fault { kind: kind.to_owned(), pid: None, t, note: String::new() });
+        }
+        let r = check(&restarted, &["t0000001".to_owned()], &finals(), 2_000);
+        assert_eq!((r.stalls_ms.len(), r.violations.len()), (0, 0), "{:?}", r.violations);
         // A stall after the re-run started explains nothing.
         assert_eq!(stalled(4_100, 5_500).healthy_reruns, 1);
     }
