@@ -242,17 +242,16 @@ pub fn check(
             _ => {}
         }
     }
-    // The stalls no store fault explains (the controller's samples go
-    // unanswered while the store restarts or reconnects too).
+    // The stalls no store fault explains.
     let store_faults: Vec<(u64, u64)> = windows
         .iter()
         .filter(|w| matches!(w.kind, "store restart" | "dropped connection"))
-        .map(|w| (w.from, w.to + 1_000))
+        .map(|w| (w.from, w.to))
         .collect();
     r.stalls_ms = windows
         .iter()
         .filter(|w| w.kind == "store or machine stall")
-        .filter(|w| !store_faults.iter().any(|(from, to)| *from <= w.to && w.from <= *to))
+        .filter(|w| !crate::cron::within_store_fault((w.from, w.to), &store_faults))
         .map(|w| w.to.saturating_sub(w.from))
         .collect();
     for (p, from) in open_stop.into_iter().chain(open_claim_stop) {

@@ -84,6 +84,15 @@ const LEADER_SAMPLE: Duration = Duration::from_millis(200);
 /// fault from the earlier answer to the later one.
 pub const STALL_MS: u64 = 1_000;
 
+/// Whether the gap `from..=to` of the controller's samples overlaps one of
+/// `store_faults` (restarts and dropped connections, `from..=to` each, plus
+/// the reconnection slack): the samples go unanswered while the store
+/// restarts or reconnects too, so such a gap is that fault's, not a stall
+/// of the machine.
+pub(crate) fn within_store_fault(gap: (u64, u64), store_faults: &[(u64, u64)]) -> bool {
+    store_faults.iter().any(|&(from, to)| from <= gap.1 && gap.0 <= to.saturating_add(SLACK_MS))
+}
+
 /// Whether `id` is the id of a task of the run's schedule.
 ///
 /// ```
@@ -453,13 +462,11 @@ fn outages(events: &[Event]) -> (Vec<Outage>, usize, usize) {
     for ((group, pid), from) in open {
         faults.push(Outage { pid, from, to: u64::MAX, stall: group == "stall" });
     }
-    // The controller's samples go unanswered while the store restarts or
-    // reconnects too: such a gap is that fault's, whose ticks keep the lag
-    // bound, not a stall of the machine.
+    // A gap during a store fault is that fault's: its ticks keep the lag bound.
     let store_faults: Vec<(u64, u64)> =
-        faults.iter().filter(|o| !o.stall && o.pid.is_none()).map(|o| (o.from, o.to + SLACK_MS)).collect();
+        faults.iter().filter(|o| !o.stall && o.pid.is_none()).map(|o| (o.from, o.to)).collect();
     for o in faults.iter_mut().filter(|o| o.stall) {
-        o.stall = !store_faults.iter().any(|(from, to)| *from <= o.to && o.from <= *to);
+        o.stall = !within_store_fault((o.from, o.to), &store_faults);
     }
     // The leaders seen when a fault began: the sample before it, and any in
     // the sampling interval's slack before it (a change just before the fault).
@@ -599,6 +606,12 @@ mod tests {
         check_ticks(&mut r, &mut c, &late, &restarted, TIMING);
         assert!(c.stalled_lag_ms.is_empty(), "{:?}", c.stalled_lag_ms);
         assert!(r.violations.iter().any(|v| v.contains("p99 3500 ms")), "{:?}", r.violations);
+        // Nor after a store that never came back (its window is open-ended).
+        let mut down = ev.clone();
+        down.push(fault("store_down", None, 20_000, "redis SIGKILL"));
+        let (mut r, mut c) = (Report::default(), CronReport::default());
+        check_ticks(&mut r, &mut c, &late, &down, TIMING);
+        assert!(c.stalled_lag_ms.is_empty(), "{:?}", c.stalled_lag_ms);
 
         // A tick fired late because of the stall is not held to the lag bound.
         let mut t = ticks(&[]);
