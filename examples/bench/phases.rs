@@ -407,19 +407,21 @@ async fn lone_breakdown(redis: &RedisStorage, n: usize) -> Res<()> {
     let conn = redis.pool().next();
     let sha: String = conn.script_load(include_str!("../../executor-redis/lua/submit_one.lua")).await?;
     let trivial: String = conn.script_load("return 1").await?;
-    let echo: String = conn.script_load("return {'1764633600000', {{'created', KEYS[1]}}}").await?;
+    let echo: String = conn.script_load("return 1764633600000").await?;
     let base = format!("{{rex-bench-{}}}:", &TaskId::generate().as_str()[24..]);
-    let keys = vec![format!("{base}due"), format!("{base}wake"), format!("{base}counts")];
+    let keys = vec![format!("{base}due"), format!("{base}wake")];
     let mut written = Vec::new();
     let mut script = |sha: &str, write: bool| {
         let id = TaskId::generate().as_str().to_owned();
         if write {
             written.push(format!("{base}t:{id}"));
         }
-        // The payload, then the other values joined by newlines.
+        // The key base and the other values joined by newlines, then the
+        // payload.
         let nonce = TaskId::generate();
-        let values = [id.as_str(), "noop", "n", "0", "1", "", "", "", "p", nonce.as_str(), "", ""];
-        let args = vec![base.clone(), "1".to_owned(), "null".to_owned(), values.join("\n")];
+        let values =
+            [base.as_str(), id.as_str(), "noop", "n", "0", "1", "", "", "", "p", nonce.as_str(), "", ""];
+        let args = vec![values.join("\n"), "null".to_owned()];
         conn.evalsha::<fred::types::Value, _, _, _>(sha.to_owned(), keys.clone(), args)
     };
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
@@ -457,7 +459,7 @@ async fn lone_breakdown(redis: &RedisStorage, n: usize) -> Res<()> {
         let (_, p50, p99, _) = stats::summary(values);
         println!("lone part {name:<24} p50 {p50:.3} ms, p99 {p99:.3} ms");
     }
-    for chunk in written.chunks(500).map(<[String]>::to_vec).chain([keys]) {
+    for chunk in written.chunks(500).map(<[String]>::to_vec).chain([keys, vec![format!("{base}counts")]]) {
         let _: i64 = conn.del(chunk).await?;
     }
     Backend::drop_namespace(redis, &ns).await;

@@ -20,7 +20,6 @@ use crate::{
     RedisStorage,
     args::{duration_ms, instant_ms},
     error::shape,
-    keys::PartitionKeys,
     record::{array, text},
     storage::upgrade,
 };
@@ -88,40 +87,50 @@ impl RedisStorage {
         Err(Error::Runtime(format!("no task id found in partition {home} of the debounce key")))
     }
 
-    /// `submit_one.lua` with the three keys, the payload, and the twelve
-    /// other task values it reads joined by newlines into one argument, out
-    /// of `args` as `submit.lua` takes them (count, then the 16 values). One
-    /// argument instead of twelve: each costs the client about a microsecond
-    /// of a lone submit's round trip (docs/benchmarks.md). None of them can
-    /// hold a newline (ids, names and queues refuse whitespace, the rest are
-    /// digits, a letter or compact JSON); should one ever, the script counts
-    /// the values and refuses the call, so nothing is written.
-    async fn submit_one(&self, keys: &PartitionKeys, args: Vec<Value>) -> Result<Value> {
-        let mut payload = Value::Null;
-        let mut packed = String::with_capacity(128);
-        // id, name, payload, due kind, due value, max_attempts, max_duration,
-        // timeout, retry, mode, the 3 debounce values, nonce, queue, priority.
-        for (i, value) in args.into_iter().skip(1).enumerate() {
-            match i {
-                2 => payload = value,
-                10..=12 => {}
-                _ => {
-                    if i > 0 {
-                        packed.push('\n');
-                    }
-                    packed.push_str(&value.as_str().unwrap_or_default());
+    /// A lone plain or idempotent task by `submit_one.lua`, the path of a
+    /// submit awaited inside a request: one script call that writes the
+    /// task, its index entry, the count and the wake marker, with as little
+    /// as possible around it (every microsecond here is one the request
+    /// waits). Its keys are the due key (and the wake marker's, where
+    /// scripts set it); its arguments the key base and the twelve task
+    /// values it reads joined by newlines, then the payload: one argument
+    /// instead of thirteen, since each costs the client about a microsecond
+    /// (docs/benchmarks.md). None of the values can hold a newline (ids,
+    /// names and queues refuse whitespace, the rest are digits, a letter or
+    /// compact JSON); should one ever, the script counts the values and
+    /// refuses the call, so nothing is written. The script answers a created
+    /// task with a bare integer (the server's clock), anything else as
+    /// `submit.lua` does. As for a batch, the outer error is the call's, the
+    /// inner the task's answer.
+    async fn submit_lone(&self, ns: &Namespace, task: Encoded) -> Result<Result<Submitted>> {
+        let layout = &self.inner.layout;
+        let base = layout.base(ns, layout.partition_of(&task.id));
+        let mut keys = vec![format!("{base}due")];
+        if layout.inline_wake {
+            keys.push(layout.wake(ns));
+        }
+        let packed = task.packed(&base);
+        let Encoded { id, payload, .. } = task;
+        let args = vec![Value::from(packed), Value::Bytes(payload.into())];
+        let reply = self.run(&self.inner.scripts.submit_one, keys, args).await?;
+        self.poke(ns).await?;
+        match reply {
+            Value::Integer(_) => Ok(Ok(Submitted::new(id, SubmitOutcome::Created))),
+            other => {
+                match <[Value; 1]>::try_from(array(array(other)?.into_iter().nth(1).unwrap_or(Value::Null))?)
+                {
+                    Ok([outcome]) => Ok(parse_outcome(outcome)),
+                    Err(_) => Err(shape("submit answered for a different number of tasks")),
                 }
             }
         }
-        let lean = vec![Value::from(keys.base.as_str()), self.inline_wake(), payload, Value::from(packed)];
-        let [due, .., wake, counts, _] = &keys.script_keys;
-        self.run(&self.inner.scripts.submit_one, vec![due.clone(), wake.clone(), counts.clone()], lean).await
     }
 
-    /// The 16 script arguments of one task, or why it cannot be stored. The
-    /// task is checked here, at the store's entry point, whoever built it
-    /// (invariant 6): every number that reaches the script is in range.
-    fn submit_args(&self, task: NewTask) -> Result<Vec<Value>> {
+    /// One task's values as the scripts take them, or why it cannot be
+    /// stored. The task is checked here, at the store's entry point, whoever
+    /// built it (invariant 6): every number that reaches a script is in
+    /// range.
+    fn encode(&self, task: NewTask) -> Result<Encoded> {
         task.validate()?;
         if task.payload.len() > RedisStorage::MAX_PAYLOAD {
             return Err(Error::PayloadTooLarge {
@@ -152,14 +161,16 @@ impl RedisStorage {
         let optional = |what, d: Option<Duration>| d.map(|d| duration_ms(what, d)).transpose();
         let max_duration = optional("max_duration", task.max_duration)?.unwrap_or_default();
         let timeout = optional("timeout", task.timeout)?.unwrap_or_default();
-        let (mode, key, window, max_wait) = match task.mode {
-            SubmitMode::Plain => ("p", String::new(), String::new(), String::new()),
-            SubmitMode::Idempotent => ("i", String::new(), String::new(), String::new()),
+        let (mode, debounce) = match task.mode {
+            SubmitMode::Plain => ("p", None),
+            SubmitMode::Idempotent => ("i", None),
             SubmitMode::Debounce(Debounce { key, window, max_wait, .. }) => (
                 "d",
-                key,
-                duration_ms("debounce window", window)?,
-                optional("debounce max_wait", max_wait)?.unwrap_or_default(),
+                Some([
+                    key,
+                    duration_ms("debounce window", window)?,
+                    optional("debounce max_wait", max_wait)?.unwrap_or_default(),
+                ]),
             ),
             other => {
                 return Err(Error::unsupported(
@@ -168,30 +179,26 @@ impl RedisStorage {
                 ));
             }
         };
-        // Every mode carries a nonce: a resent call answers as the first did.
-        let nonce = self.nonce();
         // The default queue and priority 0 are sent (and stored) as nothing:
         // such a task is written as before queues existed.
         let queue = if task.queue.is_default() { String::new() } else { task.queue.into() };
-        let priority = if task.priority == 0 { String::new() } else { task.priority.to_string() };
-        Ok(vec![
-            Value::from(task.id.into_string()),
-            Value::from(task.name),
-            Value::Bytes(task.payload.into()),
-            Value::from(due_kind),
-            Value::from(due_value),
-            Value::from(task.max_attempts.to_string()),
-            Value::from(max_duration),
-            Value::from(timeout),
-            Value::from(retry),
-            Value::from(mode),
-            Value::from(key),
-            Value::from(window),
-            Value::from(max_wait),
-            Value::from(nonce),
-            Value::from(queue),
-            Value::from(priority),
-        ])
+        Ok(Encoded {
+            id: task.id,
+            name: task.name,
+            payload: task.payload,
+            due_kind,
+            due_value,
+            max_attempts: task.max_attempts,
+            max_duration,
+            timeout,
+            retry,
+            mode,
+            debounce,
+            // Every mode carries a nonce: a resent call answers as the first did.
+            nonce: self.nonce(),
+            queue,
+            priority: task.priority,
+        })
     }
 
     pub(crate) async fn submit_many(
@@ -199,6 +206,17 @@ impl RedisStorage {
         ns: &Namespace,
         tasks: Vec<NewTask>,
     ) -> Result<Vec<Result<Submitted>>> {
+        // A lone plain or idempotent task (the common submit inside a
+        // request) takes the lean script and the short path.
+        if let [task] = tasks.as_slice()
+            && matches!(task.mode, SubmitMode::Plain | SubmitMode::Idempotent)
+        {
+            let task = tasks.into_iter().next().ok_or_else(|| shape("no task"))?;
+            return Ok(vec![match self.encode(task) {
+                Ok(task) => self.submit_lone(ns, task).await?,
+                Err(e) => Err(e),
+            }]);
+        }
         let mut results: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
         let mut groups: Vec<Vec<(usize, Vec<Value>)>> = vec![Vec::new(); usize::from(self.partitions())];
         for (i, task) in tasks.into_iter().enumerate() {
@@ -210,9 +228,9 @@ impl RedisStorage {
                 }
             };
             let p = usize::from(self.inner.layout.partition_of(&task.id));
-            match self.submit_args(task) {
-                Ok(args) => {
-                    groups[p].push((i, args));
+            match self.encode(task) {
+                Ok(task) => {
+                    groups[p].push((i, task.into_args()));
                     results.push(None);
                 }
                 Err(e) => results.push(Some(Err(e))),
@@ -231,17 +249,7 @@ impl RedisStorage {
                     indexes.push(i);
                     args.extend(a);
                 }
-                // A lone plain or idempotent task (the common submit inside
-                // a request) takes the lean script, which skips the shared
-                // prelude's definitions.
-                let lone =
-                    indexes.len() == 1 && matches!(args.get(10).and_then(text).as_deref(), Some("p" | "i"));
-                let reply = if lone {
-                    self.submit_one(&keys, args).await
-                } else {
-                    self.run_in(&self.inner.scripts.submit, &keys, args).await
-                };
-                match reply {
+                match self.run_in(&self.inner.scripts.submit, &keys, args).await {
                     Ok(reply) => {
                         reached = true;
                         let outcomes = array(array(reply)?.into_iter().nth(1).unwrap_or(Value::Null))?;
@@ -265,6 +273,78 @@ impl RedisStorage {
             self.poke(ns).await?;
         }
         Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(shape("a task got no answer")))).collect())
+    }
+}
+
+/// One task's values as the scripts take them ([`RedisStorage::encode`]).
+struct Encoded {
+    id: TaskId,
+    name: String,
+    payload: Vec<u8>,
+    due_kind: &'static str,
+    due_value: String,
+    max_attempts: u32,
+    max_duration: String,
+    timeout: String,
+    retry: String,
+    mode: &'static str,
+    /// A debounced task's key, window and max_wait.
+    debounce: Option<[String; 3]>,
+    nonce: String,
+    queue: String,
+    priority: u8,
+}
+
+impl Encoded {
+    /// The 16 values `submit.lua` takes for each task.
+    fn into_args(self) -> Vec<Value> {
+        let [key, window, max_wait] = self.debounce.unwrap_or_default();
+        let priority = if self.priority == 0 { String::new() } else { self.priority.to_string() };
+        vec![
+            Value::from(self.id.into_string()),
+            Value::from(self.name),
+            Value::Bytes(self.payload.into()),
+            Value::from(self.due_kind),
+            Value::from(self.due_value),
+            Value::from(self.max_attempts.to_string()),
+            Value::from(self.max_duration),
+            Value::from(self.timeout),
+            Value::from(self.retry),
+            Value::from(self.mode),
+            Value::from(key),
+            Value::from(window),
+            Value::from(max_wait),
+            Value::from(self.nonce),
+            Value::from(self.queue),
+            Value::from(priority),
+        ]
+    }
+
+    /// `submit_one.lua`'s first argument: the key base, then the values
+    /// `into_args` gives less the payload and the debounce ones, joined by
+    /// newlines.
+    fn packed(&self, base: &str) -> String {
+        use std::fmt::Write;
+        let mut s = String::with_capacity(base.len() + self.id.as_str().len() + self.name.len() + 96);
+        let _ = write!(
+            s,
+            "{base}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+            self.id.as_str(),
+            self.name,
+            self.due_kind,
+            self.due_value,
+            self.max_attempts,
+            self.max_duration,
+            self.timeout,
+            self.retry,
+            self.mode,
+            self.nonce,
+            self.queue,
+        );
+        if self.priority != 0 {
+            let _ = write!(s, "{}", self.priority);
+        }
+        s
     }
 }
 

@@ -62,6 +62,18 @@ impl Scripts {
             .await
     }
 
+    /// `submit_one.lua` as the storage calls it: the due and wake keys, the
+    /// key base and the twelve values joined by newlines, the payload.
+    async fn submit_one(&self, values: &[&str]) -> Result<Value, fred::error::Error> {
+        let keys = vec![self.key("due"), self.key("wake")];
+        let packed =
+            std::iter::once(self.base.as_str()).chain(values.iter().copied()).collect::<Vec<_>>().join("\n");
+        self.pool
+            .next()
+            .eval(include_str!("../../lua/submit_one.lua"), keys, vec![packed, "{}".to_owned()])
+            .await
+    }
+
     async fn claim(&self, worker: &str, limit: &str, nonce: &str) -> Result<Value, fred::error::Error> {
         self.call(include_str!("../../lua/claim.lua"), &[worker, limit, "60000", nonce]).await
     }
@@ -100,32 +112,197 @@ async fn submit_resent_with_the_same_nonce_is_not_a_duplicate() -> TestResult {
 
 /// `submit_one.lua` takes its values joined by newlines: a value holding
 /// one (none can, through the storage) makes the count wrong, and the call
-/// is refused before anything is written; the right count stores the task.
+/// is refused before anything is written; the right count stores the task
+/// and answers with the server's clock alone.
 #[tokio::test]
 async fn submit_one_refuses_values_that_do_not_count_out() -> TestResult {
     let (lua, storage, ns) = Scripts::new().await;
-    let keys: Vec<String> = ["due", "wake", "counts"].iter().map(|k| lua.key(k)).collect();
-    let call = |values: &[&str]| {
-        let args = vec![lua.base.clone(), "1".to_owned(), "{}".to_owned(), values.join("\n")];
-        lua.pool.next().eval::<Value, _, _, _>(include_str!("../../lua/submit_one.lua"), keys.clone(), args)
-    };
     let good = ["t1", "noop", "n", "0", "3", "", "", "", "p", "nonce-1", "", ""];
     let mut split = good;
     split[1] = "no\nop";
-    let err = call(&split).await.err().ok_or("a 13th value was accepted")?;
+    let err = lua.submit_one(&split).await.err().ok_or("a 14th value was accepted")?;
     assert!(err.details().contains("wrong number of values"), "{err:?}");
-    let err = call(&good[..11]).await.err().ok_or("11 values were accepted")?;
+    let err = lua.submit_one(&good[..11]).await.err().ok_or("12 values were accepted")?;
     assert!(err.details().contains("wrong number of values"), "{err:?}");
     let written: i64 =
         lua.pool.next().exists(vec![lua.key("t:t1"), lua.key("due"), lua.key("counts")]).await?;
     assert_eq!(written, 0, "nothing was written");
-    let reply = call(&good).await?;
-    assert_eq!(texts(&nth(&nth(&reply, 1), 0)), ["created", "t1"]);
+    let reply = lua.submit_one(&good).await?;
+    let now = reply.as_i64().ok_or_else(|| format!("created is answered with the clock: {reply:?}"))?;
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?;
+    assert!(now.abs_diff(i64::try_from(since_epoch.as_millis())?) < 60_000, "{now}");
     let id = executor_core::TaskId::new("t1")?;
     let task = executor_core::storage::Storage::get(&storage, &ns, &id).await?.ok_or("stored")?;
     assert_eq!((task.name.as_str(), task.max_attempts), ("noop", 3));
+    assert_eq!(
+        outcome(&lua.submit_one(&good).await?),
+        ["created", "t1"],
+        "a resend answers as the first call"
+    );
+    let mut again = good;
+    again[9] = "nonce-2";
+    assert_eq!(outcome(&lua.submit_one(&again).await?), ["duplicate", "t1"]);
+    again[8] = "i";
+    assert_eq!(outcome(&lua.submit_one(&again).await?), ["existing", "t1"]);
     common::cleanup(&storage, &ns).await;
     Ok(())
+}
+
+/// `submit_one.lua` takes well-formed values by one pattern and checks the
+/// rest value by value: each bad value gets `submit.lua`'s answer and writes
+/// nothing, and a value the pattern leaves to the slow checks but in range
+/// (a 10-digit max_attempts, a 16-digit due time) is stored.
+#[tokio::test]
+async fn submit_one_checks_each_value_the_pattern_does_not_take() -> TestResult {
+    let (lua, storage, ns) = Scripts::new().await;
+    let values = |id: &str, i: usize, v: &str| {
+        let mut all = ["", "noop", "t", "1000", "3", "", "", "", "p", "nonce", "", ""].map(str::to_owned);
+        all[0] = id.to_owned();
+        all[i] = v.to_owned();
+        all
+    };
+    let refused = [
+        (3, "", "due"),
+        (3, "12a", "due"),
+        (3, "90071992547409920", "due"),
+        (4, "", "max_attempts"),
+        (4, "4294967296", "max_attempts"),
+        (5, "1.5", "max_duration"),
+        (6, "-1", "timeout"),
+        (10, "a b", "queue"),
+        (10, &"q".repeat(65), "queue"),
+        (11, "10", "priority"),
+    ];
+    for (n, (i, v, what)) in refused.iter().enumerate() {
+        let id = format!("bad-{n}");
+        let all = values(&id, *i, v);
+        let reply = lua.submit_one(&all.each_ref().map(String::as_str)).await?;
+        assert_eq!(
+            outcome(&reply),
+            ["invalid", id.as_str(), &format!("{what} is not a whole number")],
+            "{v:?}"
+        );
+    }
+    let err = lua.submit_one(&values("bad-mode", 8, "d").each_ref().map(String::as_str)).await.err();
+    assert!(err.is_some_and(|e| e.details().contains("only plain and idempotent")), "a debounce is refused");
+    let mut keys: Vec<String> = (0..refused.len()).map(|n| lua.key(&format!("t:bad-{n}"))).collect();
+    keys.extend([lua.key("t:bad-mode"), lua.key("due"), lua.key("counts"), lua.key("queues")]);
+    let written: i64 = lua.pool.next().exists(keys).await?;
+    assert_eq!(written, 0, "nothing was written");
+    for (id, i, v) in [("long-attempts", 4, "4294967295"), ("long-due", 3, "9007199254740991")] {
+        let reply = lua.submit_one(&values(id, i, v).each_ref().map(String::as_str)).await?;
+        assert!(reply.as_i64().is_some(), "{id}: {reply:?}");
+    }
+    let id = executor_core::TaskId::new("long-attempts")?;
+    let task = executor_core::storage::Storage::get(&storage, &ns, &id).await?.ok_or("stored")?;
+    assert_eq!(task.max_attempts, u32::MAX);
+    let due: Option<f64> = lua.pool.next().zscore(lua.key("due"), "long-due").await?;
+    assert_eq!(due, Some(9_007_199_254_740_991.0));
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+/// A lone submit (`submit_one.lua`) writes, field for field and in the same
+/// order, the record and index entry a batch (`submit.lua`) writes for the
+/// same task, whatever its options: the claim, the admin pages and the
+/// other scripts read one shape.
+#[tokio::test]
+async fn a_lone_submit_stores_what_a_batch_stores() -> executor_core::Result<()> {
+    use std::time::Duration;
+
+    use executor_core::{
+        QueueName, RetryPolicy, Timestamp,
+        storage::{Due, NewTask, Storage, SubmitMode},
+        testing,
+    };
+    let (lua, storage, ns) = Scripts::new().await;
+    /// How a variant differs from `testing::new_task`.
+    type Shape = fn(&mut NewTask);
+    let variants: [(&str, Shape); 8] = [
+        ("plain", |_| {}),
+        ("idempotent", |t| t.mode = SubmitMode::Idempotent),
+        ("delayed", |t| t.due = Due::After(Duration::from_secs(90))),
+        ("at", |t| t.due = Due::At(Timestamp::from_millis(4_102_444_800_000))),
+        ("options", |t| {
+            t.max_duration = Some(Duration::from_secs(3600));
+            t.timeout = Some(Duration::from_secs(60));
+            t.retry = Some(RetryPolicy::fixed(Duration::from_secs(5)));
+            t.max_attempts = 10_001;
+        }),
+        ("queue", |t| t.queue = QueueName::new("reports").unwrap_or_default()),
+        ("priority", |t| t.priority = 7),
+        ("both", |t| {
+            t.queue = QueueName::new("reports").unwrap_or_default();
+            t.priority = 2;
+        }),
+    ];
+    // HGETALL from a script: a flat list in the hash's own order.
+    let record = |id: String| {
+        let redis = lua.pool.next().clone();
+        let key = lua.key(&format!("t:{id}"));
+        async move {
+            let flat: Vec<String> = redis.eval("return redis.call('HGETALL', KEYS[1])", key, ()).await?;
+            let pairs = flat.chunks(2).map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()));
+            Ok::<_, fred::error::Error>(pairs.collect::<Vec<(String, String)>>())
+        }
+    };
+    for (name, shape) in &variants {
+        let task = |id: String| {
+            let mut t = testing::new_task(&id);
+            shape(&mut t);
+            t
+        };
+        let (lone, batch) = (format!("lone-{name}"), format!("batch-{name}"));
+        storage.submit(&ns, task(lone.clone())).await?;
+        let out = storage.submit_many(&ns, vec![task(batch.clone()), task(format!("filler-{name}"))]).await?;
+        assert!(out.iter().all(Result::is_ok), "{name}: {out:?}");
+        let (a, b) = (
+            record(lone.clone()).await.map_err(storage_error)?,
+            record(batch.clone()).await.map_err(storage_error)?,
+        );
+        let fields = |r: &[(String, String)]| r.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>();
+        assert_eq!(fields(&a), fields(&b), "{name}: the same fields in the same order");
+        let value = |r: &[(String, String)], f: &str| {
+            r.iter().find(|(k, _)| k == f).map(|(_, v)| v.parse::<i64>().unwrap_or(-1)).unwrap_or(0)
+        };
+        for ((fa, va), (_, vb)) in a.iter().zip(&b) {
+            match fa.as_str() {
+                // The clock and the nonce differ; what is relative to the
+                // clock is compared relative to it.
+                "c" | "h" => {}
+                "d" | "x" if !matches!(*name, "at") => {
+                    assert_eq!(
+                        value(&a, fa) - value(&a, "c"),
+                        value(&b, fa) - value(&b, "c"),
+                        "{name}: {fa}"
+                    );
+                }
+                _ => assert_eq!(va, vb, "{name}: field {fa}"),
+            }
+        }
+        let lone_task = storage.get(&ns, &executor_core::TaskId::new(&lone)?).await?;
+        let batch_task = storage.get(&ns, &executor_core::TaskId::new(&batch)?).await?;
+        let (lone_task, batch_task) =
+            (lone_task.ok_or_else(|| gone(&lone))?, batch_task.ok_or_else(|| gone(&batch))?);
+        assert_eq!((lone_task.queue, lone_task.priority), (batch_task.queue, batch_task.priority), "{name}");
+    }
+    let counts = storage.counts(&ns).await?;
+    assert_eq!(counts.get(executor_core::TaskState::Created), 3 * variants.len() as u64);
+    common::cleanup(&storage, &ns).await;
+    Ok(())
+}
+
+fn storage_error(e: fred::error::Error) -> executor_core::Error {
+    executor_core::Error::storage(e.to_string(), false)
+}
+
+fn gone(id: &str) -> executor_core::Error {
+    executor_core::Error::invalid("task", format!("{id} is not stored"))
+}
+
+/// The answer for the one task of a submit reply.
+fn outcome(reply: &Value) -> Vec<String> {
+    texts(&nth(&nth(reply, 1), 0))
 }
 
 /// Issue 12, item 6: finish, cancel and requeue write their own nonce; the
