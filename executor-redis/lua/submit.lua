@@ -4,9 +4,12 @@
 -- ('' for the default queue), priority ('' for 0). A task waits in its
 -- level's ZSET (common.lua); a debounced repeat moves the bound task within
 -- the bound task's own level.
--- Returns {now, {outcome, id[, reason]}...}; outcome created|existing|
--- debounced|duplicate, or corrupt (the id's key holds something that is not
--- a task hash) or invalid (an argument that is not a whole number: Rust
+-- Returns {now, outcomes}, an outcome per task: 1 when this call created
+-- the task under its own id (the common answer, kept short: a batch of 500
+-- answers in one small reply), else {outcome, id[, reason]}: outcome
+-- created (a resend, or a debounce that created the bound task), existing,
+-- debounced, duplicate, corrupt (the id's key holds something that is not a
+-- task hash) or invalid (an argument that is not a whole number: Rust
 -- checks first, this keeps the script from failing half way).
 -- The nonce is stored in the new task's `h` field, which no other script
 -- writes: a resent call (same nonce) answers `created` again, not
@@ -92,7 +95,10 @@ for i = 0, n - 1 do
   end
   if not result then
     local tkey = task_key(id)
-    local t = redis.call('TYPE', tkey).ok
+    -- EXISTS first: an integer costs less than TYPE's status reply, and a
+    -- new id is the common case.
+    local t = 'none'
+    if redis.call('EXISTS', tkey) == 1 then t = redis.call('TYPE', tkey).ok end
     if t == 'hash' then
       if nonce ~= '' and redis.call('HGET', tkey, 'h') == nonce then
         result = {'created', id}
@@ -113,26 +119,36 @@ for i = 0, n - 1 do
       elseif due_kind == 't' then
         due = nat(due_value)
       end
-      -- Attempts and fence start at 0 and are left out until a claim sets them.
-      local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', now_s, 'd', int(due)}
-      if max_duration ~= '' then
-        f[#f + 1] = 'x'
-        f[#f + 1] = int(now + nat(max_duration))
+      local due_s = (due == now) and now_s or int(due)
+      -- Attempts and fence start at 0 and are left out until a claim sets
+      -- them. A task with no optional field, in the default queue at
+      -- priority 0 (the common case), is written without building a list.
+      if max_duration == '' and timeout == '' and retry == '' and mode ~= 'd' and nonce ~= '' and queue == '' and
+          (priority == '' or priority == '0') then
+        redis.call('HSET', tkey, 's', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', now_s, 'd', due_s,
+          'h', nonce)
+        queue_up(KEYS[1], DEFAULT_QUEUE, 0, due_s, id)
+      else
+        local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', now_s, 'd', due_s}
+        if max_duration ~= '' then
+          f[#f + 1] = 'x'
+          f[#f + 1] = int(now + nat(max_duration))
+        end
+        if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
+        if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
+        if mode == 'd' then
+          f[#f + 1] = 'k'; f[#f + 1] = dkey
+          redis.call('HSET', KEYS[5], dkey, id)
+        end
+        if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
+        if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
+        if priority ~= '' and priority ~= '0' then f[#f + 1] = 'v'; f[#f + 1] = priority end
+        redis.call('HSET', tkey, unpack(f))
+        local q, p = level_of(queue ~= '' and queue, priority ~= '' and priority)
+        queue_up(level_key(q, p), q, p, due_s, id)
       end
-      if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
-      if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
-      if mode == 'd' then
-        f[#f + 1] = 'k'; f[#f + 1] = dkey
-        redis.call('HSET', KEYS[5], dkey, id)
-      end
-      if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
-      if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
-      if priority ~= '' and priority ~= '0' then f[#f + 1] = 'v'; f[#f + 1] = priority end
-      redis.call('HSET', tkey, unpack(f))
-      local q, p = level_of(queue ~= '' and queue, priority ~= '' and priority)
-      queue_up(level_key(q, p), q, p, int(due), id)
       move(nil, 'CREATED')
-      result = {'created', id}
+      result = 1
     end
   end
   out[#out + 1] = result

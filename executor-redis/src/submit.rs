@@ -218,7 +218,10 @@ impl RedisStorage {
             }]);
         }
         let mut results: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
-        let mut groups: Vec<Vec<(usize, Vec<Value>)>> = vec![Vec::new(); usize::from(self.partitions())];
+        // Each task's place in `tasks`, its id (a created task is answered
+        // with `1` alone) and its script arguments, by partition.
+        let mut groups: Vec<Vec<(usize, TaskId, Vec<Value>)>> =
+            vec![Vec::new(); usize::from(self.partitions())];
         for (i, task) in tasks.into_iter().enumerate() {
             let task = match self.in_key_partition(task) {
                 Ok(task) => task,
@@ -230,7 +233,7 @@ impl RedisStorage {
             let p = usize::from(self.inner.layout.partition_of(&task.id));
             match self.encode(task) {
                 Ok(task) => {
-                    groups[p].push((i, task.into_args()));
+                    groups[p].push((i, task.id.clone(), task.into_args()));
                     results.push(None);
                 }
                 Err(e) => results.push(Some(Err(e))),
@@ -241,12 +244,12 @@ impl RedisStorage {
             let keys = self.keys(ns, u16::try_from(p).unwrap_or(0));
             let mut group = group.into_iter().peekable();
             while group.peek().is_some() {
-                let chunk: Vec<(usize, Vec<Value>)> = group.by_ref().take(CHUNK).collect();
+                let chunk: Vec<(usize, TaskId, Vec<Value>)> = group.by_ref().take(CHUNK).collect();
                 let mut args = Vec::with_capacity(1 + chunk.len() * 16);
                 args.push(Value::from(chunk.len().to_string()));
                 let mut indexes = Vec::with_capacity(chunk.len());
-                for (i, a) in chunk {
-                    indexes.push(i);
+                for (i, id, a) in chunk {
+                    indexes.push((i, id));
                     args.extend(a);
                 }
                 match self.run_in(&self.inner.scripts.submit, &keys, args).await {
@@ -256,13 +259,16 @@ impl RedisStorage {
                         if outcomes.len() != indexes.len() {
                             return Err(shape("submit answered for a different number of tasks"));
                         }
-                        for (i, outcome) in indexes.into_iter().zip(outcomes) {
-                            results[i] = Some(parse_outcome(outcome));
+                        for ((i, id), outcome) in indexes.into_iter().zip(outcomes) {
+                            results[i] = Some(match outcome {
+                                Value::Integer(1) => Ok(Submitted::new(id, SubmitOutcome::Created)),
+                                other => parse_outcome(other),
+                            });
                         }
                     }
                     Err(e) if !reached => return Err(e),
                     Err(e) => {
-                        for i in indexes {
+                        for (i, _) in indexes {
                             results[i] = Some(Err(Error::storage(e.to_string(), e.is_retryable())));
                         }
                     }
