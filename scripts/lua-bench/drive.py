@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Builds a Redis Functions library that times claim.lua and finish.lua of one
-Lua directory inside the server (see run.sh): common.lua, the two scripts as
-local functions, and `drive<i>`, which seeds N waiting tasks as submit.lua
-writes them, then claims B at a time and finishes each batch LAG claims
-later (so about LAG * B leases are held, as at concurrency 64), and answers
-the server time per task of each script body (TIME around each call; the
-reply and argument conversion of a real FCALL are not in it).
+"""Builds a Redis Functions library that times submit.lua, claim.lua and
+finish.lua of one Lua directory inside the server (see run.sh): common.lua,
+the three scripts as local functions, and `drive<i>`, which submits N plain
+tasks 500 at a time, then claims B at a time and finishes each batch LAG
+claims later (so about LAG * B leases are held, as at concurrency 64), and
+answers the server time per task of each script body (TIME around each call;
+the reply and argument conversion of a real FCALL are not in it).
 
 usage: drive.py LUA_DIR INDEX > library.lua
 """
@@ -16,6 +16,7 @@ read = lambda name: open(f"{lua_dir}/{name}.lua").read()
 print(f"#!lua name=lua_bench_{index}")
 print("local KEYS, ARGV = {}, {}")
 print(read("common"))
+print("local function submit_body(keys, args)\nKEYS, ARGV = keys, args; begin()\n" + read("submit") + "\nend")
 print("local function claim_body(keys, args)\nKEYS, ARGV = keys, args; begin()\n" + read("claim") + "\nend")
 print("local function finish_body(keys, args)\nKEYS, ARGV = keys, args; begin()\n" + read("finish") + "\nend")
 print("redis.register_function('drive" + index + "', function(keys, args)\n" + r"""
@@ -29,13 +30,21 @@ print("redis.register_function('drive" + index + "', function(keys, args)\n" + r
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
-  for i = 1, N do
-    local id = string.format('01a23a6c-31ff-7694-bd93-%012d', i)
-    redis.call('HSET', base .. 't:' .. id, 's', 'CREATED', 'n', 'noop', 'p', 'null', 'm', '3',
-      'c', '1764700000000', 'd', '1764700000000', 'h', 'cefeb7cdcee1c4b8')
-    redis.call('ZADD', K[1], 1764700000000, id)
+  local submit_us, made = 0, 0
+  while made < N do
+    local a = {base, '1', tostring(math.min(500, N - made))}
+    for _ = 1, math.min(500, N - made) do
+      made = made + 1
+      local id = string.format('01a23a6c-31ff-7694-bd93-%012d', made)
+      for _, v in ipairs({id, 'noop', 'null', 'n', '0', '3', '', '', '', 'p', '', '', '', 'cefeb7cd' .. made, '', ''}) do
+        a[#a + 1] = v
+      end
+    end
+    local t0 = now_us()
+    submit_body(K, a)
+    submit_us = submit_us + now_us() - t0
   end
-  redis.call('HSET', K[7], 'CREATED', N)
+  if tonumber(redis.call('HGET', K[7], 'CREATED')) ~= N then return redis.error_reply('submitted too few') end
   local claim_us, finish_us, calls, done = 0, 0, 0, 0
   local held = {}
   while true do
@@ -62,5 +71,6 @@ print("redis.register_function('drive" + index + "', function(keys, args)\n" + r
   end
   for _, k in ipairs(redis.call('KEYS', base .. '*')) do redis.call('DEL', k) end
   if done ~= N then return redis.error_reply('completed ' .. done .. ' of ' .. N) end
-  return {string.format('%.2f', claim_us / N), string.format('%.2f', finish_us / N)}
+  return {string.format('%.2f', submit_us / N), string.format('%.2f', claim_us / N),
+    string.format('%.2f', finish_us / N)}
 end)""")

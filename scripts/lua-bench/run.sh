@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Times the Redis claim and finish scripts of one or more Lua directories
+# Times the Redis submit, claim and finish scripts of one or more Lua directories
 # inside the server, alternating them, on a private redis-server (a free
 # loopback port, a temp dir, stopped at the end). A diagnostic for script
 # changes, not the benchmark: what users get is measured by
@@ -44,12 +44,12 @@ names = sys.argv[1:]
 runs = {}
 for line in sys.stdin:
     parts = line.split()
-    if len(parts) != 3:
+    if len(parts) != 4:
         sys.exit("a drive failed: " + line.strip())
-    runs.setdefault(int(parts[0]), []).append((float(parts[1]), float(parts[2])))
-print("server time per task, us (claim.lua / finish.lua bodies): min and median of %d runs" % len(runs[0]))
+    runs.setdefault(int(parts[0]), []).append(tuple(float(p) for p in parts[1:]))
+print("server time per task, us (submit.lua of 500 / claim.lua / finish.lua bodies): min and median of %d runs" % len(runs[0]))
 for i, name in enumerate(names):
-    c = [r[0] for r in runs[i]]
-    f = [r[1] for r in runs[i]]
-    print("%-40s claim %6.2f %6.2f   finish %5.2f %5.2f" % (name, min(c), statistics.median(c), min(f), statistics.median(f)))
+    s, c, f = ([r[k] for r in runs[i]] for k in range(3))
+    print("%-40s submit %5.2f %5.2f   claim %6.2f %6.2f   finish %5.2f %5.2f" % (
+        name, min(s), statistics.median(s), min(c), statistics.median(c), min(f), statistics.median(f)))
 ' "$@"
