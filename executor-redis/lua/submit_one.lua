@@ -85,7 +85,7 @@ if type(added) == 'table' then
     ', not a zset (edited by hand?): nothing was changed; delete or repair that key')
 end
 -- Attempts and fence start at 0 and are left out until a claim sets them.
-if max_duration == '' and timeout == '' and retry == '' and nonce ~= '' and level == KEYS[1] and queue == '' then
+if max_duration == '' and timeout == '' and retry == '' and nonce ~= '' and queue == '' and priority == '' then
   redis.call('HSET', tkey, 's', 'CREATED', 'n', name, 'p', ARGV[2], 'm', max_attempts, 'c', created, 'd', due,
     'h', nonce)
 else
