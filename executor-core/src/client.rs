@@ -731,11 +731,10 @@ impl<P: Serialize> TaskBuilder<P> {
             _ => {}
         }
         let payload = serde_json::to_vec(&self.payload).map_err(Error::Encode)?;
-        let id = match self.id {
-            Some(id) => TaskId::new(id)?,
-            None => TaskId::generate(),
+        let mut task = match self.id {
+            Some(id) => NewTask::new(TaskId::new(id)?, self.name, payload),
+            None => NewTask::with_generated_id(self.name, payload),
         };
-        let mut task = NewTask::new(id, self.name, payload);
         task.due = self.due;
         task.max_attempts = self.options.max_attempts();
         task.max_duration = self.options.max_duration;

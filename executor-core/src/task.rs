@@ -291,6 +291,9 @@ pub struct NewTask {
     /// Its priority within the queue, 0..=[`crate::MAX_PRIORITY`], higher
     /// first.
     pub priority: u8,
+    /// The id [`NewTask::with_generated_id`] made for this task, if any
+    /// (see [`NewTask::has_fresh_id`]).
+    pub(crate) fresh: Option<TaskId>,
 }
 
 impl NewTask {
@@ -321,7 +324,38 @@ impl NewTask {
             mode: SubmitMode::Plain,
             queue: QueueName::default(),
             priority: 0,
+            fresh: None,
         }
+    }
+
+    /// A task as [`NewTask::new`] makes it, under an id generated for it
+    /// ([`TaskId::generate`]): what [`crate::TaskBuilder`] submits when no
+    /// `.id(..)` is given.
+    ///
+    /// ```
+    /// use executor_core::storage::NewTask;
+    ///
+    /// let mut task = NewTask::with_generated_id("resize", b"{}".to_vec());
+    /// assert!(task.has_fresh_id());
+    /// task.id = executor_core::TaskId::new("order-7")?;
+    /// assert!(!task.has_fresh_id());
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    pub fn with_generated_id(name: impl Into<String>, payload: Vec<u8>) -> Self {
+        let id = TaskId::generate();
+        let mut task = Self::new(id.clone(), name, payload);
+        task.fresh = Some(id);
+        task
+    }
+
+    /// Whether the task still carries the id [`NewTask::with_generated_id`]
+    /// generated for it: an id no other submit can carry (a UUID v7 a user
+    /// passes to [`NewTask::new`] or `.id(..)` is a chosen id, whatever its
+    /// form). A store may then create the task without first looking for
+    /// one of the same id: the Redis store queues such a lone plain submit
+    /// with one command and creates its record at the next claim or read.
+    pub fn has_fresh_id(&self) -> bool {
+        self.fresh.as_ref() == Some(&self.id)
     }
 
     /// Checks every field against the ranges all stores share: a valid id

@@ -416,6 +416,139 @@ local function task_key(id)
   return ARGV[1] .. 't:' .. id
 end
 
+-- Collects the (due, id) pairs of new waiting tasks per level, so a call
+-- writes each level with one ZADD at its end (a later entry for the same
+-- id wins, as it would have one by one): add(key, q, p, due, id), flush().
+local function waiting_batch()
+  local queued, levels = {}, {}
+  local batch = {}
+  function batch.add(key, q, p, due, id)
+    local list = queued[key]
+    if not list then
+      list = {}
+      queued[key] = list
+      levels[#levels + 1] = {key, q, p}
+    end
+    list[#list + 1] = due
+    list[#list + 1] = id
+  end
+  function batch.flush()
+    for _, lv in ipairs(levels) do add_waiting(lv[1], lv[2], lv[3], queued[lv[1]]) end
+    queued, levels = {}, {}
+  end
+  return batch
+end
+
+-- Writes the record of a new task at `tkey` (which the caller found
+-- absent) and counts it; returns the waiting level it goes to (key, queue,
+-- priority). `created` and `due` are digits, `deadline` a number or nil;
+-- the other values as submit.lua takes them ('' for none; `dkey` nil
+-- unless debounced). Attempts and fence start at 0 and are left out until
+-- a claim sets them. A task with no optional field, in the default queue
+-- at priority 0 (the common case), is written without building a list.
+local function write_task(tkey, name, payload, max_attempts, created, due, deadline, timeout, retry, dkey, nonce,
+    queue, priority)
+  move(nil, 'CREATED')
+  if not deadline and timeout == '' and retry == '' and not dkey and nonce ~= '' and queue == '' and
+      (priority == '' or priority == '0') then
+    redis.call('HSET', tkey, 's', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', created, 'd', due,
+      'h', nonce)
+    return KEYS[1], DEFAULT_QUEUE, 0
+  end
+  local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', created, 'd', due}
+  if deadline then f[#f + 1] = 'x'; f[#f + 1] = int(deadline) end
+  if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
+  if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
+  if dkey then f[#f + 1] = 'k'; f[#f + 1] = dkey end
+  if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
+  if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
+  if priority ~= '' and priority ~= '0' then f[#f + 1] = 'v'; f[#f + 1] = priority end
+  redis.call('HSET', tkey, unpack(f))
+  local q, p = level_of(queue ~= '' and queue, priority ~= '' and priority)
+  return level_key(q, p), q, p
+end
+
+-- The inbox `<base>inbox` (LIST): a lone plain submit of a task whose id
+-- was generated for it (NewTask::has_fresh_id in Rust: no other submit can
+-- carry that id, so nothing needs looking up first) is queued there by one
+-- RPUSH instead of a script call, and its record created here, by the next
+-- claim or peek-then-claim of the partition, or by ingest.lua ahead of
+-- every read of tasks. An entry is twelve values, each ended by a newline,
+-- then the payload: id, name, due kind (n|a|t), due value, max_attempts,
+-- max_duration, timeout, retry, nonce, queue, priority (as submit.lua
+-- takes them) and the submitter's clock in ms. A task is created as
+-- submit.lua creates it, its creation time the submitter's clock or the
+-- server's, whichever is earlier (a clock running ahead never delays a
+-- task). A resent RPUSH (same id and nonce) is created once. An entry that
+-- does not parse, or whose id is taken, is moved to `<base>inbox:aside`
+-- (LIST, the entry behind a line saying why) with a warning in the server
+-- log, never lost and never in the way of the entries behind it. A later
+-- entry format takes another key, so a worker never meets one it cannot
+-- read.
+local INBOX_SLICE, INBOX_MAX = 50, 500
+local INBOX_ENTRY = '^([^\n]+)\n([^\n]*)\n([nat])\n(%d*)\n(%d+)\n(%d*)\n(%d*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n(%d?)\n(%d+)\n'
+
+-- Why an inbox entry's values are unusable, or nil.
+local function inbox_bad(due_kind, due_value, max_attempts, max_duration, timeout, queue, priority, at)
+  if not nat(at) then return 'the submit time is not a whole number' end
+  if not (due_kind == 'n' or nat(due_value)) then return 'due is not a whole number' end
+  if not nat(max_attempts, U32) then return 'max_attempts is not a whole number' end
+  if max_duration ~= '' and not nat(max_duration) then return 'max_duration is not a whole number' end
+  if timeout ~= '' and not nat(timeout) then return 'timeout is not a whole number' end
+  if queue ~= '' and not valid_queue(queue) then return 'queue is not a queue name' end
+  return nil
+end
+
+local function inbox_aside(entry, reason)
+  redis.log(redis.LOG_WARNING, 'executor-redis: ' .. ARGV[1] .. 'inbox: ' .. reason .. ': entry moved to ' ..
+    ARGV[1] .. 'inbox:aside')
+  redis.pcall('RPUSH', ARGV[1] .. 'inbox:aside', reason .. '\n' .. entry)
+end
+
+-- Creates the tasks of up to INBOX_MAX inbox entries, oldest first, and
+-- answers how many entries it left behind and how many tasks it created. An inbox of another type
+-- (edited by hand) is left alone: submits to it fail with WRONGTYPE.
+local function ingest(now)
+  local key = ARGV[1] .. 'inbox'
+  local left = redis.pcall('LLEN', key)
+  if type(left) ~= 'number' or left == 0 then return 0, 0 end
+  local waiting, created_n = waiting_batch(), 0
+  for _ = 1, INBOX_MAX / INBOX_SLICE do
+    local entries = redis.call('LRANGE', key, 0, INBOX_SLICE - 1)
+    for _, entry in ipairs(entries) do
+      local s, e, id, name, due_kind, due_value, max_attempts, max_duration, timeout, retry, nonce, queue,
+        priority, at = string.find(entry, INBOX_ENTRY)
+      local bad = not s and 'the entry does not parse' or
+        inbox_bad(due_kind, due_value, max_attempts, max_duration, timeout, queue, priority, at)
+      local tkey = not bad and task_key(id)
+      if bad then
+        inbox_aside(entry, bad)
+      elseif redis.call('EXISTS', tkey) == 1 then
+        -- Created by this entry's first copy (a resent RPUSH), or an id
+        -- someone else took (written by hand): set aside.
+        if not (redis.call('TYPE', tkey).ok == 'hash' and nonce ~= '' and
+            redis.call('HGET', tkey, 'h') == nonce) then
+          inbox_aside(entry, 'task ' .. shown(id) .. ' already exists')
+        end
+      else
+        local created = math.min(nat(at), now)
+        local due = created
+        if due_kind == 'a' then due = created + nat(due_value) elseif due_kind == 't' then due = nat(due_value) end
+        local deadline = max_duration ~= '' and created + nat(max_duration) or nil
+        local lkey, q, p = write_task(tkey, name, string.sub(entry, e + 1), max_attempts, int(created), int(due),
+          deadline, timeout, retry, nil, nonce, queue, priority)
+        waiting.add(lkey, q, p, int(due), id)
+        created_n = created_n + 1
+      end
+    end
+    redis.call('LTRIM', key, #entries, -1)
+    left = left - #entries
+    if #entries < INBOX_SLICE or left <= 0 then break end
+  end
+  waiting.flush()
+  return math.max(left, 0), created_n
+end
+
 -- Fleet-wide queue limits (issue 16). They live in partition 0's slot, so
 -- every partition's scripts see one state: KEYS[8] is `<base0>limits`
 -- (HASH queue -> 'concurrency,starts,per_ms,burst', empty fields for no

@@ -28,19 +28,8 @@ if debounces then check_keys() else check_keys(1) end
 local now = now_ms()
 local now_s = int(now)
 local out = {}
--- Due entries are written with one ZADD per level at the end (a later
--- entry for the same id wins, as it would have one by one).
-local queued, levels = {}, {}
-local function queue_up(key, q, p, due, id)
-  local list = queued[key]
-  if not list then
-    list = {}
-    queued[key] = list
-    levels[#levels + 1] = {key, q, p}
-  end
-  list[#list + 1] = due
-  list[#list + 1] = id
-end
+-- Due entries are written with one ZADD per level at the end.
+local waiting = waiting_batch()
 local DEBOUNCED = {'s', 'c', 'h', 'g', 'v'}
 
 -- Why the arguments of one task are unusable, or nil.
@@ -87,7 +76,7 @@ for i = 0, n - 1 do
           if max_wait ~= '' then due = math.min(due, nat(head[2]) + nat(max_wait)) end
           redis.call('HSET', bkey, 'p', payload, 'd', int(due))
           local key, bq, bp = waiting_key(head[4], head[5])
-          queue_up(key, bq, bp, int(due), bound)
+          waiting.add(key, bq, bp, int(due), bound)
           result = {'debounced', bound}
         end
       end
@@ -120,40 +109,17 @@ for i = 0, n - 1 do
         due = nat(due_value)
       end
       local due_s = (due == now) and now_s or int(due)
-      -- Attempts and fence start at 0 and are left out until a claim sets
-      -- them. A task with no optional field, in the default queue at
-      -- priority 0 (the common case), is written without building a list.
-      if max_duration == '' and timeout == '' and retry == '' and mode ~= 'd' and nonce ~= '' and queue == '' and
-          (priority == '' or priority == '0') then
-        redis.call('HSET', tkey, 's', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', now_s, 'd', due_s,
-          'h', nonce)
-        queue_up(KEYS[1], DEFAULT_QUEUE, 0, due_s, id)
-      else
-        local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', now_s, 'd', due_s}
-        if max_duration ~= '' then
-          f[#f + 1] = 'x'
-          f[#f + 1] = int(now + nat(max_duration))
-        end
-        if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
-        if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
-        if mode == 'd' then
-          f[#f + 1] = 'k'; f[#f + 1] = dkey
-          redis.call('HSET', KEYS[5], dkey, id)
-        end
-        if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
-        if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
-        if priority ~= '' and priority ~= '0' then f[#f + 1] = 'v'; f[#f + 1] = priority end
-        redis.call('HSET', tkey, unpack(f))
-        local q, p = level_of(queue ~= '' and queue, priority ~= '' and priority)
-        queue_up(level_key(q, p), q, p, due_s, id)
-      end
-      move(nil, 'CREATED')
+      local deadline = max_duration ~= '' and now + nat(max_duration) or nil
+      local lkey, q, p = write_task(tkey, name, payload, max_attempts, now_s, due_s, deadline, timeout, retry,
+        mode == 'd' and dkey or nil, nonce, queue, priority)
+      if mode == 'd' then redis.call('HSET', KEYS[5], dkey, id) end
+      waiting.add(lkey, q, p, due_s, id)
       result = 1
     end
   end
   out[#out + 1] = result
 end
-for _, lv in ipairs(levels) do add_waiting(lv[1], lv[2], lv[3], queued[lv[1]]) end
+waiting.flush()
 flush_counts()
 wake()
 return {int(now), out}

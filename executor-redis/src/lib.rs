@@ -93,30 +93,37 @@ impl Storage for RedisStorage {
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+        self.ingest(ns, Some(id)).await;
         RedisStorage::cancel(self, ns, id).await
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+        self.ingest(ns, Some(id)).await;
         RedisStorage::get(self, ns, id).await
     }
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+        self.ingest(ns, None).await;
         RedisStorage::list(self, ns, query).await
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        self.ingest(ns, Some(id)).await;
         RedisStorage::delete(self, ns, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+        self.ingest(ns, None).await;
         RedisStorage::counts(self, ns).await
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.ingest(ns, Some(id)).await;
         RedisStorage::requeue(self, ns, id).await
     }
 
     async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.ingest(ns, Some(id)).await;
         RedisStorage::run_now(self, ns, id).await
     }
 
@@ -218,6 +225,7 @@ impl Storage for RedisStorage {
     }
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        self.ingest(ns, None).await;
         RedisStorage::queues(self, ns).await
     }
 
@@ -230,20 +238,24 @@ impl Storage for RedisStorage {
     }
 
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        self.ingest(ns, None).await;
         RedisStorage::housekeeping(self, ns).await
     }
 }
 
 impl TierStorage for RedisStorage {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        self.ingest(ns, None).await;
         RedisStorage::due_before(self, ns, before, limit).await
     }
 
     async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        self.ingest(ns, Some(&record.id)).await;
         RedisStorage::import(self, ns, record).await
     }
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        self.ingest(ns, Some(id)).await;
         RedisStorage::remove(self, ns, id, fence).await
     }
 }

@@ -176,6 +176,7 @@ macro_rules! scripts {
 scripts! {
     submit: true,
     submit_one: false,
+    ingest: true,
     claim: true,
     heartbeat: true,
     finish: true,

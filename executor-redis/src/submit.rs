@@ -11,15 +11,18 @@
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
-    Error, Namespace, Result, SubmitOutcome, Submitted, TaskId,
+    Error, Namespace, Result, SubmitOutcome, Submitted, TaskId, Timestamp,
     storage::{Debounce, Due, NewTask, SubmitMode},
 };
-use fred::types::Value;
+use fred::{
+    interfaces::{ClientLike, ListInterface, SortedSetsInterface},
+    types::Value,
+};
 
 use crate::{
     RedisStorage,
     args::{duration_ms, instant_ms},
-    error::shape,
+    error::{shape, storage},
     record::{array, text},
     storage::upgrade,
 };
@@ -28,8 +31,21 @@ use crate::{
 /// enough that one call does not hold the server for long.
 const CHUNK: usize = 500;
 
+/// The largest payload a lone submit sends through the inbox: a claim
+/// reads 50 entries at a time into the server's Lua heap, so an entry is
+/// kept small enough that a slice stays a few megabytes. A larger payload
+/// takes `submit_one.lua`, where its transfer costs more than the script.
+const INBOX_PAYLOAD: usize = 256 << 10;
+
 impl RedisStorage {
     pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        // A task for the inbox is two plain commands, which fred pipelines
+        // with whatever else is in flight on the connection: nothing to
+        // gain from a batch, and the group commit's lane costs the lone
+        // submit a few microseconds (docs/benchmarks.md).
+        if for_inbox(&task) {
+            return Box::pin(self.submit_inbox(ns, self.encode(task)?)).await?;
+        }
         let weak = Arc::downgrade(&self.inner);
         let start = move || {
             move |ns: Namespace, items: Vec<NewTask>| {
@@ -126,6 +142,78 @@ impl RedisStorage {
         }
     }
 
+    /// A lone plain task under an id generated for it
+    /// ([`NewTask::has_fresh_id`]): no other submit can carry the id, so
+    /// there is nothing to look up before it is stored, and it is queued in
+    /// its partition's inbox by one `RPUSH`, sent with the wake marker's
+    /// `ZADD` (one round trip, two plain commands: no script runs for it). The next claim of the partition, or the first read of tasks
+    /// ([`RedisStorage::ingest`]), creates its record exactly as
+    /// `submit.lua` would (`lua/common.lua`, `ingest`). The entry carries
+    /// the nonce, so a resent `RPUSH` (fred repeats a command whose
+    /// connection dropped) creates the task once. A wake marker that cannot
+    /// be set (a key edited by hand) does not fail the submit, as in the
+    /// scripts: waiters still peek at the inbox.
+    async fn submit_inbox(&self, ns: &Namespace, task: Encoded) -> Result<Result<Submitted>> {
+        let layout = &self.inner.layout;
+        let base = layout.base(ns, layout.partition_of(&task.id));
+        let at = Timestamp::now_system().as_millis();
+        let (id, entry) = task.into_entry(at);
+        let client = self.client()?.with_options(&self.inner.options);
+        // Both sent at once on one connection, as fred pipelines concurrent
+        // commands (its `Pipeline` costs about 25 µs more per call here:
+        // docs/benchmarks.md).
+        let (pushed, woken) = tokio::join!(
+            client.rpush::<Value, _, _>(format!("{base}inbox"), Value::Bytes(entry.into())),
+            client.zadd::<Value, _, _>(layout.wake(ns), None, None, false, false, (0.0, "w")),
+        );
+        match pushed.map_err(storage)? {
+            Value::Integer(_) => {}
+            other => return Err(shape(&format!("RPUSH answered {other:?}"))),
+        }
+        if let Err(e) = woken {
+            tracing::warn!(error = %e, namespace = %ns, "the wake marker could not be set");
+        }
+        Ok(Ok(Submitted::new(id, SubmitOutcome::Created)))
+    }
+
+    /// Creates the tasks waiting in the inbox (`lua/ingest.lua`) of `id`'s
+    /// partition, or of every partition for `None`, so the read or change
+    /// that follows sees every task submitted before it began, as if a
+    /// script had created each (a task of a given id can only be in its own
+    /// partition's inbox). An inbox that cannot be emptied (a key edited by
+    /// hand, the server away) is logged and left: the call goes on and
+    /// answers for itself.
+    pub(crate) async fn ingest(&self, ns: &Namespace, id: Option<&TaskId>) {
+        match id {
+            Some(id) => self.ingest_partition(ns, self.inner.layout.partition_of(id)).await,
+            None => {
+                for p in 0..self.partitions() {
+                    self.ingest_partition(ns, p).await;
+                }
+            }
+        }
+    }
+
+    async fn ingest_partition(&self, ns: &Namespace, p: u16) {
+        let keys = self.keys(ns, p);
+        // INBOX_MAX (500) entries per call, and a bound on the calls: a
+        // producer faster than this loop does not hold the read forever.
+        for _ in 0..64 {
+            match self.run_in(&self.inner.scripts.ingest, &keys, Vec::new()).await {
+                Ok(Value::Integer(0)) => return,
+                Ok(Value::Integer(_)) => {}
+                Ok(other) => {
+                    tracing::warn!(reply = ?other, "unexpected answer from ingest.lua");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, namespace = %ns, partition = p, "the inbox was not read");
+                    return;
+                }
+            }
+        }
+    }
+
     /// One task's values as the scripts take them, or why it cannot be
     /// stored. The task is checked here, at the store's entry point, whoever
     /// built it (invariant 6): every number that reaches a script is in
@@ -212,7 +300,9 @@ impl RedisStorage {
             && matches!(task.mode, SubmitMode::Plain | SubmitMode::Idempotent)
         {
             let task = tasks.into_iter().next().ok_or_else(|| shape("no task"))?;
+            let to_inbox = for_inbox(&task);
             return Ok(vec![match self.encode(task) {
+                Ok(task) if to_inbox => self.submit_inbox(ns, task).await?,
                 Ok(task) => self.submit_lone(ns, task).await?,
                 Err(e) => Err(e),
             }]);
@@ -282,6 +372,16 @@ impl RedisStorage {
     }
 }
 
+/// Whether a lone submit of `task` goes to the inbox
+/// ([`RedisStorage::submit_inbox`]): a plain task under the id generated
+/// for it, with a payload of at most [`INBOX_PAYLOAD`]. Its entry is
+/// checked where it is created, after the submit has answered, so no value
+/// may hold a newline: `encode` refuses one in the name (`validate`), ids
+/// and queues refuse whitespace, JSON escapes it, the rest are digits.
+fn for_inbox(task: &NewTask) -> bool {
+    task.has_fresh_id() && task.mode == SubmitMode::Plain && task.payload.len() <= INBOX_PAYLOAD
+}
+
 /// One task's values as the scripts take them ([`RedisStorage::encode`]).
 struct Encoded {
     id: TaskId,
@@ -324,6 +424,35 @@ impl Encoded {
             Value::from(self.queue),
             Value::from(priority),
         ]
+    }
+
+    /// The task's id and its inbox entry (`lua/common.lua`): the values
+    /// `packed` gives less the key base and the mode, then the submitter's
+    /// clock `at_ms`, each ended by a newline, then the payload.
+    fn into_entry(self, at_ms: u64) -> (TaskId, Vec<u8>) {
+        use std::io::Write;
+        let mut entry =
+            Vec::with_capacity(self.id.as_str().len() + self.name.len() + 96 + self.payload.len());
+        let _ = write!(
+            entry,
+            "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+            self.id.as_str(),
+            self.name,
+            self.due_kind,
+            self.due_value,
+            self.max_attempts,
+            self.max_duration,
+            self.timeout,
+            self.retry,
+            self.nonce,
+            self.queue,
+        );
+        if self.priority != 0 {
+            let _ = write!(entry, "{}", self.priority);
+        }
+        let _ = write!(entry, "\n{at_ms}\n");
+        entry.extend_from_slice(&self.payload);
+        (self.id, entry)
     }
 
     /// `submit_one.lua`'s first argument: the key base, then the values

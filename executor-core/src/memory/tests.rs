@@ -28,6 +28,7 @@ fn task(id: &str) -> NewTask {
         mode: SubmitMode::Plain,
         queue: crate::QueueName::default(),
         priority: 0,
+        fresh: None,
     };
     if let Ok(id) = TaskId::new(id) {
         t.id = id;

@@ -35,6 +35,7 @@ mod bad_input;
 mod cancel;
 mod claiming;
 mod concurrency;
+mod fresh;
 mod history;
 mod housekeeping;
 mod intercept;
@@ -58,6 +59,7 @@ pub use bad_input::*;
 pub use cancel::*;
 pub use claiming::*;
 pub use concurrency::*;
+pub use fresh::*;
 pub use history::*;
 pub use housekeeping::*;
 pub use intercept::{Intercept, Intercepted};
@@ -100,6 +102,10 @@ macro_rules! storage_conformance_tests {
         $crate::__conformance_except! {
             [$fresh, $cleanup] [$($skip)*] [
             submit_and_get
+            fresh_id_submit_reads_back
+            fresh_id_claimed_in_submit_order
+            fresh_id_delayed_not_claimed_before_due
+            fresh_id_cancel_and_delete_before_a_claim
             duplicate_id_refused
             idempotent_submit_returns_existing
             debounce_moves_due_and_replaces_payload
@@ -267,6 +273,7 @@ macro_rules! queue_conformance_tests {
         $crate::__conformance_except! {
             [$fresh, $cleanup] [$($skip)*] [
             queue_priority_order
+            queue_fresh_id_kept
             queue_claims_only_named_queues
             queue_plan_quotas_then_fill
             queue_weighted_claims_match_weights
@@ -437,5 +444,6 @@ pub fn new_task(id: &str) -> NewTask {
         mode: SubmitMode::Plain,
         queue: crate::QueueName::default(),
         priority: 0,
+        fresh: None,
     }
 }

@@ -51,7 +51,7 @@ mod four_partitions {
     executor_core::storage_conformance_tests!(
         fresh_partitioned,
         cleanup,
-        except(claim_orders_by_due_and_respects_limit, retention_by_count,)
+        except(claim_orders_by_due_and_respects_limit, fresh_id_claimed_in_submit_order, retention_by_count,)
     );
     executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);
     executor_core::schedule_conformance_tests!(fresh_partitioned, cleanup);

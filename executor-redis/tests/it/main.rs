@@ -21,6 +21,7 @@ mod corrupt_lease;
 mod corrupt_schedule;
 mod corrupt_submit;
 mod functions;
+mod inbox;
 mod limits;
 mod partitioned;
 mod queues;
