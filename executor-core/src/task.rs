@@ -293,7 +293,25 @@ pub struct NewTask {
     pub priority: u8,
     /// The id [`NewTask::with_generated_id`] made for this task, if any
     /// (see [`NewTask::has_fresh_id`]).
-    pub(crate) fresh: Option<TaskId>,
+    pub(crate) fresh: Fresh,
+}
+
+/// The id [`NewTask::with_generated_id`] generated, held by the task it
+/// made and by no clone of it: a clone submitted too is a second submit of
+/// the same id, which must meet the duplicate check. Ignored by `==`.
+#[derive(Debug, Default)]
+pub(crate) struct Fresh(Option<TaskId>);
+
+impl Clone for Fresh {
+    fn clone(&self) -> Self {
+        Self(None)
+    }
+}
+
+impl PartialEq for Fresh {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl NewTask {
@@ -324,7 +342,7 @@ impl NewTask {
             mode: SubmitMode::Plain,
             queue: QueueName::default(),
             priority: 0,
-            fresh: None,
+            fresh: Fresh::default(),
         }
     }
 
@@ -344,18 +362,29 @@ impl NewTask {
     pub fn with_generated_id(name: impl Into<String>, payload: Vec<u8>) -> Self {
         let id = TaskId::generate();
         let mut task = Self::new(id.clone(), name, payload);
-        task.fresh = Some(id);
+        task.fresh = Fresh(Some(id));
         task
     }
 
     /// Whether the task still carries the id [`NewTask::with_generated_id`]
-    /// generated for it: an id no other submit can carry (a UUID v7 a user
+    /// generated for it: an id no other submit can carry. A UUID v7 a user
     /// passes to [`NewTask::new`] or `.id(..)` is a chosen id, whatever its
-    /// form). A store may then create the task without first looking for
-    /// one of the same id: the Redis store queues such a lone plain submit
-    /// with one command and creates its record at the next claim or read.
+    /// form, and so is the id of a clone (submitting the task and a clone
+    /// of it is two submits of one id). A store may then create the task
+    /// without first looking for one of the same id: the Redis store queues
+    /// such a lone plain submit with one command and creates its record at
+    /// the next claim or read.
+    ///
+    /// ```
+    /// use executor_core::storage::NewTask;
+    ///
+    /// let task = NewTask::with_generated_id("resize", b"{}".to_vec());
+    /// assert!(!task.clone().has_fresh_id());
+    /// assert_eq!(task.clone(), task);
+    /// assert!(task.has_fresh_id());
+    /// ```
     pub fn has_fresh_id(&self) -> bool {
-        self.fresh.as_ref() == Some(&self.id)
+        self.fresh.0.as_ref() == Some(&self.id)
     }
 
     /// Checks every field against the ranges all stores share: a valid id

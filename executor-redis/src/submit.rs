@@ -127,8 +127,14 @@ impl RedisStorage {
         }
         let packed = task.packed(&base);
         let Encoded { id, payload, .. } = task;
-        let args = vec![Value::from(packed), Value::Bytes(payload.into())];
-        let reply = self.run(&self.inner.scripts.submit_one, keys, args).await?;
+        let mut args = vec![Value::from(packed), Value::Bytes(payload.into())];
+        let mut reply = self.run(&self.inner.scripts.submit_one, keys.clone(), args.clone()).await?;
+        if is_ingest(&reply) {
+            // The inbox held entries, one of which may carry this id.
+            self.ingest(ns, Some(&id)).await;
+            args.push(Value::from("1"));
+            reply = self.run(&self.inner.scripts.submit_one, keys, args).await?;
+        }
         self.poke(ns).await?;
         match reply {
             Value::Integer(_) => Ok(Ok(Submitted::new(id, SubmitOutcome::Created))),
@@ -194,7 +200,7 @@ impl RedisStorage {
         }
     }
 
-    async fn ingest_partition(&self, ns: &Namespace, p: u16) {
+    pub(crate) async fn ingest_partition(&self, ns: &Namespace, p: u16) {
         let keys = self.keys(ns, p);
         // INBOX_MAX (500) entries per call, and a bound on the calls: a
         // producer faster than this loop does not hold the read forever.
@@ -342,7 +348,15 @@ impl RedisStorage {
                     indexes.push((i, id));
                     args.extend(a);
                 }
-                match self.run_in(&self.inner.scripts.submit, &keys, args).await {
+                let mut sent = self.run_in(&self.inner.scripts.submit, &keys, args.clone()).await;
+                if sent.as_ref().is_ok_and(is_ingest) {
+                    // The inbox was longer than the script empties in one
+                    // call: emptied here, then the batch again, told so.
+                    self.ingest_partition(ns, u16::try_from(p).unwrap_or(0)).await;
+                    args.push(Value::from("1"));
+                    sent = self.run_in(&self.inner.scripts.submit, &keys, args).await;
+                }
+                match sent {
                     Ok(reply) => {
                         reached = true;
                         let outcomes = array(array(reply)?.into_iter().nth(1).unwrap_or(Value::Null))?;
@@ -370,6 +384,12 @@ impl RedisStorage {
         }
         Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(shape("a task got no answer")))).collect())
     }
+}
+
+/// Whether a submit script answered that the inbox must be emptied first
+/// (`submit_one.lua`, `submit.lua`).
+fn is_ingest(reply: &Value) -> bool {
+    reply.as_str().is_some_and(|s| s == "ingest")
 }
 
 /// Whether a lone submit of `task` goes to the inbox

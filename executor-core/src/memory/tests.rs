@@ -28,7 +28,7 @@ fn task(id: &str) -> NewTask {
         mode: SubmitMode::Plain,
         queue: crate::QueueName::default(),
         priority: 0,
-        fresh: None,
+        fresh: crate::task::Fresh::default(),
     };
     if let Ok(id) = TaskId::new(id) {
         t.id = id;

@@ -151,6 +151,37 @@ pub async fn fresh_id_cancel_and_delete_before_a_claim<S: Storage>(s: &S, ns: &N
     assert_eq!((counts.get(TaskState::Created), counts.get(TaskState::Cancelled)), (0, 1), "{counts:?}");
 }
 
+/// A clone of a fresh task is a second submit of its id: submitted alone
+/// or in a batch after the task, before anything has claimed or read it,
+/// it is refused as a duplicate (or answered `Existing` when idempotent),
+/// and one task runs.
+pub async fn fresh_id_clone_is_a_duplicate<S: Storage>(s: &S, ns: &Namespace) {
+    let task = fresh(1);
+    let (alone, batched, mut idempotent) = (task.clone(), task.clone(), task.clone());
+    assert!(!alone.has_fresh_id(), "a clone's id is a chosen one");
+    let id = submit_fresh(s, ns, task).await;
+    let e = s.submit(ns, alone).await.err();
+    assert!(matches!(&e, Some(crate::Error::DuplicateId(d)) if *d == id), "the clone alone: {e:?}");
+    let other = fresh(2);
+    let other_id = other.id.clone();
+    let out = ok("submit_many", s.submit_many(ns, vec![batched, other]).await);
+    assert!(
+        matches!(&out[0], Err(crate::Error::DuplicateId(d)) if *d == id),
+        "the clone in a batch: {out:?}"
+    );
+    assert!(matches!(&out[1], Ok(o) if o.id == other_id && o.outcome == SubmitOutcome::Created), "{out:?}");
+    idempotent.mode = crate::storage::SubmitMode::Idempotent;
+    let again = ok("idempotent submit", s.submit(ns, idempotent).await);
+    assert_eq!((again.id, again.outcome), (id.clone(), SubmitOutcome::Existing), "the clone, idempotent");
+    let claimed = ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await);
+    let mut got: Vec<TaskId> = claimed.iter().map(|r| r.id.clone()).collect();
+    got.sort();
+    let mut want = vec![id.clone(), other_id];
+    want.sort();
+    assert_eq!(got, want, "one task per id");
+    assert_eq!(record(s, ns, &id).await.payload, br#"{"n":1}"#.to_vec(), "the first submit's task");
+}
+
 /// A fresh task keeps its queue and priority: it reads back with them, is
 /// counted in its queue's stats, and only a claim of its queue takes it.
 pub async fn queue_fresh_id_kept<S: Storage>(s: &S, ns: &Namespace) {

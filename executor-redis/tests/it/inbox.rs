@@ -219,3 +219,32 @@ async fn a_waiter_sees_the_inbox_even_without_the_marker() -> TestResult {
     assert!(waited < Duration::from_secs(10), "the waiter slept {waited:?} beside an inbox entry");
     Ok(())
 }
+
+#[tokio::test]
+async fn an_id_deep_in_a_long_inbox_is_taken_for_scripted_submits() -> TestResult {
+    let d = Damage::new("inbox-deep").await;
+    // 600 entries: more than one ingest (500) takes, so the scripts answer
+    // `ingest` and Rust empties the inbox before calling again.
+    let mut last = None;
+    for i in 0..600 {
+        last = Some(submit(&d, fresh(i)).await?);
+    }
+    let last = last.ok_or("no task")?;
+    let mut alone = executor_core::testing::new_task(last.as_str());
+    alone.payload = b"{\"n\":-1}".to_vec();
+    let e = d.storage.submit(&d.ns, alone.clone()).await.err();
+    assert!(matches!(&e, Some(Error::DuplicateId(id)) if *id == last), "alone: {e:?}");
+    for _ in 0..600 {
+        submit(&d, fresh(1)).await?;
+    }
+    let out = d.storage.submit_many(&d.ns, vec![alone, executor_core::testing::new_task("after")]).await?;
+    assert!(matches!(&out[0], Err(Error::DuplicateId(id)) if *id == last), "in a batch: {out:?}");
+    assert!(matches!(&out[1], Ok(s) if s.outcome == SubmitOutcome::Created), "{out:?}");
+    assert_eq!(d.storage.counts(&d.ns).await?.get(TaskState::Created), 1_201);
+    let rec = d.storage.get(&d.ns, &last).await?.ok_or("gone")?;
+    assert_eq!(rec.payload, b"{\"n\":599}".to_vec(), "the fresh task, untouched");
+    assert!(entries(&d, "inbox:aside").await?.is_empty());
+    d.assert_counts_exact().await?;
+    d.cleanup().await;
+    Ok(())
+}
