@@ -39,13 +39,6 @@ const INBOX_PAYLOAD: usize = 256 << 10;
 
 impl RedisStorage {
     pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        // A task for the inbox is two plain commands, which fred pipelines
-        // with whatever else is in flight on the connection: nothing to
-        // gain from a batch, and the group commit's lane costs the lone
-        // submit a few microseconds (docs/benchmarks.md).
-        if for_inbox(&task) {
-            return Box::pin(self.submit_inbox(ns, self.encode(task)?)).await?;
-        }
         let weak = Arc::downgrade(&self.inner);
         let start = move || {
             move |ns: Namespace, items: Vec<NewTask>| {
