@@ -3,6 +3,7 @@
 //! Group commit: concurrent `submit` and `finish` calls of one process share
 //! script calls ([`executor_core::storage::GroupCommit`]). A call that finds
 //! its namespace idle is sent at once from the caller's task (a lone plain
+//! task under a generated id to the inbox, another lone plain or idempotent
 //! task by `submit_one.lua`); under load a batch holds every call that
 //! arrived during one round trip, so a no-op task costs a fraction of a
 //! script call to submit and to finish. Each item keeps its own answer (a
