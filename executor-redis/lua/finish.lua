@@ -22,8 +22,8 @@ local out = {}
 local woken = false
 -- Index changes are gathered and written once per set; a task going back
 -- to waiting goes to its own level (common.lua).
-local unleased, pending, finished = {}, {}, {}
-local levels = {}
+local unleased, finished = {}, {}
+local waiting = waiting_batch()
 for i = 0, n - 1 do
   local b = 3 + i * 6
   local id, fence, outcome, delay_arg, err, nonce =
@@ -62,14 +62,7 @@ for i = 0, n - 1 do
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'e', err, 'u', nonce, 'y', log)
       end
       local key, q, p = waiting_key(g, v)
-      local list = pending[key]
-      if not list then
-        list = {}
-        pending[key] = list
-        levels[#levels + 1] = {key, q, p}
-      end
-      list[#list + 1] = int(due)
-      list[#list + 1] = id
+      waiting.add(key, q, p, int(due), id)
       woken = true
     else
       if err ~= '' then
@@ -92,7 +85,7 @@ for i = 0, n - 1 do
   end
 end
 zrem_all(KEYS[2], unleased)
-for _, lv in ipairs(levels) do add_waiting(lv[1], lv[2], lv[3], pending[lv[1]]) end
+waiting.flush()
 for set, members in pairs(finished) do zadd_all(set, members) end
 flush_counts()
 if woken then wake() end

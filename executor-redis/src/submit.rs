@@ -444,27 +444,11 @@ impl Encoded {
     /// `packed` gives less the key base and the mode, then the submitter's
     /// clock `at_ms`, each ended by a newline, then the payload.
     fn into_entry(self, at_ms: u64) -> (TaskId, Vec<u8>) {
-        use std::io::Write;
-        let mut entry =
-            Vec::with_capacity(self.id.as_str().len() + self.name.len() + 96 + self.payload.len());
-        let _ = write!(
-            entry,
-            "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
-            self.id.as_str(),
-            self.name,
-            self.due_kind,
-            self.due_value,
-            self.max_attempts,
-            self.max_duration,
-            self.timeout,
-            self.retry,
-            self.nonce,
-            self.queue,
-        );
-        if self.priority != 0 {
-            let _ = write!(entry, "{}", self.priority);
-        }
+        use std::fmt::Write;
+        let mut entry = String::with_capacity(self.id.as_str().len() + self.name.len() + 96);
+        self.write_values(&mut entry, None);
         let _ = write!(entry, "\n{at_ms}\n");
+        let mut entry = entry.into_bytes();
         entry.extend_from_slice(&self.payload);
         (self.id, entry)
     }
@@ -473,11 +457,21 @@ impl Encoded {
     /// `into_args` gives less the payload and the debounce ones, joined by
     /// newlines.
     fn packed(&self, base: &str) -> String {
-        use std::fmt::Write;
         let mut s = String::with_capacity(base.len() + self.id.as_str().len() + self.name.len() + 96);
+        s.push_str(base);
+        s.push('\n');
+        self.write_values(&mut s, Some(self.mode));
+        s
+    }
+
+    /// The values both of the above carry, joined by newlines: id, name,
+    /// due kind and value, max_attempts, max_duration, timeout, retry,
+    /// `mode` where given, nonce, queue, priority ('' for 0).
+    fn write_values(&self, s: &mut String, mode: Option<&str>) {
+        use std::fmt::Write;
         let _ = write!(
             s,
-            "{base}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+            "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
             self.id.as_str(),
             self.name,
             self.due_kind,
@@ -486,14 +480,14 @@ impl Encoded {
             self.max_duration,
             self.timeout,
             self.retry,
-            self.mode,
-            self.nonce,
-            self.queue,
         );
+        if let Some(mode) = mode {
+            let _ = write!(s, "{mode}\n");
+        }
+        let _ = write!(s, "{}\n{}\n", self.nonce, self.queue);
         if self.priority != 0 {
             let _ = write!(s, "{}", self.priority);
         }
-        s
     }
 }
 
