@@ -482,7 +482,8 @@ impl Encoded {
             self.retry,
         );
         if let Some(mode) = mode {
-            let _ = write!(s, "{mode}\n");
+            s.push_str(mode);
+            s.push('\n');
         }
         let _ = write!(s, "{}\n{}\n", self.nonce, self.queue);
         if self.priority != 0 {
