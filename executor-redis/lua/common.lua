@@ -506,8 +506,9 @@ local function inbox_aside(entry, reason)
 end
 
 -- Creates the tasks of up to INBOX_MAX inbox entries, oldest first, and
--- answers how many entries it left behind and how many tasks it created. An inbox of another type
--- (edited by hand) is left alone: submits to it fail with WRONGTYPE.
+-- answers how many entries it left behind and how many tasks it created;
+-- the caller flushes the counts. An inbox of another type (edited by hand)
+-- is left alone: submits to it fail with WRONGTYPE.
 local function ingest(now)
   local key = ARGV[1] .. 'inbox'
   local left = redis.pcall('LLEN', key)

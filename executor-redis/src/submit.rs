@@ -146,7 +146,8 @@ impl RedisStorage {
     /// ([`NewTask::has_fresh_id`]): no other submit can carry the id, so
     /// there is nothing to look up before it is stored, and it is queued in
     /// its partition's inbox by one `RPUSH`, sent with the wake marker's
-    /// `ZADD` (one round trip, two plain commands: no script runs for it). The next claim of the partition, or the first read of tasks
+    /// `ZADD` (one round trip, two plain commands: no script runs for it).
+    /// The next claim of the partition, or the first read of tasks
     /// ([`RedisStorage::ingest`]), creates its record exactly as
     /// `submit.lua` would (`lua/common.lua`, `ingest`). The entry carries
     /// the nonce, so a resent `RPUSH` (fred repeats a command whose
