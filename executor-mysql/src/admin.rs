@@ -124,7 +124,12 @@ impl MySqlStorage {
             bind_task(q, ns, id).execute_on(&self.conns).await.map_err(error::storage)
         })
         .await?;
-        Ok(done.rows_affected() > 0)
+        let deleted = done.rows_affected() > 0;
+        if deleted {
+            // A running task's slot of a limited queue may be free now.
+            self.notify_work();
+        }
+        Ok(deleted)
     }
 }
 

@@ -161,11 +161,12 @@ async fn finish_on(
     if done.rows_affected() == 0 {
         return Err(Error::StaleFence { id: lease.id.clone(), fence: lease.fence });
     }
-    let target = finish.target();
-    if target == TaskState::Pending {
-        wake.notify_waiters();
-    }
-    Ok(target)
+    // Back to waiting, or out of RUNNING: either may be work for an idle
+    // claimer of this process (a freed slot of a queue with a concurrency
+    // limit, which its wait leaves out while full). Other processes find
+    // it at their next poll: MySQL has no notifications.
+    wake.notify_waiters();
+    Ok(finish.target())
 }
 
 /// [`MySqlStorage::finish_many`] on the connections and the wake-up alone,
@@ -230,7 +231,7 @@ async fn finish_many_on(
         let (lease, f) = &items[i];
         out[i] = Some(finish_on(conns, wake, ns, lease, f.clone()).await);
     }
-    if out.iter().any(|r| matches!(r, Some(Ok(TaskState::Pending)))) {
+    if out.iter().any(|r| matches!(r, Some(Ok(_)))) {
         wake.notify_waiters();
     }
     Ok(out

@@ -51,7 +51,9 @@ impl MySqlStorage {
         let limit = u32::try_from(limit.min(1000)).unwrap_or(1000);
         let reaped =
             error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || reap_once(self, ns, limit)).await?;
-        if !reaped.retried.is_empty() {
+        // Back to waiting, or a slot of a limited queue freed by a dead
+        // letter: work for an idle claimer of this process either way.
+        if !reaped.is_empty() {
             self.notify_work();
         }
         Ok(reaped)

@@ -87,9 +87,9 @@ impl MySqlStorage {
 /// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
 /// `queues` that are not paused, not at their concurrency limit and whose
 /// limits are valid, later for an empty bucket) less now; NULL when none
-/// waits. A queue at its concurrency limit does not count: a finish frees
-/// the slot, and the finishing process claims again itself, while other
-/// processes find it within their poll interval. The inner
+/// waits. A queue at its concurrency limit does not count: a finish in this
+/// process wakes its claimers when it frees the slot, and other processes
+/// find it at their next poll (`poll_max` at the most). The inner
 /// query is a loose index scan of `ix_queue` (`Using index for group-by`):
 /// one dive per waiting (queue, rank), whatever the number of tasks.
 fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> QueryBuilder<MySql> {

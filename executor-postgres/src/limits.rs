@@ -134,7 +134,7 @@ impl PostgresStorage {
             .await
             .map_err(error::storage)?;
             self.forget_limited(ns, queue);
-            self.notify_work(ns);
+            self.announce_work(ns).await?;
             return Ok(());
         }
         let starts = limits.rate.map(|r| crate::sql::int(r.starts));
@@ -168,8 +168,8 @@ impl PostgresStorage {
         .await
         .map_err(error::storage)?;
         self.remember_limited(ns, queue);
-        // A raised limit may let a waiting claimer here take more.
-        self.notify_work(ns);
+        // A raised limit may let waiting claimers anywhere take more.
+        self.announce_work(ns).await?;
         Ok(())
     }
 

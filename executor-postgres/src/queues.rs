@@ -50,7 +50,7 @@ impl PostgresStorage {
                 .map_err(error::storage)?;
         }
         if !paused {
-            self.notify_work(ns);
+            self.announce_work(ns).await?;
         }
         Ok(())
     }

@@ -283,4 +283,18 @@ impl PostgresStorage {
     pub(crate) fn notify_work(&self, ns: &Namespace) {
         self.wakes.notify(ns.as_str());
     }
+
+    /// Tells waiters of `ns` in every process that work may be due, for a
+    /// change no task row shows (a queue resumed, a limit raised or
+    /// removed): the triggers announce only what happens to tasks.
+    pub(crate) async fn announce_work(&self, ns: &Namespace) -> Result<()> {
+        self.notify_work(ns);
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(crate::wake::CHANNEL)
+            .bind(ns.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        Ok(())
+    }
 }

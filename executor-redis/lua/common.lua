@@ -689,9 +689,19 @@ local function repair(key, want)
   return false
 end
 
--- Takes a task that leaves RUNNING out of its queue's running set.
+-- Takes a task that leaves RUNNING out of its queue's running set. When
+-- the queue has a concurrency limit, its slot is free: idle claimers are
+-- woken, since their wait (peek.lua) leaves a queue at its limit out.
+local slot_freed -- per call: begin() below
 local function unrun(q, id)
-  if limits_on() and q and valid_queue(q) then redis.pcall('ZREM', run_key(q), task_key(id)) end
+  if limits_on() and q and valid_queue(q) and redis.pcall('ZREM', run_key(q), task_key(id)) == 1
+      and not slot_freed then
+    local lim = limits_of(q)
+    if lim and lim.c then
+      slot_freed = true
+      wake()
+    end
+  end
 end
 
 -- The FIELDS of a task hash; false when the key holds another type of value.
@@ -905,5 +915,6 @@ local function begin()
   levels_cache, touched, deltas = {}, {}, {}
   LIMITS_BASE = KEYS[8] and string.sub(KEYS[8], 1, -7) or ''
   limits_exist = nil
+  slot_freed = false
 end
 begin()

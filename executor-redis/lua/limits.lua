@@ -6,7 +6,8 @@
 -- total go). The running set is rebuilt from the leases, so tasks running
 -- when a limit is set count from the next claim on. A queue that had a rate
 -- keeps its tokens (refilled at the old rate, capped at the new burst);
--- one that had none starts with a full bucket. Returns 1.
+-- one that had none starts with a full bucket. Either way idle claimers
+-- are woken: a raised or removed limit may let them take more. Returns 1.
 local q, c, starts, per, burst = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 if not valid_queue(q) then return redis.error_reply('ERR limits: bad queue name') end
 local t = redis.call('TYPE', KEYS[8]).ok
@@ -22,6 +23,7 @@ if c == '' and starts == '' then
   redis.call('HDEL', bucket_key(), q)
   redis.call('HDEL', throttled_key(), q)
   redis.call('DEL', run_key(q))
+  wake()
   return 1
 end
 local spec = c .. ',' .. starts .. ',' .. per .. ',' .. burst
@@ -48,4 +50,5 @@ for _, tkey in ipairs(members) do
 end
 zadd_all(run_key(q), pairs_)
 redis.call('HSET', KEYS[8], q, spec)
+wake()
 return 1

@@ -2,8 +2,8 @@
 -- earliest waiting task, for the wake-up wait. ARGV[3..] name the queues
 -- looked at (none: every queue); paused queues are left out either way,
 -- since their due tasks are no work for a claimer (it would spin). So are
--- queues at their concurrency limit or held by unreadable limits (a finish
--- frees a slot and its process claims again); a queue whose bucket has no
+-- queues at their concurrency limit or held by unreadable limits (the task
+-- that leaves RUNNING in such a queue sets the wake marker: common.lua's unrun); a queue whose bucket has no
 -- whole token counts from when the next one is earned. Only levels in the
 -- registry (common.lua) are read. Returns {now_us, due or false}.
 local t = redis.call('TIME')

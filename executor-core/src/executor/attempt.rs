@@ -138,6 +138,8 @@ async fn run<S: Storage>(
     };
 
     if let Some(state) = state {
+        // The task left RUNNING: a limited queue's slot is free now.
+        shared.attempt_ended();
         let retried = matches!(outcome.finish, Finish::Retry { .. });
         m::finished(&task.name, state, outcome.failed_attempt, retried, run_time);
         if listeners.is_empty() {

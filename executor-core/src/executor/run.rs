@@ -2,12 +2,15 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
 use tokio::{
-    sync::{OwnedSemaphorePermit, Semaphore},
+    sync::{Notify, OwnedSemaphorePermit, Semaphore},
     task::JoinHandle,
     time::Instant,
 };
@@ -66,6 +69,13 @@ pub(crate) struct Shared<S> {
     pub(crate) leadership: tokio::sync::watch::Sender<Option<crate::storage::Leadership>>,
     /// Attempts finished since the last history flush, by task name.
     pub(crate) tally: Mutex<history::Tally>,
+    /// Attempts of this executor whose end was written to the store: each
+    /// may have freed a slot of a queue with a concurrency limit, which the
+    /// store's wait leaves out while it is full. The claim loop reads it
+    /// before a claim and looks again at once when it moved.
+    pub(crate) ended: AtomicU64,
+    /// Wakes the idle claim loop when `ended` moves.
+    pub(crate) ended_wake: Notify,
 }
 
 impl<S: Storage> Shared<S> {
@@ -84,6 +94,14 @@ impl<S: Storage> Shared<S> {
         if self.config().history_every.is_some() {
             self.tally().record(name, succeeded);
         }
+    }
+
+    /// Tells the claim loop that an attempt's end is in the store: a slot
+    /// it held in a limited queue is free for the next claim, here or in
+    /// any process (the stores wake the others).
+    pub(crate) fn attempt_ended(&self) {
+        self.ended.fetch_add(1, Ordering::SeqCst);
+        self.ended_wake.notify_waiters();
     }
 
     pub(crate) fn config(&self) -> &super::Config {
@@ -227,6 +245,8 @@ pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
         attempts: TaskTracker::new(),
         leadership: tokio::sync::watch::Sender::new(None),
         tally: Mutex::new(history::Tally::default()),
+        ended: AtomicU64::new(0),
+        ended_wake: Notify::new(),
     });
     let slots = Arc::clone(&shared.slots);
     let join = tokio::spawn(run(shared, stop.clone()));
@@ -312,6 +332,7 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
             }
         }
         let wanted = permits.len();
+        let ended_before = shared.ended.load(Ordering::SeqCst);
         // The lease runs from when the store granted it, which is after this
         // instant: count its local expiry from here, never from a later point.
         let sent = tokio::time::Instant::now();
@@ -342,9 +363,20 @@ async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToke
                 drop(permits);
                 shared.update_slot_gauges();
                 if got < wanted {
+                    // Registered before `ended` is read again, so an attempt
+                    // ending between the read and the wait still ends it.
+                    let ended = shared.ended_wake.notified();
+                    tokio::pin!(ended);
+                    ended.as_mut().enable();
+                    if shared.ended.load(Ordering::SeqCst) != ended_before {
+                        // An attempt ended while the claim ran: the slot it
+                        // freed may be what held the claim short.
+                        continue;
+                    }
                     tokio::select! {
                         biased;
                         () = stop.cancelled() => return,
+                        () = &mut ended => {}
                         // Queue-aware even for the default queue alone: a
                         // due task of a paused or limited queue must not end
                         // the wait at once (the loop would spin).

@@ -126,6 +126,22 @@ impl MemoryStorage {
         f(&mut space, self.now())
     }
 
+    /// As [`MemoryStorage::with`] for a change that may take tasks out of
+    /// RUNNING (a finish, a reap, a delete): when one left a queue with a
+    /// concurrency limit, its slot is free and idle claimers are woken, since
+    /// their wait leaves a queue at its limit out (invariant 10).
+    fn with_release<R>(&self, ns: &Namespace, f: impl FnOnce(&mut Space, Timestamp) -> R) -> R {
+        let (out, freed) = self.with(ns, |space, now| {
+            let before = space.running_in_limited_queues();
+            let out = f(space, now);
+            (out, space.running_in_limited_queues() < before)
+        });
+        if freed {
+            self.wake(ns);
+        }
+        out
+    }
+
     /// Sleeps until the earliest due time (of every queue, or of `queues`
     /// that are not paused), a wake-up, or `max_wait`.
     async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
@@ -238,7 +254,7 @@ impl Storage for MemoryStorage {
     }
 
     async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        let out = self.with(ns, |space, now| space.finish(now, lease, finish));
+        let out = self.with_release(ns, |space, now| space.finish(now, lease, finish));
         if matches!(out, Ok(TaskState::Pending)) {
             self.wake(ns);
         }
@@ -250,7 +266,7 @@ impl Storage for MemoryStorage {
         ns: &Namespace,
         items: Vec<(Lease, Finish)>,
     ) -> Result<Vec<Result<TaskState>>> {
-        let out: Vec<_> = self.with(ns, |space, now| {
+        let out: Vec<_> = self.with_release(ns, |space, now| {
             items.into_iter().map(|(lease, finish)| space.finish(now, &lease, finish)).collect()
         });
         if out.iter().any(|r| matches!(r, Ok(TaskState::Pending))) {
@@ -260,7 +276,7 @@ impl Storage for MemoryStorage {
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        self.with(ns, |space, now| space.cancel(now, id))
+        self.with_release(ns, |space, now| space.cancel(now, id))
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
@@ -272,7 +288,7 @@ impl Storage for MemoryStorage {
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        Ok(self.with(ns, |space, _| space.delete(id).is_some()))
+        Ok(self.with_release(ns, |space, _| space.delete(id).is_some()))
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
@@ -292,7 +308,7 @@ impl Storage for MemoryStorage {
     }
 
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
-        let reaped = self.with(ns, |space, now| space.reap(now, limit));
+        let reaped = self.with_release(ns, |space, now| space.reap(now, limit));
         if !reaped.retried.is_empty() {
             self.wake(ns);
         }

@@ -287,6 +287,16 @@ impl Space {
         }
     }
 
+    /// How many tasks run in queues with a concurrency limit: when a change
+    /// lowers it, a slot such a queue's claimers wait for is free.
+    pub(super) fn running_in_limited_queues(&self) -> u64 {
+        self.limits
+            .iter()
+            .filter(|(_, l)| l.limits.concurrency.is_some())
+            .map(|(q, _)| self.idx.running.get(q).copied().unwrap_or(0))
+            .sum()
+    }
+
     /// Sets or clears `queue`'s limits (see `Storage::set_queue_limits`).
     pub(super) fn set_limits(&mut self, queue: &QueueName, limits: QueueLimits, now: Timestamp) {
         if limits.is_none() {

@@ -41,6 +41,7 @@ mod housekeeping;
 mod intercept;
 mod queries;
 mod queues;
+mod release;
 mod run_now;
 mod schedules;
 mod submission;
@@ -65,6 +66,7 @@ pub use housekeeping::*;
 pub use intercept::{Intercept, Intercepted};
 pub use queries::*;
 pub use queues::*;
+pub use release::*;
 pub use run_now::*;
 pub use schedules::*;
 pub use submission::*;
@@ -144,6 +146,8 @@ macro_rules! storage_conformance_tests {
             wait_for_work_wakes_on_submit
             wait_for_work_wakes_at_due_time
             wait_for_work_returns_by_max_wait
+            release_requeue_wakes_claimers
+            release_backoff_and_debounce_end_waits
             no_loss_no_double_claim_concurrent
             out_of_range_options_refused
             extreme_valid_options_read_back
@@ -204,6 +208,7 @@ macro_rules! run_now_conformance_tests {
             run_now_keeps_a_due_tasks_place,
             run_now_refuses_finished_tasks,
             run_now_races_claims_without_double_runs,
+            release_run_now_wakes_claimers,
         }
     };
 }
@@ -284,6 +289,7 @@ macro_rules! queue_conformance_tests {
             queue_cancel_and_delete_leave_it
             queue_wait_ignores_other_and_paused_queues
             queue_bad_priority_refused
+            release_resumed_queue_wakes_claimers
             ]
         }
     };
@@ -300,6 +306,9 @@ macro_rules! queue_limit_conformance_tests {
             queue_concurrency_limit_holds,
             queue_concurrency_slot_returns_after_reap,
             queue_rate_limit_is_a_token_bucket,
+            release_freed_slot_wakes_claimers,
+            release_raised_limit_wakes_claimers,
+            release_refilled_tokens_wake_claimers,
         }
     };
 }

@@ -187,3 +187,14 @@ async fn a_rate_limit_gives_its_rate_over_a_minute_with_no_burst_above_the_bucke
     }
     Ok(())
 }
+
+/// Three executors of concurrency 16 with a 60 s idle wait, on real time,
+/// serve a queue limited to 5: each freed slot is used at once, so 100
+/// tasks of 50 ms take about a second, not a minute per missed wake-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_limited_queue_uses_each_freed_slot_at_once() {
+    let store = MemoryStorage::new();
+    let ns = executor_core::testing::unique_namespace("mem-release");
+    executor_core::testing::limited_queue_uses_freed_slots(vec![store.clone(), store.clone(), store], &ns)
+        .await;
+}

@@ -19,3 +19,26 @@ mod tier {
 
     executor_core::tier_conformance_tests!(fresh, cleanup);
 }
+
+/// Three executors on three separately connected storages (as three
+/// processes), concurrency 16 and a 60 s idle wait, serve a queue limited
+/// to 5 running tasks: each freed slot is used at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_limited_queue_uses_each_freed_slot_at_once() {
+    let ns = executor_core::testing::unique_namespace("my-release");
+    let stores = vec![
+        crate::support::storage().await,
+        crate::support::storage().await,
+        crate::support::storage().await,
+    ];
+    let cleaner = crate::support::storage().await;
+    let run = tokio::spawn({
+        let ns = ns.clone();
+        async move { executor_core::testing::limited_queue_uses_freed_slots(stores, &ns).await }
+    });
+    let outcome = run.await;
+    crate::support::cleanup(&cleaner, &ns).await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}

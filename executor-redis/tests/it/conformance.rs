@@ -18,3 +18,23 @@ mod tier {
 
     executor_core::tier_conformance_tests!(fresh, cleanup);
 }
+
+/// Three executors on three separately connected storages (as three
+/// processes), concurrency 16 and a 60 s idle wait, serve a queue limited
+/// to 5 running tasks: each freed slot is used at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_limited_queue_uses_each_freed_slot_at_once() {
+    let ns = executor_core::testing::unique_namespace("redis-release");
+    let stores =
+        vec![crate::common::connect().await, crate::common::connect().await, crate::common::connect().await];
+    let cleaner = crate::common::connect().await;
+    let run = tokio::spawn({
+        let ns = ns.clone();
+        async move { executor_core::testing::limited_queue_uses_freed_slots(stores, &ns).await }
+    });
+    let outcome = run.await;
+    crate::common::cleanup(&cleaner, &ns).await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
