@@ -160,3 +160,14 @@ async fn crash(s: &Tiered, ns: &Namespace) -> Result<()> {
     assert_eq!(s.claim(ns, &w, 10, Duration::from_secs(30)).await?.len(), 0, "no second copy");
     Ok(())
 }
+
+/// A task promoted from MySQL to Redis ends an idle claimer's 60 s wait
+/// when it falls due.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promoted_task_wakes_an_idle_claimer() {
+    let (redis, mysql) = connect().await;
+    let tiered = TieredStorage::new(redis, mysql).horizon(Duration::from_secs(1));
+    let ns = testing::unique_namespace("tier-wake");
+    testing::tiered_promotion_wakes_claimers(&tiered, &ns).await;
+    cleanup(&tiered, &ns).await;
+}

@@ -36,7 +36,9 @@ if st == 'CREATED' or st == 'PENDING' then
   local key, q, p = waiting_key(g, v)
   add_waiting(key, q, p, {int(score), id})
   if bind then redis.call('HSET', KEYS[5], k, id) end
-  if score <= now then wake() end
+  -- Due now or later: a waiter sleeping until a later due time, or for
+  -- its whole wait, must look again (the promoted task may be the first).
+  wake()
 elseif st == 'RUNNING' then
   redis.call('ZADD', KEYS[2], int(score), id)
   -- A running task of a limited queue holds one of its slots.

@@ -310,3 +310,49 @@ pub async fn limited_queue_uses_freed_slots<S: Storage>(stores: Vec<S>, ns: &Nam
     assert!(super::max_overlap(&all) <= 5, "the limit of 5 was exceeded: {}", super::max_overlap(&all));
     assert!(took < limit, "100 tasks of 50 ms, 5 at a time, took {took:?}");
 }
+
+/// A task promoted from the cold store to the hot one, ahead of its due
+/// time, ends an idle claimer's wait when it falls due: the hot store
+/// learns of it at the promotion (the import wakes its claimers, which
+/// then sleep until its due time).
+///
+/// # Panics
+/// When the promoted task's due time does not end the wait.
+pub async fn tiered_promotion_wakes_claimers<H, C>(tiered: &crate::TieredStorage<H, C>, ns: &Namespace)
+where
+    H: crate::storage::TierStorage,
+    C: crate::storage::TierStorage,
+{
+    let horizon = tiered.horizon_len();
+    let mut cold = new_task("promoted");
+    cold.due = Due::After(horizon + Duration::from_secs(2));
+    submit(tiered, ns, cold).await;
+    assert!(ok("get", tiered.cold().get(ns, &super::support::tid("promoted")).await).is_some(), "in cold");
+    let due_at = Instant::now() + horizon + Duration::from_secs(2);
+    // The leader's housekeeping promotes it once it is within the horizon.
+    let promote = async {
+        super::wait_until(horizon + Duration::from_secs(10), || async {
+            ok("housekeeping", tiered.housekeeping(ns).await);
+            ok("get", tiered.hot().get(ns, &super::support::tid("promoted")).await).is_some()
+        })
+        .await;
+    };
+    let default = [q(crate::queue::DEFAULT_QUEUE)];
+    let (woken, ()) = tokio::join!(
+        async {
+            loop {
+                ok("wait", tiered.wait_for_queues(ns, &default, Duration::from_secs(60)).await);
+                if Instant::now() >= due_at {
+                    return Instant::now();
+                }
+            }
+        },
+        promote
+    );
+    assert!(
+        woken.duration_since(due_at) < WOKEN_WITHIN,
+        "the promoted task's due time ended the wait {:?} late",
+        woken.duration_since(due_at)
+    );
+    assert!(claim_one(tiered, ns, crate::queue::DEFAULT_QUEUE, LONG_LEASE).await.is_some(), "it is claimed");
+}

@@ -213,3 +213,12 @@ async fn a_cold_task_the_hot_store_refuses_does_not_stop_the_others() -> Result<
     assert!(s.cold().get(&ns, &"p0".try_into()?).await?.is_some());
     Ok(())
 }
+
+/// A promoted task ends an idle claimer's 60 s wait when it falls due.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promoted_task_wakes_an_idle_claimer() {
+    let tiered =
+        TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()).horizon(Duration::from_secs(1));
+    let ns = executor_core::testing::unique_namespace("tier-wake");
+    executor_core::testing::tiered_promotion_wakes_claimers(&tiered, &ns).await;
+}
