@@ -13,6 +13,7 @@
 //! Results and the exact commands behind them: `docs/redis.md`, Benchmarks.
 
 mod backend;
+mod limited;
 mod phases;
 mod plot;
 mod stats;
@@ -48,6 +49,9 @@ enum Phase {
     Lateness,
     Backlog,
     Rss,
+    /// A queue limited to `--limited-n` running tasks across three executor
+    /// processes: throughput against the ideal, freed slot to next start.
+    Limited,
 }
 
 /// Command line.
@@ -140,6 +144,18 @@ struct Args {
     /// definitions run at every call) instead of the function library.
     #[arg(long)]
     redis_scripts: bool,
+    /// The concurrency limit of the limited phase.
+    #[arg(long, default_value_t = 5)]
+    limited_n: u32,
+    /// Handler time of the limited phase, milliseconds.
+    #[arg(long, default_value_t = 20)]
+    limited_ms: u64,
+    /// Tasks of the limited phase.
+    #[arg(long, default_value_t = 1_000)]
+    limited_tasks: usize,
+    /// Internal: run as a child of the limited phase in this namespace.
+    #[arg(long, hide = true)]
+    limited_child: Option<String>,
     /// Internal: run as the worker child of the RSS phase.
     #[arg(long, hide = true)]
     worker_ns: Option<String>,
@@ -181,6 +197,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     runtime.block_on(async move {
         if let Some(ns) = args.worker_ns.clone() {
             return worker::run(&args, &ns).await;
+        }
+        if let Some(ns) = args.limited_child.clone() {
+            return limited::child(&args, &ns).await;
         }
         match args.storage {
             Store::Redis => {

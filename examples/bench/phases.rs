@@ -335,6 +335,9 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
     if args.runs(Phase::Rss) {
         crate::worker::rss(&storage, args, set_rps).await?;
     }
+    if args.runs(Phase::Limited) {
+        crate::limited::run(&storage, args).await?;
+    }
     if let Some(dir) = &args.plot {
         figures.ceiling = set_rps;
         let store = format!("{:?}", args.storage).to_lowercase();
