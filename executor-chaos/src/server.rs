@@ -4,7 +4,7 @@
 use std::{
     io::{Read, Write},
     net::TcpStream,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Command, Stdio},
     time::{Duration, Instant},
 };
@@ -70,6 +70,9 @@ pub struct PrivateServer {
     restarts: u32,
     tls: Option<ServerTls>,
     cluster: bool,
+    /// Times [`PrivateServer::set_tls_cert`] gave PostgreSQL new files,
+    /// which names them.
+    tls_changes: u32,
 }
 
 /// The files a private server speaks TLS with: its certificate chain and
@@ -103,23 +106,25 @@ impl PrivateServer {
         Self::start_with(backend, None, false)
     }
 
-    /// Starts a server of `backend` that speaks only TLS with `tls` (Redis:
-    /// `tls-port` and no plain port, client certificates optional; MariaDB:
-    /// `ssl-cert`/`ssl-key`, plain connections still allowed). With
-    /// `cluster`, Redis runs in cluster mode (`tls-cluster yes`) as a
-    /// one-node cluster owning every slot; [`PrivateServer::url`] is then a
+    /// Starts a server of `backend` that speaks TLS with `tls`, checking a
+    /// client certificate against `tls.ca` when the client presents one
+    /// (Redis: `tls-port` and no plain port, `tls-auth-clients optional`;
+    /// MariaDB: `ssl-cert`/`ssl-key`/`ssl-ca`, plain connections still
+    /// allowed; PostgreSQL: `ssl = on` with `ssl_cert_file`, `ssl_key_file`
+    /// and `ssl_ca_file`, plain connections still allowed). MariaDB and
+    /// PostgreSQL read copies of the files in the server's dir, so
+    /// [`PrivateServer::set_tls_cert`] can replace them. With `cluster`,
+    /// Redis runs in cluster mode (`tls-cluster yes`) as a one-node cluster
+    /// owning every slot; [`PrivateServer::url`] is then a
     /// `rediss-cluster://` URL.
     ///
     /// # Errors
-    /// As [`PrivateServer::start`]; `cluster` with MariaDB; PostgreSQL (no
-    /// TLS set up for it here); the cluster did not reach `cluster_state:ok`
-    /// within 30 s.
+    /// As [`PrivateServer::start`]; `cluster` with MariaDB or PostgreSQL;
+    /// the TLS files could not be copied; the cluster did not reach
+    /// `cluster_state:ok` within 30 s.
     pub fn start_tls(backend: Backend, tls: ServerTls, cluster: bool) -> Result<Self, AnyError> {
         if cluster && backend != Backend::Redis {
             return Err("only Redis runs as a cluster".into());
-        }
-        if backend == Backend::Postgres {
-            return Err("a private PostgreSQL speaks no TLS here".into());
         }
         let server = Self::start_with(backend, Some(tls), cluster)?;
         if cluster {
@@ -155,7 +160,20 @@ impl PrivateServer {
             Kind::Postgres => postgres::initdb(dir.path())?,
             Kind::Redis => {}
         }
-        let mut server = Self { kind, port, dir, process: None, started: false, restarts: 0, tls, cluster };
+        if let Some(tls) = &tls {
+            install_tls(kind, dir.path(), tls)?;
+        }
+        let mut server = Self {
+            kind,
+            port,
+            dir,
+            process: None,
+            started: false,
+            restarts: 0,
+            tls,
+            cluster,
+            tls_changes: 0,
+        };
         server.up()?;
         match kind {
             Kind::Mariadb => {
@@ -300,11 +318,12 @@ impl PrivateServer {
                 let mut command = Command::new(bin);
                 // `--no-defaults` must come first.
                 command.arg("--no-defaults");
-                if let Some(tls) = &self.tls {
+                if self.tls.is_some() {
+                    let [cert, key, ca] = MARIADB_TLS_FILES.map(|name| d.join(name));
                     command
-                        .arg(format!("--ssl-cert={}", tls.cert.display()))
-                        .arg(format!("--ssl-key={}", tls.key.display()))
-                        .arg(format!("--ssl-ca={}", tls.ca.display()));
+                        .arg(format!("--ssl-cert={}", cert.display()))
+                        .arg(format!("--ssl-key={}", key.display()))
+                        .arg(format!("--ssl-ca={}", ca.display()));
                 }
                 command
                     .arg(format!("--datadir={}", d.join("data").display()))
@@ -372,13 +391,23 @@ impl PrivateServer {
     /// # Errors
     /// `redis-cli` is missing or failed.
     pub fn redis_cli(&self, args: &[&str]) -> Result<String, AnyError> {
+        self.redis_cli_checking(args, true)
+    }
+
+    /// [`PrivateServer::redis_cli`], checking the server's certificate
+    /// against the CA of its [`ServerTls`] only when `check` is set (a
+    /// certificate [`PrivateServer::set_tls_cert`] gave may be expired, or
+    /// for another host).
+    fn redis_cli_checking(&self, args: &[&str], check: bool) -> Result<String, AnyError> {
         let bin = find_program("redis-cli")
             .ok_or("redis-cli not found: install it with `apt-get install redis-tools`")?;
         let mut command = Command::new(bin);
         command.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
-        if let Some(tls) = &self.tls {
-            command.arg("--tls").arg("--cacert").arg(&tls.ca);
-        }
+        match &self.tls {
+            Some(tls) if check => command.arg("--tls").arg("--cacert").arg(&tls.ca),
+            Some(_) => command.args(["--tls", "--insecure"]),
+            None => &mut command,
+        };
         let out = command.args(args).stdin(Stdio::null()).output()?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if out.status.success() && !stdout.starts_with("ERR") && !stdout.contains("Could not connect") {
@@ -392,6 +421,130 @@ impl PrivateServer {
     pub fn is_up(&self) -> bool {
         self.process.is_some()
     }
+
+    /// Makes a running TLS server present `cert` with `key` to the clients
+    /// that connect from now on (Redis: `CONFIG SET tls-cert-file`;
+    /// MariaDB: its copies replaced, then `FLUSH SSL`; PostgreSQL: new
+    /// copies named in `ssl_cert_file`/`ssl_key_file` by `ALTER SYSTEM`,
+    /// then a reload, waited for until a new session sees the new name).
+    ///
+    /// # Errors
+    /// The server speaks no TLS; the files could not be copied; the server
+    /// refused them.
+    pub fn set_tls_cert(&mut self, cert: &Path, key: &Path) -> Result<(), AnyError> {
+        if self.tls.is_none() {
+            return Err("set_tls_cert: this server speaks no TLS (start it with start_tls)".into());
+        }
+        let d = self.dir.path();
+        match self.kind {
+            Kind::Redis => {
+                let (cert, key) = (cert.display().to_string(), key.display().to_string());
+                let args = ["config", "set", "tls-cert-file", &cert, "tls-key-file", &key];
+                self.redis_cli_checking(&args, false)?;
+            }
+            Kind::Mariadb => {
+                let [to_cert, to_key, _] = MARIADB_TLS_FILES.map(|name| d.join(name));
+                std::fs::copy(cert, to_cert)?;
+                std::fs::copy(key, to_key)?;
+                mysql_cli(self.port, "FLUSH SSL")?;
+            }
+            Kind::Postgres => {
+                self.tls_changes += 1;
+                let data = d.join("data");
+                let (to_cert, to_key) =
+                    (format!("server-{}.crt", self.tls_changes), format!("server-{}.key", self.tls_changes));
+                copy_for_postgres(cert, &data.join(&to_cert), false)?;
+                copy_for_postgres(key, &data.join(&to_key), true)?;
+                postgres::psql(
+                    self.port,
+                    "postgres",
+                    &format!("ALTER SYSTEM SET ssl_cert_file = '{to_cert}'"),
+                )?;
+                postgres::psql(
+                    self.port,
+                    "postgres",
+                    &format!("ALTER SYSTEM SET ssl_key_file = '{to_key}'"),
+                )?;
+                self.postgres_reload("ssl_cert_file", &to_cert)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns TLS off (`ssl = off`: the server answers `N` to a client that
+    /// asks for it) or on again, on a running private PostgreSQL started
+    /// with [`PrivateServer::start_tls`]; waits until a new session sees it.
+    ///
+    /// # Errors
+    /// Not such a PostgreSQL (Redis and MariaDB set TLS up only at start);
+    /// the server refused.
+    pub fn set_tls_offered(&self, on: bool) -> Result<(), AnyError> {
+        if self.kind != Kind::Postgres || self.tls.is_none() {
+            return Err("set_tls_offered: only a private PostgreSQL with TLS turns it off and on".into());
+        }
+        let value = if on { "on" } else { "off" };
+        postgres::psql(self.port, "postgres", &format!("ALTER SYSTEM SET ssl = {value}"))?;
+        self.postgres_reload("ssl", value)
+    }
+
+    /// `pg_reload_conf()`, then waits (10 s at most) until a new session
+    /// shows `setting` as `value`: the postmaster reloads its TLS files in
+    /// the same step, before it starts that session.
+    fn postgres_reload(&self, setting: &str, value: &str) -> Result<(), AnyError> {
+        postgres::psql(self.port, "postgres", "SELECT pg_reload_conf()")?;
+        let end = Instant::now() + Duration::from_secs(10);
+        while postgres::psql(self.port, "postgres", &format!("SHOW {setting}"))?.trim() != value {
+            if Instant::now() > end {
+                return Err(format!("PostgreSQL did not take {setting} = {value} within 10 s").into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+/// The names of MariaDB's copies of its certificate, key and client CA in
+/// the server's dir.
+const MARIADB_TLS_FILES: [&str; 3] = ["tls-cert.pem", "tls-key.pem", "tls-ca.pem"];
+
+/// Copies the TLS files of a MariaDB or PostgreSQL into its dir, before it
+/// starts: MariaDB reads them from [`MARIADB_TLS_FILES`]; PostgreSQL from
+/// its data directory, named in `postgresql.conf` (`ssl = on`, and
+/// `ssl_ca_file` for client certificates). Redis reads `tls`'s own files.
+fn install_tls(kind: Kind, d: &Path, tls: &ServerTls) -> Result<(), AnyError> {
+    match kind {
+        Kind::Redis => {}
+        Kind::Mariadb => {
+            for (from, name) in [&tls.cert, &tls.key, &tls.ca].into_iter().zip(MARIADB_TLS_FILES) {
+                std::fs::copy(from, d.join(name))?;
+            }
+        }
+        Kind::Postgres => {
+            let data = d.join("data");
+            copy_for_postgres(&tls.cert, &data.join("server.crt"), false)?;
+            copy_for_postgres(&tls.key, &data.join("server.key"), true)?;
+            copy_for_postgres(&tls.ca, &data.join("root.crt"), false)?;
+            let mut conf = std::fs::OpenOptions::new().append(true).open(data.join("postgresql.conf"))?;
+            writeln!(
+                conf,
+                "\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\nssl_ca_file = 'root.crt'"
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies `from` into PostgreSQL's data directory as `to`, owned by the
+/// data directory's owner (the server's user when the harness is root); a
+/// key readable by that owner only, as the server demands.
+fn copy_for_postgres(from: &Path, to: &Path, key: bool) -> Result<(), AnyError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    std::fs::copy(from, to)?;
+    let owner = std::fs::metadata(to.parent().ok_or("a file in the data directory")?)?;
+    std::os::unix::fs::chown(to, Some(owner.uid()), Some(owner.gid()))?;
+    let mode = if key { 0o600 } else { 0o644 };
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode))?;
+    Ok(())
 }
 
 /// A PostgreSQL server is shut down cleanly, so its children exit before

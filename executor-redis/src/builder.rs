@@ -236,9 +236,16 @@ impl RedisStorageBuilder {
     ///
     /// # Errors
     /// [`Error::Invalid`] for a setting out of range, a bad URL or key
-    /// prefix; a retryable [`Error::Storage`] when Redis does not answer.
+    /// prefix; a retryable [`Error::Storage`] when Redis does not answer; a
+    /// non-retryable one when TLS fails (a certificate either side refuses,
+    /// TLS to a port without it or the reverse), saying what is wrong and
+    /// which setting fixes it.
     pub async fn connect(self) -> Result<RedisStorage> {
         self.validate()?;
+        #[cfg_attr(
+            not(feature = "tls"),
+            allow(unused_variables, reason = "validate refuses a TLS URL without the `tls` feature")
+        )]
         let (plain, tls) = split_tls(&self.url);
         // fred parses the plain form: its own TLS set-up would pick rustls'
         // process-wide crypto provider, which panics when an application
@@ -246,9 +253,15 @@ impl RedisStorageBuilder {
         let mut config =
             Config::from_url(&plain).map_err(|e| Error::invalid("redis url", e.details().to_owned()))?;
         #[cfg(feature = "tls")]
-        if tls {
-            config.tls = Some(tls::connector(&self.tls)?.into());
-        }
+        let tls_config = if tls {
+            let client = tls::client_config(&self.tls)?;
+            config.tls = Some(fred::types::config::TlsConnector::from(client.clone()).into());
+            Some(Arc::new(client))
+        } else {
+            None
+        };
+        #[cfg(feature = "tls")]
+        let servers = config.server.hosts();
         if self.cluster
             && let ServerConfig::Centralized { server } = &config.server
         {
@@ -268,7 +281,12 @@ impl RedisStorageBuilder {
             })
             .with_performance_config(|p| p.default_command_timeout = self.command_timeout);
         let pool = builder.build_pool(self.pool_size).map_err(storage)?;
-        pool.init().await.map_err(|e| connect_error(e, tls))?;
+        if let Err(e) = pool.init().await {
+            #[cfg(feature = "tls")]
+            return Err(probe::connect_error(e, tls_config, &servers).await);
+            #[cfg(not(feature = "tls"))]
+            return Err(storage(e));
+        }
         let layout = Layout {
             prefix: self.prefix,
             partitions: self.partitions,
@@ -297,26 +315,9 @@ fn split_tls(url: &str) -> (Cow<'_, str>, bool) {
     (Cow::Owned(format!("{plain}://{rest}")), true)
 }
 
-/// The error of a first connection: a refused certificate says what to
-/// check, and is not retryable (the same certificate will be refused again).
-fn connect_error(e: fred::error::Error, tls: bool) -> Error {
-    let details = e.to_string();
-    let about_certificate =
-        ["certificate", "UnknownIssuer", "NotValidForName", "CertExpired", "BadSignature"]
-            .iter()
-            .any(|word| details.contains(word));
-    if tls && about_certificate {
-        return Error::storage(
-            format!(
-                "TLS: Redis's certificate was refused ({details}): if a private CA signed it, trust \
-                 that CA with RedisStorageBuilder::tls_ca_file; the URL's host must be a name or IP \
-                 address the certificate lists"
-            ),
-            false,
-        );
-    }
-    storage(e)
-}
+/// Why a first connection failed, when TLS is to blame.
+#[cfg(feature = "tls")]
+mod probe;
 
 /// The rustls set-up for a `rediss` URL.
 #[cfg(feature = "tls")]
@@ -324,7 +325,6 @@ mod tls {
     use std::{path::Path, sync::Arc};
 
     use executor_core::{Error, Result};
-    use fred::types::config::TlsConnector;
     use rustls::{
         ClientConfig, RootCertStore,
         pki_types::{CertificateDer, PrivateKeyDer, pem::PemObject},
@@ -332,9 +332,9 @@ mod tls {
 
     use super::TlsFiles;
 
-    /// A connector trusting `files.ca` (or the system's CA certificates) and
+    /// A client trusting `files.ca` (or the system's CA certificates) and
     /// presenting `files.client` when set, on the ring provider.
-    pub(super) fn connector(files: &TlsFiles) -> Result<TlsConnector> {
+    pub(super) fn client_config(files: &TlsFiles) -> Result<ClientConfig> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -351,7 +351,7 @@ mod tls {
                     .map_err(|e| Error::invalid("tls_client_cert", e.to_string()))?
             }
         };
-        Ok(config.into())
+        Ok(config)
     }
 
     fn roots(ca: Option<&Path>) -> Result<RootCertStore> {
