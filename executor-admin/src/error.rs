@@ -79,7 +79,9 @@ impl From<Error> for ApiError {
             Error::UnknownTask(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_task"),
             Error::Encode(_) => (StatusCode::UNPROCESSABLE_ENTITY, "bad_payload"),
             Error::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
-            Error::Storage { .. } | Error::Timeout(_) => {
+            // A submit whose answer was lost: the message names the id to
+            // submit again under.
+            Error::Storage { .. } | Error::Timeout(_) | Error::OutcomeUnknown { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
             }
             Error::ShuttingDown => (StatusCode::SERVICE_UNAVAILABLE, "shutting_down"),

@@ -15,6 +15,7 @@ use crate::{
     RetryPolicy, StateCounts, Submitted, TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
     listener::Listeners,
     metrics as m,
+    resend::Resend,
     storage::{Debounce, Due, NewTask, Storage, SubmitMode},
 };
 
@@ -64,6 +65,7 @@ struct ClientInner<S> {
     registry: Option<Arc<Registry>>,
     max_payload: usize,
     listeners: Listeners,
+    resend: Resend,
 }
 
 impl<S> Clone for Client<S> {
@@ -95,13 +97,21 @@ impl<S: Storage> Client<S> {
             Some(registry),
             DEFAULT_MAX_PAYLOAD,
             Listeners::default(),
+            Resend::default(),
         ))
     }
 
     /// A client that submits any task name, for producers that do not link
     /// the handlers (they run in another service).
     pub fn without_name_check(storage: S, namespace: Namespace) -> Self {
-        Self::from_parts(Arc::new(storage), namespace, None, DEFAULT_MAX_PAYLOAD, Listeners::default())
+        Self::from_parts(
+            Arc::new(storage),
+            namespace,
+            None,
+            DEFAULT_MAX_PAYLOAD,
+            Listeners::default(),
+            Resend::default(),
+        )
     }
 
     /// Sets the largest payload accepted at submit, in bytes of JSON
@@ -117,6 +127,44 @@ impl<S: Storage> Client<S> {
             inner.registry.clone(),
             bytes,
             inner.listeners.clone(),
+            inner.resend,
+        )
+    }
+
+    /// How a submit whose answer was lost ([`Error::OutcomeUnknown`]: the
+    /// store may have stored the task) is sent again: as the same submit
+    /// ([`NewTask::resend`]: same id and nonce, so a store answers
+    /// `Created` whether or not the lost try stored it), up to `tries`
+    /// sends in all (0 counts as 1: send once and return the error), the
+    /// first resend after `pause`, each next one after twice the pause
+    /// before (at most 10 s). Default: 3 tries, 100 ms
+    /// ([`crate::DEFAULT_SUBMIT_TRIES`], [`crate::DEFAULT_SUBMIT_PAUSE`]).
+    /// Only such submits are sent again, for [`Submit::submit_new`],
+    /// [`Submit::submit_many_new`] and the typed helpers that call them;
+    /// a submit that failed before it reached the store returns its error
+    /// at once, and [`Client::submit_in`] is never sent again (its
+    /// transaction is the caller's). The same setting as
+    /// [`crate::ExecutorBuilder::submit_retry`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use executor_core::{Client, MemoryStorage, Namespace};
+    ///
+    /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?)
+    ///     .submit_retry(5, Duration::from_millis(200));
+    /// # drop(client);
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    #[must_use]
+    pub fn submit_retry(self, tries: u32, pause: Duration) -> Self {
+        let inner = &self.inner;
+        Self::from_parts(
+            Arc::clone(&inner.storage),
+            inner.namespace.clone(),
+            inner.registry.clone(),
+            inner.max_payload,
+            inner.listeners.clone(),
+            Resend::new(tries, pause),
         )
     }
 
@@ -126,8 +174,9 @@ impl<S: Storage> Client<S> {
         registry: Option<Arc<Registry>>,
         max_payload: usize,
         listeners: Listeners,
+        resend: Resend,
     ) -> Self {
-        Self { inner: Arc::new(ClientInner { storage, namespace, registry, max_payload, listeners }) }
+        Self { inner: Arc::new(ClientInner { storage, namespace, registry, max_payload, listeners, resend }) }
     }
 
     /// The namespace.
@@ -456,16 +505,21 @@ impl<S: Storage> Client<S> {
 }
 
 impl<S: Storage> Submit for Client<S> {
+    /// Checks the task, then sends it; a submit whose answer was lost is
+    /// sent again as [`Client::submit_retry`] says.
     async fn submit_new(&self, task: NewTask) -> Result<Submitted> {
         self.check(&task, self.payload_limit().await?)?;
         let name = task.name.clone();
-        let submitted = self.inner.storage.submit(&self.inner.namespace, task).await?;
+        let inner = &self.inner;
+        let submitted = inner.resend.submit(&*inner.storage, &inner.namespace, task).await?;
         self.submitted(&name, &submitted);
         Ok(submitted)
     }
 
     /// Checks every task, then sends the valid ones in batches of
-    /// [`SUBMIT_BATCH`] through the store's `submit_many`.
+    /// [`SUBMIT_BATCH`] through the store's `submit_many`; the tasks of a
+    /// batch whose answers were lost are sent again as
+    /// [`Client::submit_retry`] says.
     async fn submit_many_new(&self, tasks: Vec<NewTask>) -> Vec<Result<Submitted>> {
         let limit = match self.payload_limit().await {
             Ok(limit) => limit,
@@ -489,28 +543,13 @@ impl<S: Storage> Submit for Client<S> {
         while valid.peek().is_some() {
             let (slots, batch): (Vec<usize>, Vec<NewTask>) = valid.by_ref().take(SUBMIT_BATCH).unzip();
             let names: Vec<String> = batch.iter().map(|t| t.name.clone()).collect();
-            match self.inner.storage.submit_many(&self.inner.namespace, batch).await {
-                Ok(answers) if answers.len() == slots.len() => {
-                    for ((i, name), answer) in slots.into_iter().zip(names).zip(answers) {
-                        if let Ok(submitted) = &answer {
-                            self.submitted(&name, submitted);
-                        }
-                        out[i] = Some(answer);
-                    }
+            let inner = &self.inner;
+            let answers = inner.resend.submit_many(&*inner.storage, &inner.namespace, batch).await;
+            for ((i, name), answer) in slots.into_iter().zip(names).zip(answers) {
+                if let Ok(submitted) = &answer {
+                    self.submitted(&name, submitted);
                 }
-                Ok(answers) => {
-                    let reason = format!("the store answered {} of {} tasks", answers.len(), slots.len());
-                    for i in slots {
-                        out[i] = Some(Err(Error::storage(reason.clone(), false)));
-                    }
-                }
-                Err(e) => {
-                    let retryable = e.is_retryable();
-                    let reason = e.to_string();
-                    for i in slots {
-                        out[i] = Some(Err(Error::storage(reason.clone(), retryable)));
-                    }
-                }
+                out[i] = Some(answer);
             }
         }
         out.into_iter()

@@ -13,7 +13,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// Everything that can go wrong when submitting, querying or running tasks.
 ///
 /// Storage crates convert their driver errors into [`Error::Storage`] and say
-/// whether retrying the same call may succeed.
+/// whether retrying the same call may succeed; a submit whose request was
+/// sent and whose answer was lost is [`Error::OutcomeUnknown`] instead.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -113,6 +114,42 @@ pub enum Error {
         retryable: bool,
     },
 
+    /// A submit reached the store, or may have, and its answer was lost: the
+    /// connection broke or the command timed out after the request was
+    /// written, so the task may or may not have been stored. Retryable, and
+    /// safe to retry under the same id: a resend of the same submit
+    /// ([`crate::storage::NewTask::resend`]) answers `Created` whether or
+    /// not its lost try stored the task, and an idempotent submit under
+    /// this id (`TaskBuilder::id(..)` with `.idempotent()`) answers
+    /// `Created` or `Existing`. A submit under a new id may run the task
+    /// twice. [`crate::Client`] (and so the typed helpers of
+    /// `#[reliable_task]`) resends such a submit itself a few times
+    /// ([`crate::Client::submit_retry`]) and returns this error only when
+    /// every try ended so. A submit that failed before anything was sent (no
+    /// connection, the pool timed out) is an [`Error::Storage`] instead.
+    ///
+    /// ```
+    /// use executor_core::{Error, TaskId};
+    ///
+    /// let id = TaskId::new("order-7")?;
+    /// let e = Error::outcome_unknown(id.clone(), "connection reset by peer");
+    /// assert!(e.is_retryable());
+    /// assert_eq!(e.outcome_unknown_id(), Some(&id));
+    /// # Ok::<(), executor_core::Error>(())
+    /// ```
+    #[error(
+        "the submit of task `{id}` may or may not have been stored: the connection was lost after it was \
+         sent ({source}); submitting again under the same id is safe (idempotently, or as the same submit), \
+         under a new id it may run twice"
+    )]
+    OutcomeUnknown {
+        /// The task's id: the one to submit again under.
+        id: TaskId,
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+
     /// The store answered with data it should never hold (for example a record
     /// edited by hand).
     #[error("corrupt record for task `{id}`: {reason}")]
@@ -159,14 +196,31 @@ impl Error {
         Self::Unsupported { method, reason: reason.into() }
     }
 
+    /// [`Error::OutcomeUnknown`]: the submit of task `id` was sent and its
+    /// answer lost to `source`.
+    pub fn outcome_unknown(id: TaskId, source: impl Into<BoxError>) -> Self {
+        Self::OutcomeUnknown { id, source: source.into() }
+    }
+
+    /// The id of the task whose submit has an unknown outcome
+    /// ([`Error::OutcomeUnknown`]): submit again under this id, never a new
+    /// one. `None` for every other error.
+    pub fn outcome_unknown_id(&self) -> Option<&TaskId> {
+        match self {
+            Self::OutcomeUnknown { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
     /// An [`Error::Invalid`] with a reason.
     pub fn invalid(what: &'static str, reason: impl Into<String>) -> Self {
         Self::Invalid { what, reason: reason.into() }
     }
 
     /// Whether retrying the same call may succeed (store unreachable, lock
-    /// conflicts). Validation errors are never retryable.
+    /// conflicts, a submit whose answer was lost). Validation errors are
+    /// never retryable.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Storage { retryable: true, .. } | Self::Timeout(_))
+        matches!(self, Self::Storage { retryable: true, .. } | Self::Timeout(_) | Self::OutcomeUnknown { .. })
     }
 }

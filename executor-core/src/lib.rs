@@ -111,6 +111,7 @@ mod options;
 mod query;
 pub mod queue;
 mod registry;
+mod resend;
 mod retry;
 pub mod schedule;
 mod state;
@@ -141,6 +142,7 @@ pub use queue::{
     MAX_RATE_STARTS, MAX_WEIGHT, QueueInfo, QueueLimits, QueueName, QueueSet, QueueShare, RateLimit,
 };
 pub use registry::{Handler, Registry};
+pub use resend::{DEFAULT_SUBMIT_PAUSE, DEFAULT_SUBMIT_TRIES};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
 pub use state::TaskState;
 pub use task::{SubmitOutcome, Submitted, TaskRecord};

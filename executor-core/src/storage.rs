@@ -39,14 +39,24 @@ pub use crate::{
 pub trait Storage: Send + Sync + 'static {
     /// Stores a new task, or applies an idempotent or debounced submit.
     ///
+    /// A store keeps the task's [`NewTask::nonce`] with the task it
+    /// creates, so that the same submit sent again ([`NewTask::resend`],
+    /// after its answer was lost) answers `Created` instead of
+    /// `DuplicateId` (an idempotent one may answer `Existing`), and the
+    /// task exists once.
+    ///
     /// # Errors
     /// [`crate::Error::DuplicateId`] for a plain submit of a taken id;
     /// [`crate::Error::PayloadTooLarge`] or [`crate::Error::Invalid`] for
-    /// input the store cannot hold.
+    /// input the store cannot hold; [`crate::Error::OutcomeUnknown`] when
+    /// the request was (or may have been) sent and its answer was lost, so
+    /// the task may or may not be stored; a store failure before anything
+    /// was sent is an [`crate::Error::Storage`].
     fn submit(&self, ns: &Namespace, task: NewTask) -> impl Future<Output = Result<Submitted>> + Send;
 
     /// Submits many tasks in as few round trips as the store allows. Each
-    /// task succeeds or fails on its own.
+    /// task succeeds or fails on its own; a task whose request was sent and
+    /// whose answer was lost gets its own [`crate::Error::OutcomeUnknown`].
     ///
     /// # Errors
     /// The outer error only when the store could not be reached at all.

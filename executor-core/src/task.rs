@@ -291,20 +291,40 @@ pub struct NewTask {
     /// Its priority within the queue, 0..=[`crate::MAX_PRIORITY`], higher
     /// first.
     pub priority: u8,
-    /// The id [`NewTask::with_generated_id`] made for this task, if any
-    /// (see [`NewTask::has_fresh_id`]).
+    /// What belongs to this submit alone: its nonce, and the id
+    /// [`NewTask::with_generated_id`] made for it, if any (see
+    /// [`NewTask::nonce`] and [`NewTask::has_fresh_id`]).
     pub(crate) fresh: Fresh,
 }
 
-/// The id [`NewTask::with_generated_id`] generated, held by the task it
-/// made and by no clone of it: a clone submitted too is a second submit of
-/// the same id, which must meet the duplicate check. Ignored by `==`.
-#[derive(Debug, Default)]
-pub(crate) struct Fresh(Option<TaskId>);
+/// What one submit holds and no clone of it does: its nonce
+/// ([`NewTask::nonce`]) and the id [`NewTask::with_generated_id`]
+/// generated, if any. A clone submitted too is a second submit of the same
+/// id, which must meet the duplicate check, so a clone gets a nonce of its
+/// own and no fresh id; only [`NewTask::resend`] copies both. Ignored by
+/// `==`.
+#[derive(Debug)]
+pub(crate) struct Fresh {
+    id: Option<TaskId>,
+    nonce: u64,
+}
+
+impl Fresh {
+    fn new(id: Option<TaskId>) -> Self {
+        // Never 0, so a store may keep 0 (or nothing) for "no nonce".
+        Self { id, nonce: rand::random::<u64>().max(1) }
+    }
+}
+
+impl Default for Fresh {
+    fn default() -> Self {
+        Self::new(None)
+    }
+}
 
 impl Clone for Fresh {
     fn clone(&self) -> Self {
-        Self(None)
+        Self::new(None)
     }
 }
 
@@ -362,8 +382,43 @@ impl NewTask {
     pub fn with_generated_id(name: impl Into<String>, payload: Vec<u8>) -> Self {
         let id = TaskId::generate();
         let mut task = Self::new(id.clone(), name, payload);
-        task.fresh = Fresh(Some(id));
+        task.fresh = Fresh::new(Some(id));
         task
+    }
+
+    /// The nonce of this submit: a random number, never 0, that a store
+    /// keeps with the task the submit creates, so that the same submit sent
+    /// again after its answer was lost ([`crate::Error::OutcomeUnknown`])
+    /// is told from another submit of the same id. [`NewTask::resend`]
+    /// carries it; every other task, a clone included, has its own.
+    pub fn nonce(&self) -> u64 {
+        self.fresh.nonce
+    }
+
+    /// This very submit, to send again after its outcome was lost
+    /// ([`crate::Error::OutcomeUnknown`]): the same id, nonce and fields,
+    /// and a generated id stays [`NewTask::has_fresh_id`]. Exactly once:
+    /// a store answers the resend `Created` when the lost try stored the
+    /// task (and stores it otherwise), `Existing` for an idempotent submit
+    /// on a store that does not tell the two apart, and
+    /// [`crate::Error::DuplicateId`] only when another submit owns the id.
+    /// [`crate::Client`] resends this way by itself
+    /// ([`crate::Client::submit_retry`]).
+    ///
+    /// ```
+    /// use executor_core::storage::NewTask;
+    ///
+    /// let task = NewTask::with_generated_id("resize", b"{}".to_vec());
+    /// let again = task.resend();
+    /// assert_eq!((again.id.clone(), again.nonce()), (task.id.clone(), task.nonce()));
+    /// assert!(again.has_fresh_id());
+    /// assert_ne!(task.clone().nonce(), task.nonce());
+    /// ```
+    #[must_use]
+    pub fn resend(&self) -> Self {
+        let mut again = self.clone();
+        again.fresh = Fresh { id: self.fresh.id.clone(), nonce: self.fresh.nonce };
+        again
     }
 
     /// Whether the task still carries the id [`NewTask::with_generated_id`]
@@ -384,7 +439,7 @@ impl NewTask {
     /// assert!(task.has_fresh_id());
     /// ```
     pub fn has_fresh_id(&self) -> bool {
-        self.fresh.0.as_ref() == Some(&self.id)
+        self.fresh.id.as_ref() == Some(&self.id)
     }
 
     /// Checks every field against the ranges all stores share: a valid id

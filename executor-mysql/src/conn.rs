@@ -198,6 +198,28 @@ impl RunOn for Query<'_, MySql, MySqlArguments> {
     }
 }
 
+/// A statement's error, and whether the statement was handed to a
+/// connection: an error while taking one (the pool timed out, a new
+/// connection refused, a kept one that failed its ping) sent nothing, so
+/// the statement did not run.
+#[derive(Debug)]
+pub(crate) struct RunError {
+    pub(crate) error: sqlx::Error,
+    pub(crate) sent: bool,
+}
+
+/// As [`RunOn::execute_on`], saying whether a failed statement was sent:
+/// for the statements that create a task, whose outcome is unknown when
+/// the connection fails after they were sent.
+pub(crate) async fn execute_sent(
+    query: Query<'_, MySql, MySqlArguments>,
+    conns: &Conns,
+) -> Result<MySqlQueryResult, RunError> {
+    let mut c = conns.get().await.map_err(|error| RunError { error, sent: false })?;
+    let out = query.execute(&mut *c).await;
+    finished(c, out).map_err(|error| RunError { error, sent: true })
+}
+
 /// After a statement ran to its end: keeps the connection on success,
 /// returns it to the pool after the server's error reply (a duplicate key
 /// is an expected outcome of an idempotent submit) or no row for

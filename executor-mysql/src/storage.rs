@@ -183,7 +183,7 @@ impl MySqlStorage {
             concat!(
                 "SELECT ",
                 crate::sql::task_columns_with_log!(),
-                ", claim_token, ready_at, waiting_key, queue_rank FROM ",
+                ", claim_token, ready_at, waiting_key, queue_rank, submit_nonce FROM ",
                 crate::sql::tasks!(),
                 " LIMIT 0"
             ),

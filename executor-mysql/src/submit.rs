@@ -9,7 +9,7 @@ use sqlx::{MySql, QueryBuilder, Row};
 
 use crate::{
     MySqlStorage,
-    conn::RunOn,
+    conn::{RunOn, execute_sent},
     error,
     sql::{ID_COLUMN_CHARS, NAME_COLUMN_CHARS, by_task, ms, now_ms, tasks, ts},
 };
@@ -37,6 +37,8 @@ struct Checked {
     mode: SubmitMode,
     queue: String,
     priority: u8,
+    /// The submit's nonce ([`NewTask::nonce`]), kept in `submit_nonce`.
+    nonce: u64,
 }
 
 impl Checked {
@@ -63,6 +65,7 @@ impl Checked {
 /// server drop the connection, which a caller would retry forever).
 fn validate(task: NewTask, limit: usize) -> Result<Checked> {
     task.validate()?;
+    let nonce = task.nonce();
     if task.payload.len() > limit {
         return Err(Error::PayloadTooLarge { size: task.payload.len(), limit });
     }
@@ -119,6 +122,7 @@ fn validate(task: NewTask, limit: usize) -> Result<Checked> {
         mode: task.mode,
         queue: task.queue.into(),
         priority: task.priority,
+        nonce,
     })
 }
 
@@ -143,8 +147,9 @@ impl MySqlStorage {
     /// refused alone. A batch the server refuses (a duplicate id, any other
     /// error reply: nothing was written) is redone row by row, so each task
     /// gets its own answer and one bad row never fails its neighbours
-    /// (invariant 7). A batch whose connection was lost has an unknown outcome:
-    /// each of its tasks gets that retryable error. Debounced ones go one by one.
+    /// (invariant 7). A batch whose connection was lost after it was sent has
+    /// an unknown outcome: each of its tasks gets its own
+    /// [`Error::OutcomeUnknown`]. Debounced ones go one by one.
     pub(crate) async fn submit_many(
         &self,
         ns: &Namespace,
@@ -259,16 +264,42 @@ impl MySqlStorage {
     }
 }
 
+/// One plain or idempotent task, one INSERT. A taken id answers
+/// `Existing` to an idempotent submit; to a plain one, `Created` when this
+/// very submit stored the task (a resend whose first try's answer was lost:
+/// [`created_by`]) and [`Error::DuplicateId`] otherwise.
 async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
     let mut qb = insert_head();
     qb.push_values(std::iter::once(row), |mut b, r| push_row(&mut b, ns, r));
-    match qb.build().execute_on(&s.conns).await {
+    match execute_sent(qb.build(), &s.conns).await {
         Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
-        Err(e) if error::is_duplicate(&e) => match row.mode {
+        Err(e) if error::is_duplicate(&e.error) => match row.mode {
             SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
-            _ => Err(Error::DuplicateId(row.id.clone())),
+            _ => created_by(s, ns, row).await,
         },
-        Err(e) => Err(error::storage(e)),
+        Err(e) => Err(error::written(e, &row.id)),
+    }
+}
+
+/// After an INSERT found `row.id` taken: `Created` when the stored task
+/// carries this submit's nonce (the same submit sent again, whose lost
+/// first try stored it), else [`Error::DuplicateId`]. A lookup that fails
+/// leaves that question open: [`Error::OutcomeUnknown`], so the caller
+/// sends the same submit again rather than one under a new id.
+async fn created_by(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
+    let stored = crate::sql::bind_task(
+        sqlx::query(concat!("SELECT submit_nonce FROM ", tasks!(), " WHERE ", by_task!())),
+        ns,
+        &row.id,
+    )
+    .fetch_optional_on(&s.conns)
+    .await
+    .and_then(|r| r.map(|r| r.try_get::<Option<u64>, _>("submit_nonce")).transpose())
+    .map_err(|e| Error::outcome_unknown(row.id.clone(), e))?;
+    if stored.flatten() == Some(row.nonce) {
+        Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created))
+    } else {
+        Err(Error::DuplicateId(row.id.clone()))
     }
 }
 
@@ -277,7 +308,7 @@ fn insert_head() -> QueryBuilder<MySql> {
         "INSERT INTO ",
         tasks!(),
         " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-         debounce_key, queue, priority) "
+         debounce_key, queue, priority, submit_nonce) "
     ))
 }
 
@@ -300,7 +331,8 @@ fn push_row(b: &mut sqlx::query_builder::Separated<'_, MySql, &'static str>, ns:
         .push_bind(r.retry.clone())
         .push("NULL")
         .push_bind(r.queue.clone())
-        .push_bind(r.priority);
+        .push_bind(r.priority)
+        .push_bind(r.nonce);
 }
 
 async fn insert_chunk(
@@ -311,32 +343,39 @@ async fn insert_chunk(
 ) {
     let mut qb = insert_head();
     qb.push_values(chunk.iter(), |mut b, (_, r)| push_row(&mut b, ns, r));
-    match qb.build().execute_on(&s.conns).await.map_err(error::storage) {
+    match execute_sent(qb.build(), &s.conns).await {
         Ok(_) => {
             for (i, r) in chunk {
                 out[i] = Some(Ok(Submitted::new(r.id, SubmitOutcome::Created)));
             }
         }
+        // Sent, and the answer lost: every row may or may not be stored.
+        // Each carries its nonce, so a resend of its submit answers
+        // `Created` either way.
+        Err(e) if e.sent && error::answer_lost(&e.error) => {
+            let shown = e.error.to_string();
+            for (i, r) in chunk {
+                out[i] = Some(Err(Error::outcome_unknown(
+                    r.id,
+                    format!("the batch insert holding this task lost its connection: {shown}"),
+                )));
+            }
+        }
+        // No connection: nothing was sent.
+        Err(e) if !e.sent => {
+            let e = error::storage(e.error);
+            let (shown, retryable) = (e.to_string(), e.is_retryable());
+            for (i, _) in chunk {
+                out[i] = Some(Err(Error::storage(shown.clone(), retryable)));
+            }
+        }
         // Refused as a whole, nothing written: answer row by row.
-        Err(e) if error::certainly_not_applied(&e) => {
-            if !matches!(&e, Error::Storage { source, .. } if source.downcast_ref::<sqlx::Error>().is_some_and(error::is_duplicate))
-            {
-                tracing::warn!(error = %e, rows = chunk.len(), "batch insert refused; inserting its rows one by one");
+        Err(e) => {
+            if !error::is_duplicate(&e.error) {
+                tracing::warn!(error = %e.error, rows = chunk.len(), "batch insert refused; inserting its rows one by one");
             }
             for (i, r) in chunk {
                 out[i] = Some(insert_one(s, ns, &r).await);
-            }
-        }
-        Err(e) => {
-            let shown = e.to_string();
-            for (i, _) in chunk {
-                out[i] = Some(Err(Error::storage(
-                    std::io::Error::other(format!(
-                        "the batch insert holding this task lost its connection ({shown}); \
-                         the task may or may not be stored"
-                    )),
-                    true,
-                )));
             }
         }
     }
@@ -358,7 +397,12 @@ const DEBOUNCE_ROUNDS: usize = 5;
 /// 3. if none waits, the task is inserted; a duplicate on the key means one
 ///    started waiting meanwhile (next round), a duplicate on the id means
 ///    the id is taken by a task not waiting under this key
-///    ([`Error::DuplicateId`]).
+///    ([`Error::DuplicateId`], unless this very submit stored it:
+///    [`created_by`]).
+///
+/// A write whose answer was lost is [`Error::OutcomeUnknown`]: sent again,
+/// the submit finds its task waiting (and moves it) or, once claimed, finds
+/// its own nonce on it.
 async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
     let window = ms(d.window);
     let max_wait = d.max_wait.map(ms);
@@ -375,13 +419,13 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
             "INSERT INTO ",
             tasks!(),
             " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-             debounce_key, queue, priority) VALUES (?, ?, ?, 'CREATED', ?, ?, ",
+             debounce_key, queue, priority, submit_nonce) VALUES (?, ?, ?, 'CREATED', ?, ?, ",
             now_ms!(),
             ", ",
             now_ms!(),
             " + LEAST(?, COALESCE(?, ?)), ",
             now_ms!(),
-            " + ?, ?, ?, ?, ?, ?)"
+            " + ?, ?, ?, ?, ?, ?, ?)"
         ))
         .bind(ns.as_str())
         .bind(row.id.as_str())
@@ -397,21 +441,21 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
         .bind(&d.key)
         .bind(&row.queue)
         .bind(row.priority)
-        .execute_on(&s.conns)
-        .await;
-        match inserted {
+        .bind(row.nonce);
+        match execute_sent(inserted, &s.conns).await {
             Ok(_) => return Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
             // The id is taken. If that task waits under this key, the next
-            // round finds it; otherwise the id belongs to another task.
-            Err(e) if error::is_duplicate_id(&e) => {
+            // round finds it; otherwise the id belongs to another task, or
+            // to this very submit's lost first try.
+            Err(e) if error::is_duplicate_id(&e.error) => {
                 if waiting_key_of(s, ns, &row.id).await?.as_deref() != Some(d.key.as_str()) {
-                    return Err(Error::DuplicateId(row.id.clone()));
+                    return created_by(s, ns, row).await;
                 }
             }
             // Another task started waiting under the key: the next round
             // moves it.
-            Err(e) if error::is_duplicate(&e) => {}
-            Err(e) => return Err(error::storage(e)),
+            Err(e) if error::is_duplicate(&e.error) => {}
+            Err(e) => return Err(error::written(e, &row.id)),
         }
     }
     Err(Error::storage(std::io::Error::other("the debounce key kept changing hands; try again"), true))
@@ -443,8 +487,9 @@ async fn move_waiting(
     .bind(max_wait)
     .bind(window)
     .bind(&row.payload);
-    let done =
-        crate::sql::bind_task(q, ns, id).bind(&d.key).execute_on(&s.conns).await.map_err(error::storage)?;
+    let done = execute_sent(crate::sql::bind_task(q, ns, id).bind(&d.key), &s.conns)
+        .await
+        .map_err(|e| error::written(e, &row.id))?;
     Ok(done.rows_affected() > 0)
 }
 

@@ -10,7 +10,9 @@
 
 use std::{future::Future, time::Duration};
 
-use executor_core::Error;
+use executor_core::{Error, TaskId};
+
+use crate::conn::RunError;
 
 /// SQLSTATEs of a lock conflict the statement lost and may win next time:
 /// serialization failure, deadlock, lock not available (`lock_timeout`,
@@ -253,6 +255,31 @@ pub(crate) fn certainly_not_applied(e: &Error) -> bool {
     }
 }
 
+/// Whether a statement that was sent may have run with its answer lost:
+/// the connection failed (an I/O error: reset, EOF, a broken pipe, TLS
+/// failing mid-stream), a reply came out of step with its request
+/// (`Protocol`), or the driver's worker went away. An error reply (a
+/// refused statement, a backend terminated mid-statement) means the
+/// statement's transaction did not commit.
+pub(crate) fn answer_lost(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::Tls(_) | sqlx::Error::WorkerCrashed
+    )
+}
+
+/// The error of a statement that writes a submit's task `id` (its INSERT,
+/// a debounce's upsert): [`Error::OutcomeUnknown`] when the statement was
+/// sent and its answer lost ([`answer_lost`]), else as [`storage`] (an
+/// error taking the connection sent nothing; an error reply wrote
+/// nothing).
+pub(crate) fn written(e: RunError, id: &TaskId) -> Error {
+    if e.sent && answer_lost(&e.error) {
+        return Error::outcome_unknown(id.clone(), e.error);
+    }
+    storage(e.error)
+}
+
 fn is_retryable(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Io(_)
@@ -362,5 +389,33 @@ mod tls_tests {
         let words = io::Error::new(io::ErrorKind::InvalidData, "invalid peer certificate: Expired");
         assert_eq!(tls_failure(&sqlx::Error::Io(words)), None);
         assert!(connect(sqlx::Error::Io(io::Error::from(io::ErrorKind::ConnectionReset))).is_retryable());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io() -> sqlx::Error {
+        sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset))
+    }
+
+    #[test]
+    fn only_a_sent_statement_that_lost_its_answer_is_unknown() -> Result<(), Error> {
+        let id = TaskId::new("t1")?;
+        let lost = written(RunError { error: io(), sent: true }, &id);
+        assert_eq!(lost.outcome_unknown_id(), Some(&id), "{lost}");
+        assert!(lost.is_retryable());
+        let protocol =
+            written(RunError { error: sqlx::Error::Protocol("out of step".into()), sent: true }, &id);
+        assert_eq!(protocol.outcome_unknown_id(), Some(&id), "{protocol}");
+        // Nothing sent: the same I/O error while connecting, a pool that
+        // timed out.
+        for error in [io(), sqlx::Error::PoolTimedOut] {
+            let e = written(RunError { error, sent: false }, &id);
+            assert!(e.outcome_unknown_id().is_none(), "{e}");
+            assert!(e.is_retryable(), "{e}");
+        }
+        Ok(())
     }
 }

@@ -172,7 +172,7 @@ impl PostgresStorage {
             concat!(
                 "SELECT ",
                 crate::sql::task_columns_with_log!(),
-                " FROM ",
+                ", submit_nonce FROM ",
                 crate::sql::tasks!(),
                 " LIMIT 0"
             ),

@@ -10,7 +10,7 @@ use sqlx::{PgConnection, Row};
 
 use crate::{
     PostgresStorage,
-    conn::RunOn,
+    conn::{Conns, RunOn, fetch_all_sent},
     error,
     sql::{int, ms, now_ms, tasks, ts},
 };
@@ -34,6 +34,9 @@ pub(crate) struct Checked {
     mode: SubmitMode,
     queue: String,
     priority: i16,
+    /// The submit's nonce ([`NewTask::nonce`]), kept in `submit_nonce`
+    /// (a BIGINT: the same 64 bits, signed).
+    nonce: i64,
 }
 
 /// Refuses, with a reason and before anything is sent, what the shared
@@ -41,6 +44,7 @@ pub(crate) struct Checked {
 /// BIGINT) or this store cannot hold, and payloads over `limit`.
 pub(crate) fn validate(task: NewTask, limit: usize) -> Result<Checked> {
     task.validate()?;
+    let nonce = task.nonce().cast_signed();
     if task.payload.len() > limit {
         return Err(Error::PayloadTooLarge { size: task.payload.len(), limit });
     }
@@ -83,6 +87,7 @@ pub(crate) fn validate(task: NewTask, limit: usize) -> Result<Checked> {
         mode: task.mode,
         queue: task.queue.into(),
         priority: i16::from(task.priority),
+        nonce,
     })
 }
 
@@ -91,21 +96,22 @@ pub(crate) fn validate(task: NewTask, limit: usize) -> Result<Checked> {
 /// statement). A taken id inserts nothing and is not returned (`ON
 /// CONFLICT DO NOTHING`): the caller tells a duplicate from the ids that
 /// come back. Only the primary key can conflict (the rows carry no
-/// debounce key).
+/// debounce key). Each row keeps its submit's nonce.
 const INSERT_SQL: &str = concat!(
     "INSERT INTO ",
     tasks!(),
     " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, queue, \
-     priority) SELECT $1, u.id, u.name, 'CREATED', u.payload, u.max_attempts, ",
+     priority, submit_nonce) SELECT $1, u.id, u.name, 'CREATED', u.payload, u.max_attempts, ",
     now_ms!(),
     ", COALESCE(u.due_abs, ",
     now_ms!(),
     " + u.due_offset), ",
     now_ms!(),
-    " + u.max_duration, u.timeout_ms, u.retry, u.queue, u.priority FROM UNNEST($2::TEXT[], $3::TEXT[], \
-     $4::BYTEA[], $5::INTEGER[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[], $10::TEXT[], \
-     $11::TEXT[], $12::SMALLINT[]) AS u(id, name, payload, max_attempts, due_abs, due_offset, max_duration, \
-     timeout_ms, retry, queue, priority) ON CONFLICT (ns, id) DO NOTHING RETURNING id"
+    " + u.max_duration, u.timeout_ms, u.retry, u.queue, u.priority, u.nonce FROM UNNEST($2::TEXT[], \
+     $3::TEXT[], $4::BYTEA[], $5::INTEGER[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[], \
+     $10::TEXT[], $11::TEXT[], $12::SMALLINT[], $13::BIGINT[]) AS u(id, name, payload, max_attempts, due_abs, \
+     due_offset, max_duration, timeout_ms, retry, queue, priority, nonce) ON CONFLICT (ns, id) DO NOTHING \
+     RETURNING id"
 );
 
 fn insert_query<'a>(
@@ -125,6 +131,7 @@ fn insert_query<'a>(
         .bind(rows.iter().map(|r| r.retry.clone()).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.queue.clone()).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.priority).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.nonce).collect::<Vec<_>>())
 }
 
 /// The answers of an INSERT that returned `inserted`: the first row of each
@@ -143,6 +150,59 @@ fn answers(rows: &[&Checked], inserted: &[String]) -> Vec<Result<Submitted>> {
             }
         })
         .collect()
+}
+
+/// The answers of an INSERT that returned `inserted`, where a plain row
+/// whose id was taken is `Created` if the stored task carries its nonce:
+/// the same submit sent again, whose lost first try stored it. One lookup
+/// for all such rows, only when there are any; a lookup that fails leaves
+/// them unknown ([`Error::OutcomeUnknown`]), so their callers send the same
+/// submits again rather than new ones.
+async fn answers_own(
+    conns: &Conns,
+    ns: &Namespace,
+    rows: &[&Checked],
+    inserted: &[String],
+) -> Vec<Result<Submitted>> {
+    let mut out = answers(rows, inserted);
+    let taken: Vec<usize> = out
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| matches!(a, Err(Error::DuplicateId(_))))
+        .map(|(i, _)| i)
+        .collect();
+    if taken.is_empty() {
+        return out;
+    }
+    let ids: Vec<String> = taken.iter().map(|&i| rows[i].id.as_str().to_owned()).collect();
+    let found =
+        sqlx::query(concat!("SELECT id, submit_nonce FROM ", tasks!(), " WHERE ns = $1 AND id = ANY($2)"))
+            .bind(ns.as_str())
+            .bind(&ids)
+            .fetch_all_on(conns)
+            .await
+            .and_then(|found| {
+                found
+                    .iter()
+                    .map(|r| {
+                        Ok((r.try_get::<String, _>("id")?, r.try_get::<Option<i64>, _>("submit_nonce")?))
+                    })
+                    .collect::<Result<std::collections::HashMap<String, Option<i64>>, sqlx::Error>>()
+            });
+    for i in taken {
+        let row = rows[i];
+        out[i] = match &found {
+            Ok(stored) if stored.get(row.id.as_str()) == Some(&Some(row.nonce)) => {
+                Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created))
+            }
+            Ok(_) => Err(Error::DuplicateId(row.id.clone())),
+            Err(e) => Err(Error::outcome_unknown(
+                row.id.clone(),
+                format!("the id is taken and its task could not be read: {e}"),
+            )),
+        };
+    }
+    out
 }
 
 fn returned_ids(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<String>> {
@@ -170,9 +230,9 @@ impl PostgresStorage {
     /// taken id answers its own item only. A batch the server refuses for
     /// another reason (nothing was written) is redone row by row, so each
     /// task gets its own answer and one bad row never fails its neighbours
-    /// (invariant 7). A batch whose connection was lost has an unknown
-    /// outcome: each of its tasks gets that retryable error. Debounced ones
-    /// go one by one.
+    /// (invariant 7). A batch whose connection was lost after it was sent
+    /// has an unknown outcome: each of its tasks gets its own
+    /// [`Error::OutcomeUnknown`]. Debounced ones go one by one.
     pub(crate) async fn submit_many(
         &self,
         ns: &Namespace,
@@ -276,9 +336,17 @@ impl PostgresStorage {
     }
 }
 
+/// One plain or idempotent task, one INSERT. A taken id answers
+/// `Existing` to an idempotent submit; to a plain one, `Created` when this
+/// very submit stored the task ([`answers_own`]) and
+/// [`Error::DuplicateId`] otherwise.
 async fn insert_one(s: &PostgresStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
-    let rows = insert_query(ns, &[row]).fetch_all_on(&s.conns).await.map_err(error::storage)?;
-    answers(&[row], &returned_ids(&rows)?)
+    let rows =
+        fetch_all_sent(insert_query(ns, &[row]), &s.conns).await.map_err(|e| error::written(e, &row.id))?;
+    // The INSERT ran: an answer that does not read leaves its outcome open.
+    let inserted = returned_ids(&rows).map_err(|e| Error::outcome_unknown(row.id.clone(), e))?;
+    answers_own(&s.conns, ns, &[row], &inserted)
+        .await
         .pop()
         .unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
 }
@@ -290,30 +358,41 @@ async fn insert_chunk(
     out: &mut [Option<Result<Submitted>>],
 ) {
     let rows: Vec<&Checked> = chunk.iter().map(|(_, r)| r).collect();
-    let done = insert_query(ns, &rows).fetch_all_on(&s.conns).await.map_err(error::storage);
-    match done.and_then(|r| returned_ids(&r)) {
-        Ok(inserted) => {
-            for ((i, _), answer) in chunk.iter().zip(answers(&rows, &inserted)) {
-                out[*i] = Some(answer);
+    let lost = |out: &mut [Option<Result<Submitted>>], shown: String| {
+        for (i, r) in chunk {
+            out[*i] = Some(Err(Error::outcome_unknown(
+                r.id.clone(),
+                format!("the batch insert holding this task lost its answer: {shown}"),
+            )));
+        }
+    };
+    match fetch_all_sent(insert_query(ns, &rows), &s.conns).await {
+        Ok(done) => match returned_ids(&done) {
+            Ok(inserted) => {
+                for ((i, _), answer) in chunk.iter().zip(answers_own(&s.conns, ns, &rows, &inserted).await) {
+                    out[*i] = Some(answer);
+                }
+            }
+            // The INSERT ran; its answer does not read.
+            Err(e) => lost(out, e.to_string()),
+        },
+        // Sent, and the answer lost: every row may or may not be stored.
+        // Each carries its nonce, so a resend of its submit answers
+        // `Created` either way.
+        Err(e) if e.sent && error::answer_lost(&e.error) => lost(out, e.error.to_string()),
+        // No connection: nothing was sent.
+        Err(e) if !e.sent => {
+            let e = error::storage(e.error);
+            let (shown, retryable) = (e.to_string(), e.is_retryable());
+            for (i, _) in chunk {
+                out[*i] = Some(Err(Error::storage(shown.clone(), retryable)));
             }
         }
         // Refused as a whole, nothing written: answer row by row.
-        Err(e) if error::certainly_not_applied(&e) => {
-            tracing::warn!(error = %e, rows = chunk.len(), "batch insert refused; inserting its rows one by one");
+        Err(e) => {
+            tracing::warn!(error = %e.error, rows = chunk.len(), "batch insert refused; inserting its rows one by one");
             for (i, r) in chunk {
                 out[*i] = Some(insert_one(s, ns, r).await);
-            }
-        }
-        Err(e) => {
-            let shown = e.to_string();
-            for (i, _) in chunk {
-                out[*i] = Some(Err(Error::storage(
-                    std::io::Error::other(format!(
-                        "the batch insert holding this task lost its connection ({shown}); \
-                         the task may or may not be stored"
-                    )),
-                    true,
-                )));
             }
         }
     }
@@ -329,13 +408,13 @@ const DEBOUNCE_SQL: &str = concat!(
     "INSERT INTO ",
     tasks!(),
     " AS t (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-     debounce_key, queue, priority) VALUES ($1, $2, $3, 'CREATED', $4, $5, ",
+     debounce_key, queue, priority, submit_nonce) VALUES ($1, $2, $3, 'CREATED', $4, $5, ",
     now_ms!(),
     ", ",
     now_ms!(),
     " + LEAST($6, COALESCE($7, $6)), ",
     now_ms!(),
-    " + $8, $9, $10, $11, $12, $13) ON CONFLICT (ns, debounce_key) WHERE state IN ('CREATED', 'PENDING') \
+    " + $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (ns, debounce_key) WHERE state IN ('CREATED', 'PENDING') \
      AND debounce_key IS NOT NULL DO UPDATE SET due_at = LEAST(",
     now_ms!(),
     " + $6, COALESCE(t.created_at + $7, ",
@@ -343,12 +422,11 @@ const DEBOUNCE_SQL: &str = concat!(
     " + $6)), payload = EXCLUDED.payload RETURNING t.id, (t.xmax = 0) AS inserted"
 );
 
-async fn debounce_on(
-    conns: &crate::conn::Conns,
-    ns: &Namespace,
-    row: &Checked,
-    d: &Debounce,
-) -> Result<Submitted> {
+/// The debounce on a connection of the storage's own. The upsert's answer
+/// lost after it was sent is [`Error::OutcomeUnknown`]: sent again, the
+/// submit moves its task if it still waits, or finds its own nonce on it
+/// ([`answers_own`]) once claimed.
+async fn debounce_on(conns: &Conns, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
     let mut c = conns.get().await.map_err(error::storage)?;
     let out = debounce(&mut c, ns, row, d).await;
     // A refused statement was read in full: the connection is in step.
@@ -357,7 +435,18 @@ async fn debounce_on(
     {
         c.done();
     }
-    out
+    match out {
+        Err(Error::DuplicateId(_)) => answers_own(conns, ns, &[row], &[])
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(Error::DuplicateId(row.id.clone()))),
+        Err(Error::Storage { source, .. })
+            if source.downcast_ref::<sqlx::Error>().is_some_and(error::answer_lost) =>
+        {
+            Err(Error::outcome_unknown(row.id.clone(), source))
+        }
+        other => other,
+    }
 }
 
 async fn debounce(conn: &mut PgConnection, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
@@ -375,6 +464,7 @@ async fn debounce(conn: &mut PgConnection, ns: &Namespace, row: &Checked, d: &De
         .bind(&d.key)
         .bind(&row.queue)
         .bind(row.priority)
+        .bind(row.nonce)
         .fetch_one(&mut *conn)
         .await;
     match done {

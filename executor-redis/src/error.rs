@@ -1,7 +1,9 @@
 //! Converting fred errors into [`executor_core::Error::Storage`], retryable
 //! only when the same call may succeed later.
 
-use executor_core::Error;
+use std::fmt;
+
+use executor_core::{Error, TaskId};
 use fred::error::{Error as RedisError, ErrorKind};
 
 /// Replies after which the same call may succeed: the server is loading,
@@ -29,15 +31,63 @@ fn retryable(e: &RedisError) -> bool {
     }
 }
 
+/// A command that got no answer within the command timeout: kept as a
+/// type of its own (not text), so [`sent`] can tell it from other errors.
+#[derive(Debug)]
+struct TimedOut(RedisError);
+
+impl fmt::Display for TimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Redis did not answer within the command timeout (is it down or overloaded?): {}", self.0)
+    }
+}
+
+impl std::error::Error for TimedOut {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
 /// Wraps a fred error and says whether a retry may help.
 pub(crate) fn storage(e: RedisError) -> Error {
     if *e.kind() == ErrorKind::Timeout {
-        let reason =
-            format!("Redis did not answer within the command timeout (is it down or overloaded?): {e}");
-        return Error::storage(reason, true);
+        return Error::storage(TimedOut(e), true);
     }
     let retryable = retryable(&e);
     Error::storage(e, retryable)
+}
+
+/// The error of a submit's command (a script call, the inbox's `RPUSH`)
+/// once it was handed to fred, for task `id`: [`Error::OutcomeUnknown`]
+/// when the command may have run and its answer was lost, else `e` as it
+/// is. fred does not say whether a command reached the socket, so every
+/// error of a command that may have: the connection broke (`IO`, `Canceled`:
+/// the storage's commands fail fast, so fred answers a command in flight on
+/// a dropped connection at once instead of resending it), a reply that did
+/// not parse (`Protocol`), or no answer within the command timeout. An
+/// error reply (a script error, `WRONGTYPE`, `BUSY`, `MOVED`) is an answer,
+/// and an error raised before the command was queued (not connected:
+/// [`crate::RedisStorage::client`]; backpressure; routing) sent nothing.
+pub(crate) fn sent(e: Error, id: &TaskId) -> Error {
+    match e {
+        Error::Storage { source, .. } if answer_lost_in(source.as_ref()) => {
+            Error::outcome_unknown(id.clone(), source)
+        }
+        other => other,
+    }
+}
+
+/// Whether `e`, the error of a command handed to fred, may have lost the
+/// answer of a command that ran (see [`sent`]).
+pub(crate) fn answer_lost(e: &Error) -> bool {
+    matches!(e, Error::Storage { source, .. } if answer_lost_in(source.as_ref()))
+}
+
+fn answer_lost_in(source: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
+    source.downcast_ref::<TimedOut>().is_some()
+        || source
+            .downcast_ref::<RedisError>()
+            .is_some_and(|e| matches!(e.kind(), ErrorKind::IO | ErrorKind::Canceled | ErrorKind::Protocol))
 }
 
 /// A reply that does not have the shape a script returns.
@@ -256,6 +306,28 @@ mod tests {
             assert!(!storage(RedisError::new(kind.clone(), "bad input")).is_retryable(), "{kind:?}");
         }
         assert!(!shape("a reply").is_retryable());
+    }
+
+    #[test]
+    fn a_lost_answer_is_an_unknown_outcome_and_a_reply_is_not() -> Result<(), Error> {
+        let id = TaskId::new("t1")?;
+        for kind in [ErrorKind::IO, ErrorKind::Canceled, ErrorKind::Timeout, ErrorKind::Protocol] {
+            let e = sent(storage(RedisError::new(kind.clone(), "connection lost")), &id);
+            assert_eq!(e.outcome_unknown_id(), Some(&id), "{kind:?}");
+            assert!(e.is_retryable(), "{kind:?}");
+        }
+        for e in [
+            storage(reply("WRONGTYPE Operation against a key holding the wrong kind of value")),
+            storage(reply("BUSY Redis is busy running a script")),
+            storage(RedisError::new(ErrorKind::Backpressure, "too many in flight")),
+            storage(RedisError::new(ErrorKind::Routing, "Failed to route command.")),
+            Error::storage("not connected to Redis", true),
+            shape("a reply"),
+        ] {
+            let shown = e.to_string();
+            assert!(sent(e, &id).outcome_unknown_id().is_none(), "{shown}");
+        }
+        Ok(())
     }
 }
 

@@ -23,7 +23,7 @@ use fred::{
 use crate::{
     RedisStorage,
     args::{duration_ms, instant_ms},
-    error::{shape, storage},
+    error::{answer_lost, sent, shape, storage},
     record::{array, text},
     storage::upgrade,
 };
@@ -111,7 +111,9 @@ impl RedisStorage {
     /// refuses the call, so nothing is written. The script answers a created
     /// task with a bare integer (the server's clock), anything else as
     /// `submit.lua` does. As for a batch, the outer error is the call's, the
-    /// inner the task's answer.
+    /// inner the task's answer; a call whose answer was lost is the task's
+    /// [`Error::OutcomeUnknown`] (the task's nonce makes its resend answer
+    /// `created` if the lost call stored it).
     async fn submit_lone(&self, ns: &Namespace, task: Encoded) -> Result<Result<Submitted>> {
         let layout = &self.inner.layout;
         let base = layout.base(ns, layout.partition_of(&task.id));
@@ -122,14 +124,21 @@ impl RedisStorage {
         let packed = task.packed(&base);
         let Encoded { id, payload, .. } = task;
         let mut args = vec![Value::from(packed), Value::Bytes(payload.into())];
-        let mut reply = self.run(&self.inner.scripts.submit_one, keys.clone(), args.clone()).await?;
+        let lua = &self.inner.scripts.submit_one;
+        let mut reply = match self.run(lua, keys.clone(), args.clone()).await {
+            Ok(reply) => reply,
+            Err(e) => return Ok(Err(sent(e, &id))),
+        };
         if is_ingest(&reply) {
             // The inbox held entries, one of which may carry this id.
             self.ingest(ns, Some(&id)).await;
             args.push(Value::from("1"));
-            reply = self.run(&self.inner.scripts.submit_one, keys, args).await?;
+            reply = match self.run(lua, keys, args).await {
+                Ok(reply) => reply,
+                Err(e) => return Ok(Err(sent(e, &id))),
+            };
         }
-        self.poke(ns).await?;
+        self.wake_after_submit(ns).await;
         match reply {
             Value::Integer(_) => Ok(Ok(Submitted::new(id, SubmitOutcome::Created))),
             other => {
@@ -167,14 +176,26 @@ impl RedisStorage {
             client.rpush::<Value, _, _>(format!("{base}inbox"), Value::Bytes(entry.into())),
             client.zadd::<Value, _, _>(layout.wake(ns), None, None, false, false, (0.0, "w")),
         );
-        match pushed.map_err(storage)? {
-            Value::Integer(_) => {}
-            other => return Err(shape(&format!("RPUSH answered {other:?}"))),
+        match pushed {
+            Ok(Value::Integer(_)) => {}
+            Ok(other) => return Err(shape(&format!("RPUSH answered {other:?}"))),
+            Err(e) => return Ok(Err(sent(storage(e), &id))),
         }
         if let Err(e) = woken {
             tracing::warn!(error = %e, namespace = %ns, "the wake marker could not be set");
         }
         Ok(Ok(Submitted::new(id, SubmitOutcome::Created)))
+    }
+
+    /// Sets the wake marker where the scripts cannot ([`RedisStorage::poke`])
+    /// after tasks were submitted. A marker that cannot be set is logged and
+    /// does not fail the submit, whose tasks are stored: an error would
+    /// invite a submit again under a new id. Waiters still find the tasks
+    /// at their next poll.
+    async fn wake_after_submit(&self, ns: &Namespace) {
+        if let Err(e) = self.poke(ns).await {
+            tracing::warn!(error = %e, namespace = %ns, "the wake marker could not be set after a submit");
+        }
     }
 
     /// Creates the tasks waiting in the inbox (`lua/ingest.lua`) of `id`'s
@@ -221,6 +242,10 @@ impl RedisStorage {
     /// range.
     fn encode(&self, task: NewTask) -> Result<Encoded> {
         task.validate()?;
+        // The submit's own nonce, kept in the task's `h` field (and in its
+        // inbox entry): a resend of the same submit answers `created`
+        // whether its lost try stored the task or not.
+        let nonce = format!("{:x}", task.nonce());
         if task.payload.len() > RedisStorage::MAX_PAYLOAD {
             return Err(Error::PayloadTooLarge {
                 size: task.payload.len(),
@@ -284,7 +309,7 @@ impl RedisStorage {
             mode,
             debounce,
             // Every mode carries a nonce: a resent call answers as the first did.
-            nonce: self.nonce(),
+            nonce,
             queue,
             priority: task.priority,
         })
@@ -343,15 +368,15 @@ impl RedisStorage {
                     indexes.push((i, id));
                     args.extend(a);
                 }
-                let mut sent = self.run_in(&self.inner.scripts.submit, &keys, args.clone()).await;
-                if sent.as_ref().is_ok_and(is_ingest) {
+                let mut called = self.run_in(&self.inner.scripts.submit, &keys, args.clone()).await;
+                if called.as_ref().is_ok_and(is_ingest) {
                     // The inbox was longer than the script empties in one
                     // call: emptied here, then the batch again, told so.
                     self.ingest_partition(ns, u16::try_from(p).unwrap_or(0)).await;
                     args.push(Value::from("1"));
-                    sent = self.run_in(&self.inner.scripts.submit, &keys, args).await;
+                    called = self.run_in(&self.inner.scripts.submit, &keys, args).await;
                 }
-                match sent {
+                match called {
                     Ok(reply) => {
                         reached = true;
                         let outcomes = array(array(reply)?.into_iter().nth(1).unwrap_or(Value::Null))?;
@@ -365,6 +390,19 @@ impl RedisStorage {
                             });
                         }
                     }
+                    // The call may have run and its answer was lost: each
+                    // task's outcome is unknown, under its own id (each
+                    // carries its nonce, so a resend answers `created`).
+                    Err(e) if answer_lost(&e) => {
+                        reached = true;
+                        let shown = match &e {
+                            Error::Storage { source, .. } => source.to_string(),
+                            other => other.to_string(),
+                        };
+                        for (i, id) in indexes {
+                            results[i] = Some(Err(Error::outcome_unknown(id, shown.clone())));
+                        }
+                    }
                     Err(e) if !reached => return Err(e),
                     Err(e) => {
                         for (i, _) in indexes {
@@ -375,7 +413,7 @@ impl RedisStorage {
             }
         }
         if reached {
-            self.poke(ns).await?;
+            self.wake_after_submit(ns).await;
         }
         Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(shape("a task got no answer")))).collect())
     }

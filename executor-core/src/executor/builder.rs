@@ -5,7 +5,7 @@ use std::{fmt, sync::Arc, time::Duration};
 use super::{Executor, config::Config};
 use crate::{
     Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, QueueName, QueueSet, Registry, Result,
-    Retention, WorkerId, data::DataMap, listener::Listeners, storage::Storage,
+    Retention, WorkerId, data::DataMap, listener::Listeners, resend::Resend, storage::Storage,
 };
 
 /// Builds an [`Executor`]. Start with [`Executor::builder`].
@@ -35,6 +35,7 @@ pub struct ExecutorBuilder<S> {
     expected: Vec<String>,
     listeners: Vec<Arc<dyn Listener>>,
     max_payload: usize,
+    resend: Resend,
     data: DataMap,
     queues: Option<Result<QueueSet>>,
 }
@@ -61,6 +62,7 @@ impl<S: Storage> ExecutorBuilder<S> {
             listeners: Vec::new(),
             queues: None,
             max_payload: DEFAULT_MAX_PAYLOAD,
+            resend: Resend::default(),
             data: DataMap::default(),
         }
     }
@@ -244,6 +246,16 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
+    /// How a submit whose answer was lost ([`crate::Error::OutcomeUnknown`])
+    /// is sent again, as the same submit: up to `tries` sends in all (0
+    /// counts as 1), the first resend after `pause`, each next after twice
+    /// the pause before (default 3 tries, 100 ms). See
+    /// [`Client::submit_retry`].
+    pub fn submit_retry(mut self, tries: u32, pause: Duration) -> Self {
+        self.resend = Resend::new(tries, pause);
+        self
+    }
+
     /// Registers a handler from a closure, beside every `#[reliable_task]`.
     pub fn handler(mut self, handler: Handler) -> Self {
         self.handlers.push(handler);
@@ -393,6 +405,7 @@ impl<S: Storage> ExecutorBuilder<S> {
             Some(Arc::clone(&registry)),
             self.max_payload,
             listeners,
+            self.resend,
         );
         Ok(Executor::from_parts(client, registry, worker, config, Arc::new(self.data)))
     }

@@ -21,6 +21,7 @@ mod history;
 mod migrations_and_wake;
 mod neighbours;
 mod options;
+mod outcome;
 mod paused_claimer;
 mod priority_ranks;
 mod queue_limits;

@@ -11,5 +11,6 @@ mod conformance;
 mod connection_loss;
 mod first_start;
 mod history;
+mod outcome;
 mod stopped_holder;
 mod transactions;

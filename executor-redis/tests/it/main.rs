@@ -23,6 +23,7 @@ mod corrupt_submit;
 mod functions;
 mod inbox;
 mod limits;
+mod outcome;
 mod partitioned;
 mod queues;
 mod restart;
