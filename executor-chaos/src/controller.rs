@@ -502,7 +502,9 @@ async fn submit_victims<S: ChaosStore>(
             let give_up = Instant::now() + Duration::from_secs(30);
             loop {
                 let sent = Instant::now();
-                match storage.submit(&ns, task.clone()).await {
+                // The same submit again (same id and nonce): one whose
+                // answer was lost is answered as stored, not as a duplicate.
+                match storage.submit(&ns, task.resend()).await {
                     Ok(_) => {
                         v.submitted = true;
                         // Past its due time a claim may hold it already: leave it alone.

@@ -407,7 +407,12 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
     let window = ms(d.window);
     let max_wait = d.max_wait.map(ms);
     for _ in 0..DEBOUNCE_ROUNDS {
-        if let Some(id) = waiting_under(s, ns, &d.key).await? {
+        if let Some((id, nonce)) = waiting_under(s, ns, &d.key).await? {
+            // This submit's own task (a resend after a lost answer): left
+            // as it is, answered as the first time.
+            if nonce == Some(row.nonce) {
+                return Ok(Submitted::new(id, SubmitOutcome::Created));
+            }
             let moved =
                 error::retry_lock_conflicts(|| move_waiting(s, ns, &id, window, max_wait, row, d)).await?;
             if moved {
@@ -493,19 +498,22 @@ async fn move_waiting(
     Ok(done.rows_affected() > 0)
 }
 
-/// The task waiting under `key`, if any.
-async fn waiting_under(s: &MySqlStorage, ns: &Namespace, key: &str) -> Result<Option<TaskId>> {
-    let row = sqlx::query(concat!("SELECT id FROM ", tasks!(), " WHERE ns = ? AND waiting_key = ?"))
-        .bind(ns.as_str())
-        .bind(key)
-        .fetch_optional_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
+/// The task waiting under `key`, if any, and the nonce of its submit.
+async fn waiting_under(s: &MySqlStorage, ns: &Namespace, key: &str) -> Result<Option<(TaskId, Option<u64>)>> {
+    let row =
+        sqlx::query(concat!("SELECT id, submit_nonce FROM ", tasks!(), " WHERE ns = ? AND waiting_key = ?"))
+            .bind(ns.as_str())
+            .bind(key)
+            .fetch_optional_on(&s.conns)
+            .await
+            .map_err(error::storage)?;
     match row {
         None => Ok(None),
         Some(r) => {
             let raw: String = r.try_get("id").map_err(error::storage)?;
-            TaskId::new(raw.clone()).map(Some).map_err(|e| crate::row::corrupt(&raw, e.to_string()))
+            let nonce: Option<u64> = r.try_get("submit_nonce").map_err(error::storage)?;
+            let id = TaskId::new(raw.clone()).map_err(|e| crate::row::corrupt(&raw, e.to_string()))?;
+            Ok(Some((id, nonce)))
         }
     }
 }

@@ -403,7 +403,9 @@ async fn insert_chunk(
 /// `min(now + window, created_at + max_wait)` and the new payload;
 /// otherwise a task is inserted with the given id. `xmax = 0` tells an
 /// inserted row from an updated one. A duplicate of the primary key means
-/// the id is taken by a task not waiting under this key.
+/// the id is taken by a task not waiting under this key. The task this very
+/// submit created (its nonce: a resend after a lost answer) is left as it
+/// is, and no row comes back.
 const DEBOUNCE_SQL: &str = concat!(
     "INSERT INTO ",
     tasks!(),
@@ -419,7 +421,8 @@ const DEBOUNCE_SQL: &str = concat!(
     now_ms!(),
     " + $6, COALESCE(t.created_at + $7, ",
     now_ms!(),
-    " + $6)), payload = EXCLUDED.payload RETURNING t.id, (t.xmax = 0) AS inserted"
+    " + $6)), payload = EXCLUDED.payload WHERE t.submit_nonce IS DISTINCT FROM $14 RETURNING t.id, \
+     (t.xmax = 0) AS inserted"
 );
 
 /// The debounce on a connection of the storage's own. The upsert's answer
@@ -465,10 +468,12 @@ async fn debounce(conn: &mut PgConnection, ns: &Namespace, row: &Checked, d: &De
         .bind(&row.queue)
         .bind(row.priority)
         .bind(row.nonce)
-        .fetch_one(&mut *conn)
+        .fetch_optional(&mut *conn)
         .await;
     match done {
-        Ok(r) => {
+        // This submit's own task, still waiting: answered as the first time.
+        Ok(None) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
+        Ok(Some(r)) => {
             let raw: String = r.try_get("id").map_err(error::storage)?;
             let inserted: bool = r.try_get("inserted").map_err(error::storage)?;
             let id = TaskId::new(raw.clone()).map_err(|e| crate::row::corrupt(&raw, e.to_string()))?;

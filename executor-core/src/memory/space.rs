@@ -83,6 +83,9 @@ pub(super) struct Limited {
 pub(super) struct Entry {
     pub(super) record: TaskRecord,
     pub(super) seq: u64,
+    /// The nonce of the submit that created it (0: imported from a tier):
+    /// a resend of that submit is answered as it was the first time.
+    pub(super) nonce: u64,
 }
 
 impl Space {
@@ -97,9 +100,13 @@ impl Space {
     }
 
     pub(super) fn insert(&mut self, record: TaskRecord) {
+        self.insert_submitted(record, 0);
+    }
+
+    fn insert_submitted(&mut self, record: TaskRecord, nonce: u64) {
         let seq = self.idx.next_seq();
         self.idx.insert(&record, seq);
-        self.tasks.insert(record.id.clone(), Entry { record, seq });
+        self.tasks.insert(record.id.clone(), Entry { record, seq, nonce });
     }
 
     /// Deletes a task (retention) and its debounce key.
@@ -136,7 +143,14 @@ impl Space {
         if task.payload.len() > max_payload {
             return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: max_payload });
         }
-        let exists = self.tasks.contains_key(&task.id);
+        let nonce = task.nonce();
+        let exists = match self.tasks.get(&task.id) {
+            // The same submit again (its first answer was lost): what it
+            // created, answered as the first time.
+            Some(e) if e.nonce == nonce => return Ok(Submitted::new(task.id, SubmitOutcome::Created)),
+            Some(_) => true,
+            None => false,
+        };
         let due_at = match &task.mode {
             SubmitMode::Plain if exists => return Err(Error::DuplicateId(task.id)),
             SubmitMode::Idempotent if exists => {
@@ -174,30 +188,33 @@ impl Space {
             self.debounce.insert(key.clone(), task.id.clone());
         }
         let id = task.id;
-        self.insert(TaskRecord {
-            id: id.clone(),
-            name: task.name,
-            state: TaskState::Created,
-            payload: task.payload,
-            attempts: 0,
-            max_attempts: task.max_attempts,
-            fence: 0,
-            created_at: now,
-            due_at,
-            started_at: None,
-            finished_at: None,
-            deadline: task.max_duration.map(|d| now.saturating_add(d)),
-            timeout: task.timeout,
-            retry: task.retry,
-            last_error: None,
-            worker: None,
-            lease_until: None,
-            cancel_requested: false,
-            debounce_key,
-            queue: task.queue,
-            priority: task.priority,
-            attempt_log: Vec::new(),
-        });
+        self.insert_submitted(
+            TaskRecord {
+                id: id.clone(),
+                name: task.name,
+                state: TaskState::Created,
+                payload: task.payload,
+                attempts: 0,
+                max_attempts: task.max_attempts,
+                fence: 0,
+                created_at: now,
+                due_at,
+                started_at: None,
+                finished_at: None,
+                deadline: task.max_duration.map(|d| now.saturating_add(d)),
+                timeout: task.timeout,
+                retry: task.retry,
+                last_error: None,
+                worker: None,
+                lease_until: None,
+                cancel_requested: false,
+                debounce_key,
+                queue: task.queue,
+                priority: task.priority,
+                attempt_log: Vec::new(),
+            },
+            nonce,
+        );
         Ok(Submitted::new(id, SubmitOutcome::Created))
     }
 

@@ -115,6 +115,7 @@ macro_rules! storage_conformance_tests {
             debounce_max_wait_caps_postponement
             debounce_key_released_when_cancelled
             submit_many_answers_each_task
+            resend_is_answered_as_the_first_submit
             payload_cap_is_the_stores_own
             delayed_task_not_claimed_before_due
             run_at

@@ -292,3 +292,41 @@ pub async fn payload_cap_is_the_stores_own<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!(rec.payload.len(), expected.len(), "payload length read back");
     assert!(rec.payload == expected, "payload read back differs from what was submitted");
 }
+
+/// A resend of a submit ([`NewTask::resend`](crate::storage::NewTask::resend):
+/// same id and nonce, as the client sends after a lost answer) is answered
+/// as the first time, `Created`, and stores nothing more; another submit of
+/// the id is still a duplicate (plain) or the existing task (idempotent).
+/// The same for a debounced submit and for a batch.
+pub async fn resend_is_answered_as_the_first_submit<S: Storage>(s: &S, ns: &Namespace) {
+    let first = new_task("resent");
+    let again = first.resend();
+    let other = first.clone();
+    assert_eq!(ok("submit", s.submit(ns, first).await).outcome, SubmitOutcome::Created);
+    let out = ok("resend", s.submit(ns, again).await);
+    assert_eq!((out.id.as_str(), out.outcome), ("resent", SubmitOutcome::Created), "a resend is Created");
+    assert!(
+        matches!(s.submit(ns, other.clone()).await, Err(crate::Error::DuplicateId(_))),
+        "another submit of the id is a duplicate"
+    );
+    let mut idem = other;
+    idem.mode = SubmitMode::Idempotent;
+    assert_eq!(ok("idempotent", s.submit(ns, idem).await).outcome, SubmitOutcome::Existing);
+
+    let d = debounced("resent-key", Duration::from_secs(3_600), None, 1);
+    let d_again = d.resend();
+    let id = created(s, ns, d).await;
+    let out = ok("debounced resend", s.submit(ns, d_again).await);
+    assert_eq!((out.id, out.outcome), (id, SubmitOutcome::Created), "a debounced resend is Created");
+
+    let batch = vec![new_task("resent-a"), new_task("resent-b")];
+    let batch_again: Vec<_> = batch.iter().map(crate::storage::NewTask::resend).collect();
+    for r in ok("submit_many", s.submit_many(ns, batch).await) {
+        assert_eq!(ok("batch item", r).outcome, SubmitOutcome::Created);
+    }
+    for r in ok("submit_many resend", s.submit_many(ns, batch_again).await) {
+        assert_eq!(ok("resent batch item", r).outcome, SubmitOutcome::Created, "a resent batch is Created");
+    }
+    let counts = ok("counts", s.counts(ns).await);
+    assert_eq!(counts.get(crate::TaskState::Created), 4, "four tasks, none twice: {counts:?}");
+}
