@@ -78,6 +78,9 @@ pub(crate) async fn run<S: Backend>(storage: &S, args: &Args) -> Res<()> {
                 spans.push((a, b));
             }
         }
+        if std::env::var_os("LIMITED_GAPS").is_some() {
+            eprint!("{}", String::from_utf8_lossy(&out.stderr));
+        }
         if !out.status.success() {
             return Err(format!("a limited child failed: {}", String::from_utf8_lossy(&out.stderr)).into());
         }
@@ -106,7 +109,23 @@ pub(crate) async fn run<S: Backend>(storage: &S, args: &Args) -> Res<()> {
         .zip(&ends)
         .map(|(start, end)| (start - end).max(0) as f64 / 1000.0)
         .collect();
-    let (p50, _, p99, _) = stats::summary(gaps);
+    let mut sorted = gaps.clone();
+    sorted.sort_by(f64::total_cmp);
+    if std::env::var_os("LIMITED_GAPS").is_some() {
+        let q = |x: f64| stats::quantile(&sorted, x);
+        eprintln!(
+            "gaps ms: p25 {:.2} p50 {:.2} p75 {:.2} p90 {:.2} p95 {:.2} p99 {:.2} max {:.2} mean {:.2}",
+            q(0.25),
+            q(0.5),
+            q(0.75),
+            q(0.9),
+            q(0.95),
+            q(0.99),
+            q(1.0),
+            gaps.iter().sum::<f64>() / gaps.len().max(1) as f64
+        );
+    }
+    let (_, p50, p99, _) = stats::summary(gaps);
     println!(
         "limited   {PROCESSES} processes x concurrency 16, limit {limit}, {n} tasks of {} ms (measured {:.2} ms): {rate:.0} tasks/s = {:.0} % of the ideal {ideal:.0}/s; freed slot to next start p50 {p50:.2} ms, p99 {p99:.2} ms; most running at once {most}",
         args.limited_ms,
