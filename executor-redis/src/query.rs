@@ -143,6 +143,8 @@ impl RedisStorage {
         names.push(record::LOG_FIELD);
         let mut values = match client.hmget::<Value, _, _>(key, names).await {
             Ok(values) => array(values)?,
+            // A server error reply's first word is its code (the Redis
+            // protocol's only type for errors; fred keeps the reply as text).
             Err(e) if e.details().starts_with("WRONGTYPE") => {
                 let reason = "the key holds a value that is not a task hash (edited by hand?); \
                               `delete` removes it";
@@ -264,7 +266,7 @@ impl RedisStorage {
         let reg: std::collections::HashMap<String, String> = match client.hgetall(registry).await {
             Ok(reg) => reg,
             // A registry edited into another type lists no level; the due
-            // ZSET was listed.
+            // ZSET was listed. (The reply's first word is its error code.)
             Err(e) if e.details().starts_with("WRONGTYPE") => return Ok(None),
             Err(e) => return Err(storage(e)),
         };

@@ -44,6 +44,8 @@ impl Library {
     /// server one compile (about 3 ms), not one each.
     async fn load(&self, client: &Client) -> Result<(), fred::error::Error> {
         match client.function_load_cluster::<Value, _>(false, self.code.as_str()).await {
+            // Redis answers it with the generic `ERR` code: the words
+            // after it are the only thing that tells this refusal apart.
             Err(e) if e.details().contains("already exists") => Ok(()),
             other => other.map(drop),
         }
@@ -90,6 +92,7 @@ impl Lua {
                 .fcall::<Value, _, _, _>(name, keys.clone(), args.clone())
                 .await
             {
+                // A generic `ERR` reply: its words are the only signal.
                 Err(e) if e.details().contains("Function not found") => {
                     tracing::debug!(script = self.name, "function library was gone; loading it again");
                     self.library.load(client).await.map_err(storage)?;
@@ -104,6 +107,8 @@ impl Lua {
             .evalsha::<Value, _, _, _>(sha.clone(), keys.clone(), args.clone())
             .await
         {
+            // The reply's first word is its error code (the protocol's
+            // only type for errors).
             Err(e) if e.details().starts_with("NOSCRIPT") => {
                 tracing::debug!(script = self.name, "script cache was empty; loading the scripts again");
                 self.script.load(client).await.map_err(storage)?;
