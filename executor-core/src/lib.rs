@@ -121,6 +121,7 @@ mod task;
 pub mod testing;
 mod tiered;
 mod time;
+pub mod tls;
 
 pub use attempt_log::{AttemptOutcome, AttemptRecord, AttemptSummary, MAX_ATTEMPT_LOG, MAX_ERROR_LEN};
 pub use client::{Client, DEFAULT_MAX_PAYLOAD, SUBMIT_BATCH, Submit, TaskBuilder};

@@ -10,7 +10,10 @@
 
 use std::{future::Future, time::Duration};
 
-use executor_core::{Error, TaskId};
+use executor_core::{
+    Error, TaskId,
+    tls::{TlsFailure, TlsProblem},
+};
 
 use crate::conn::RunError;
 
@@ -53,7 +56,7 @@ fn transient(code: &str) -> bool {
 /// anything else as [`storage`].
 pub(crate) fn connect(e: sqlx::Error) -> Error {
     match tls_failure(&e) {
-        Some(problem) => Error::storage(TlsFailure { problem, source: e }, false),
+        Some(problem) => TlsFailure::new("PostgreSQL", problem, fix(problem), e).into(),
         None => storage(e),
     }
 }
@@ -67,7 +70,7 @@ pub(crate) fn connect(e: sqlx::Error) -> Error {
 /// refusal, so it stays the server's error, which says "no encryption".
 pub(crate) fn tls_failure(e: &sqlx::Error) -> Option<TlsProblem> {
     #[cfg(feature = "tls")]
-    if let Some(problem) = rustls_error(e).and_then(TlsProblem::of) {
+    if let Some(problem) = executor_core::tls::find_rustls_error(e).and_then(TlsProblem::of) {
         return Some(problem);
     }
     match e {
@@ -77,157 +80,40 @@ pub(crate) fn tls_failure(e: &sqlx::Error) -> Option<TlsProblem> {
     }
 }
 
-/// What went wrong in a TLS handshake with PostgreSQL. Each is a setting
-/// of the client or of the server, so a retry meets the same refusal.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(
-    not(feature = "tls"),
-    allow(dead_code, reason = "without the `tls` feature there is no rustls error to name most of them")
-)]
-pub(crate) enum TlsProblem {
-    Expired,
-    NotYetValid,
-    UnknownIssuer,
-    WrongHost,
-    BadSignature,
-    OtherCertificate,
-    ClientCertRefused,
-    ClientCertMissing,
-    NoCommonProtocol,
-    /// TLS records that are none: something else answers on this port.
-    NotTls,
-    /// A `sqlx::Error::Tls` without a rustls error in it.
-    NotStarted,
-    /// A URL that asks for TLS, without the `tls` feature.
-    NotBuilt,
-}
-
-impl TlsProblem {
-    /// The problem `e` reports; `None` for an error that says nothing about
-    /// the certificates or the protocol (an I/O error wrapped by rustls).
-    #[cfg(feature = "tls")]
-    fn of(e: &rustls::Error) -> Option<Self> {
-        use rustls::{AlertDescription as Alert, CertificateError as Cert, Error as Tls};
-        Some(match e {
-            Tls::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. }) => Self::Expired,
-            Tls::InvalidCertificate(Cert::NotValidYet | Cert::NotValidYetContext { .. }) => Self::NotYetValid,
-            Tls::InvalidCertificate(Cert::UnknownIssuer) => Self::UnknownIssuer,
-            Tls::InvalidCertificate(Cert::NotValidForName | Cert::NotValidForNameContext { .. }) => {
-                Self::WrongHost
-            }
-            Tls::InvalidCertificate(Cert::BadSignature) => Self::BadSignature,
-            Tls::InvalidCertificate(_) | Tls::NoCertificatesPresented => Self::OtherCertificate,
-            Tls::AlertReceived(
-                Alert::BadCertificate
-                | Alert::UnsupportedCertificate
-                | Alert::CertificateRevoked
-                | Alert::CertificateExpired
-                | Alert::CertificateUnknown
-                | Alert::UnknownCA,
-            ) => Self::ClientCertRefused,
-            Tls::AlertReceived(Alert::CertificateRequired | Alert::NoCertificate) => Self::ClientCertMissing,
-            Tls::AlertReceived(
-                Alert::HandshakeFailure | Alert::ProtocolVersion | Alert::InsufficientSecurity,
-            )
-            | Tls::PeerIncompatible(_) => Self::NoCommonProtocol,
-            Tls::InvalidMessage(_) | Tls::InappropriateMessage { .. } | Tls::PeerSentOversizedRecord => {
-                Self::NotTls
-            }
-            _ => return None,
-        })
-    }
-
-    /// What is wrong, in words.
-    fn words(self) -> &'static str {
-        match self {
-            Self::Expired => "the server's certificate has expired",
-            Self::NotYetValid => "the server's certificate is not valid yet",
-            Self::UnknownIssuer => {
-                "the server's certificate is signed by a CA this client does not trust (unknown issuer)"
-            }
-            Self::WrongHost => "the server's certificate is not for this host name",
-            Self::BadSignature => "the server's certificate has a bad signature",
-            Self::OtherCertificate => "the server's certificate is not acceptable",
-            Self::ClientCertRefused => "the server refused this client's certificate",
-            Self::ClientCertMissing => "the server requires a client certificate and none was presented",
-            Self::NoCommonProtocol => "the server and this client share no TLS version or cipher suite",
-            Self::NotTls => "the server does not speak TLS on this port",
-            Self::NotStarted => {
-                "TLS did not start: the server offers no TLS, or a TLS file of the URL is not usable"
-            }
-            Self::NotBuilt => {
-                "the URL asks for TLS, but executor-postgres was built without its `tls` feature"
-            }
+/// The setting of the URL or of the server that fixes `problem`.
+fn fix(problem: TlsProblem) -> &'static str {
+    match problem {
+        TlsProblem::Expired | TlsProblem::NotYetValid => {
+            "renew the certificate the server presents (its `ssl_cert_file`), or set this machine's clock \
+             right"
+        }
+        TlsProblem::UnknownIssuer => {
+            "give the CA that signed it as `sslrootcert=<file>` in the URL (the system's CAs otherwise)"
+        }
+        TlsProblem::WrongHost => {
+            "connect with a host name the certificate lists, or use `sslmode=verify-ca`, which checks the \
+             CA but not the name"
+        }
+        TlsProblem::BadSignature | TlsProblem::OtherCertificate => {
+            "give the server a certificate (its `ssl_cert_file`) signed by the CA of `sslrootcert=<file>`"
+        }
+        TlsProblem::ClientCertRefused => {
+            "present a certificate signed by the CA the server checks clients against (its \
+             `ssl_ca_file`) as `sslcert=<file>&sslkey=<file>`"
+        }
+        TlsProblem::ClientCertMissing => "present one as `sslcert=<file>&sslkey=<file>` in the URL",
+        TlsProblem::NoCommonProtocol => "allow TLS 1.2 or 1.3 on the server (its `ssl_min_protocol_version`)",
+        TlsProblem::NotBuilt => {
+            "turn executor-postgres's `tls` feature on (it is a default feature), or connect without TLS \
+             (`sslmode=prefer` or `disable`)"
+        }
+        // `NotTls`, `NotStarted`, and any problem named later.
+        _ => {
+            "turn TLS on at the server (`ssl = on`, `ssl_cert_file`, `ssl_key_file`) or connect without it \
+             (`sslmode=prefer` or `disable`); else check the files of `sslrootcert=`, `sslcert=` and \
+             `sslkey=`"
         }
     }
-
-    /// The setting that fixes it.
-    fn fix(self) -> &'static str {
-        match self {
-            Self::Expired | Self::NotYetValid => {
-                "renew the certificate the server presents (its `ssl_cert_file`), or set this machine's \
-                 clock right"
-            }
-            Self::UnknownIssuer => {
-                "give the CA that signed it as `sslrootcert=<file>` in the URL (the system's CAs otherwise)"
-            }
-            Self::WrongHost => {
-                "connect with a host name the certificate lists, or use `sslmode=verify-ca`, which checks \
-                 the CA but not the name"
-            }
-            Self::BadSignature | Self::OtherCertificate => {
-                "give the server a certificate (its `ssl_cert_file`) signed by the CA of \
-                 `sslrootcert=<file>`"
-            }
-            Self::ClientCertRefused => {
-                "present a certificate signed by the CA the server checks clients against (its \
-                 `ssl_ca_file`) as `sslcert=<file>&sslkey=<file>`"
-            }
-            Self::ClientCertMissing => "present one as `sslcert=<file>&sslkey=<file>` in the URL",
-            Self::NoCommonProtocol => "allow TLS 1.2 or 1.3 on the server (its `ssl_min_protocol_version`)",
-            Self::NotTls | Self::NotStarted => {
-                "turn TLS on at the server (`ssl = on`, `ssl_cert_file`, `ssl_key_file`) or connect \
-                 without it (`sslmode=prefer` or `disable`); else check the files of `sslrootcert=`, \
-                 `sslcert=` and `sslkey=`"
-            }
-            Self::NotBuilt => {
-                "turn the `tls` feature on (it is a default feature), or connect without TLS \
-                 (`sslmode=prefer` or `disable`)"
-            }
-        }
-    }
-}
-
-/// A first connection refused for a [`TlsProblem`], with sqlx's error as
-/// its source.
-#[derive(Debug, thiserror::Error)]
-#[error("TLS with PostgreSQL failed: {} ({source}): {}", .problem.words(), .problem.fix())]
-pub(crate) struct TlsFailure {
-    problem: TlsProblem,
-    #[source]
-    source: sqlx::Error,
-}
-
-/// The first rustls error in `e`'s `source()` chain. An `io::Error`'s
-/// `source()` skips the error it wraps (its `Display` already shows it), so
-/// that one is looked at through `get_ref()`.
-#[cfg(feature = "tls")]
-fn rustls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut next = Some(e);
-    while let Some(e) = next {
-        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
-            return Some(tls);
-        }
-        if let Some(tls) = e
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::get_ref)
-            .and_then(|inner| rustls_error(inner))
-        {
-            return Some(tls);
-        }
-        next = e.source();
-    }
-    None
 }
 
 /// Whether `e` is a unique violation (23505).
@@ -366,13 +252,10 @@ mod tls_tests {
 
     use super::*;
 
-    /// An error whose source is `inner`, as a layer between sqlx and rustls.
-    #[derive(Debug, thiserror::Error)]
-    #[error("wrapped")]
-    struct Wrapped(#[source] io::Error);
-
+    /// How deep in an error rustls' error may sit is `executor_core::tls`'s
+    /// test; these are the places sqlx puts it, and this driver's words.
     #[test]
-    fn tls_failures_are_told_by_type_at_any_depth() {
+    fn tls_failures_are_told_by_type() {
         let expired = rustls::Error::InvalidCertificate(CertificateError::Expired);
         let handshake = sqlx::Error::Io(io::Error::new(io::ErrorKind::InvalidData, expired));
         assert_eq!(tls_failure(&handshake), Some(TlsProblem::Expired));
@@ -382,13 +265,16 @@ mod tls_tests {
         assert!(text.contains("has expired") && text.contains("`ssl_cert_file`"), "{text}");
 
         let alert = rustls::Error::AlertReceived(AlertDescription::UnknownCA);
-        let nested = sqlx::Error::Tls(Box::new(Wrapped(io::Error::other(alert))));
-        assert_eq!(tls_failure(&nested), Some(TlsProblem::ClientCertRefused));
-
-        // Words are no signal: an I/O error that only says "certificate".
-        let words = io::Error::new(io::ErrorKind::InvalidData, "invalid peer certificate: Expired");
-        assert_eq!(tls_failure(&sqlx::Error::Io(words)), None);
+        assert_eq!(tls_failure(&sqlx::Error::Tls(alert.into())), Some(TlsProblem::ClientCertRefused));
         assert!(connect(sqlx::Error::Io(io::Error::from(io::ErrorKind::ConnectionReset))).is_retryable());
+
+        // sqlx's own refusal, without a rustls error in it.
+        let no_tls = connect(sqlx::Error::Tls("server does not support TLS".into())).to_string();
+        assert!(
+            no_tls.contains("TLS with PostgreSQL failed") && no_tls.contains("offers no TLS"),
+            "{no_tls}"
+        );
+        assert!(no_tls.contains("sslmode=prefer"), "{no_tls}");
     }
 }
 

@@ -3,6 +3,11 @@
 
 use std::fmt;
 
+#[cfg(feature = "tls")]
+use executor_core::{
+    BoxError,
+    tls::{TlsFailure, TlsProblem},
+};
 use executor_core::{Error, TaskId};
 use fred::error::{Error as RedisError, ErrorKind};
 
@@ -95,159 +100,53 @@ pub(crate) fn shape(what: &str) -> Error {
     Error::storage(format!("unexpected reply from Redis: {what}"), false)
 }
 
-/// What a TLS handshake with Redis refused, told by the type of rustls'
-/// error. Each is a setting of the client or of the server, so a retry
-/// meets the same refusal.
+/// A first connection to `server` (`host:port`) refused for `problem`: a
+/// non-retryable error that says what is wrong and which setting fixes it,
+/// with the error that told (rustls', or fred's when the server answered in
+/// plain text or only in TLS) as its source.
 #[cfg(feature = "tls")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum TlsProblem {
-    Expired,
-    NotYetValid,
-    UnknownIssuer,
-    WrongHost,
-    BadSignature,
-    OtherCertificate,
-    ClientCertRefused,
-    ClientCertMissing,
-    NoCommonProtocol,
-    /// A `rediss://` URL for a port that answers in plain text.
-    NotTls,
-    /// A `redis://` URL for a port that speaks only TLS.
-    TlsOnly,
+pub(crate) fn tls_refused(problem: TlsProblem, server: &str, source: BoxError) -> Error {
+    TlsFailure::new(format!("Redis at {server}"), problem, tls_fix(problem), source).into()
 }
 
+/// The setting of the builder, the URL or of Redis that fixes `problem`.
 #[cfg(feature = "tls")]
-impl TlsProblem {
-    /// The problem `e` reports; `None` for an error that says nothing about
-    /// the certificates or the protocol (an I/O error wrapped by rustls).
-    pub(crate) fn of(e: &rustls::Error) -> Option<Self> {
-        use rustls::{AlertDescription as Alert, CertificateError as Cert, Error as Tls};
-        Some(match e {
-            Tls::InvalidCertificate(Cert::Expired | Cert::ExpiredContext { .. }) => Self::Expired,
-            Tls::InvalidCertificate(Cert::NotValidYet | Cert::NotValidYetContext { .. }) => Self::NotYetValid,
-            Tls::InvalidCertificate(Cert::UnknownIssuer) => Self::UnknownIssuer,
-            Tls::InvalidCertificate(Cert::NotValidForName | Cert::NotValidForNameContext { .. }) => {
-                Self::WrongHost
-            }
-            Tls::InvalidCertificate(Cert::BadSignature) => Self::BadSignature,
-            Tls::InvalidCertificate(_) | Tls::NoCertificatesPresented => Self::OtherCertificate,
-            Tls::AlertReceived(
-                Alert::BadCertificate
-                | Alert::UnsupportedCertificate
-                | Alert::CertificateRevoked
-                | Alert::CertificateExpired
-                | Alert::CertificateUnknown
-                | Alert::UnknownCA,
-            ) => Self::ClientCertRefused,
-            Tls::AlertReceived(Alert::CertificateRequired | Alert::NoCertificate) => Self::ClientCertMissing,
-            Tls::AlertReceived(
-                Alert::HandshakeFailure | Alert::ProtocolVersion | Alert::InsufficientSecurity,
-            )
-            | Tls::PeerIncompatible(_) => Self::NoCommonProtocol,
-            // Plain text read as TLS records: a content type or length no
-            // TLS peer sends.
-            Tls::InvalidMessage(_) | Tls::InappropriateMessage { .. } | Tls::PeerSentOversizedRecord => {
-                Self::NotTls
-            }
-            _ => return None,
-        })
-    }
-
-    /// What is wrong, in words.
-    fn words(self) -> &'static str {
-        match self {
-            Self::Expired => "the server's certificate has expired",
-            Self::NotYetValid => "the server's certificate is not valid yet",
-            Self::UnknownIssuer => {
-                "the server's certificate is signed by a CA this client does not trust (unknown issuer)"
-            }
-            Self::WrongHost => "the server's certificate is not for this host name",
-            Self::BadSignature => "the server's certificate has a bad signature",
-            Self::OtherCertificate => "the server's certificate is not acceptable",
-            Self::ClientCertRefused => "the server refused this client's certificate",
-            Self::ClientCertMissing => "the server requires a client certificate and none was presented",
-            Self::NoCommonProtocol => "the server and this client share no TLS version or cipher suite",
-            Self::NotTls => "the server does not speak TLS on this port",
-            Self::TlsOnly => "the server speaks only TLS on this port",
+fn tls_fix(problem: TlsProblem) -> &'static str {
+    match problem {
+        TlsProblem::Expired | TlsProblem::NotYetValid => {
+            "renew the certificate Redis presents (its `tls-cert-file`), or set this machine's clock right"
+        }
+        TlsProblem::UnknownIssuer => {
+            "trust the CA that signed it with RedisStorageBuilder::tls_ca_file (the system's CA \
+             certificates otherwise)"
+        }
+        TlsProblem::WrongHost => {
+            "connect with a host name or IP address the certificate lists, or give Redis a certificate for \
+             this one (its `tls-cert-file`)"
+        }
+        TlsProblem::BadSignature | TlsProblem::OtherCertificate => {
+            "give Redis a server certificate (its `tls-cert-file`) signed by a CA this client trusts \
+             (RedisStorageBuilder::tls_ca_file)"
+        }
+        TlsProblem::ClientCertRefused => {
+            "present a certificate signed by the CA Redis checks clients against (its `tls-ca-cert-file`) \
+             with RedisStorageBuilder::tls_client_cert"
+        }
+        TlsProblem::ClientCertMissing => {
+            "Redis has `tls-auth-clients yes`: present a certificate with \
+             RedisStorageBuilder::tls_client_cert"
+        }
+        TlsProblem::NoCommonProtocol => {
+            "allow TLS 1.2 or 1.3 on Redis (its `tls-protocols` and `tls-ciphersuites`)"
+        }
+        TlsProblem::NotTls => "use a `redis://` URL for a plain port, or the port of Redis's `tls-port`",
+        TlsProblem::TlsOnly => "use a `rediss://` URL (`rediss-cluster://` for a cluster)",
+        // None of these comes from a handshake with Redis.
+        _ => {
+            "check Redis's TLS settings (`tls-port`, `tls-cert-file`) and this client's \
+             (RedisStorageBuilder::tls_ca_file, RedisStorageBuilder::tls_client_cert)"
         }
     }
-
-    /// The setting that fixes it.
-    fn fix(self) -> &'static str {
-        match self {
-            Self::Expired | Self::NotYetValid => {
-                "renew the certificate Redis presents (its `tls-cert-file`), or set this machine's clock right"
-            }
-            Self::UnknownIssuer => {
-                "trust the CA that signed it with RedisStorageBuilder::tls_ca_file (the system's CA \
-                 certificates otherwise)"
-            }
-            Self::WrongHost => {
-                "connect with a host name or IP address the certificate lists, or give Redis a \
-                 certificate for this one (its `tls-cert-file`)"
-            }
-            Self::BadSignature | Self::OtherCertificate => {
-                "give Redis a server certificate (its `tls-cert-file`) signed by a CA this client trusts \
-                 (RedisStorageBuilder::tls_ca_file)"
-            }
-            Self::ClientCertRefused => {
-                "present a certificate signed by the CA Redis checks clients against (its \
-                 `tls-ca-cert-file`) with RedisStorageBuilder::tls_client_cert"
-            }
-            Self::ClientCertMissing => {
-                "Redis has `tls-auth-clients yes`: present a certificate with \
-                 RedisStorageBuilder::tls_client_cert"
-            }
-            Self::NoCommonProtocol => {
-                "allow TLS 1.2 or 1.3 on Redis (its `tls-protocols` and `tls-ciphersuites`)"
-            }
-            Self::NotTls => "use a `redis://` URL for a plain port, or the port of Redis's `tls-port`",
-            Self::TlsOnly => "use a `rediss://` URL (`rediss-cluster://` for a cluster)",
-        }
-    }
-}
-
-/// A first connection refused for a [`TlsProblem`]: says what is wrong and
-/// which setting fixes it, with the error that told (rustls', or fred's for
-/// [`TlsProblem::TlsOnly`]) as its source.
-#[cfg(feature = "tls")]
-#[derive(Debug, thiserror::Error)]
-#[error("TLS with Redis at {server} failed: {} ({source}): {}", .problem.words(), .problem.fix())]
-pub(crate) struct TlsFailure {
-    pub(crate) problem: TlsProblem,
-    pub(crate) server: String,
-    #[source]
-    pub(crate) source: Box<dyn std::error::Error + Send + Sync>,
-}
-
-#[cfg(feature = "tls")]
-impl From<TlsFailure> for Error {
-    /// Never retryable: the same certificates meet the same refusal.
-    fn from(failure: TlsFailure) -> Self {
-        Error::storage(failure, false)
-    }
-}
-
-/// The first rustls error in `e`'s `source()` chain. An `io::Error`'s
-/// `source()` skips the error it wraps (its `Display` already shows it), so
-/// that one is looked at through `get_ref()`.
-#[cfg(feature = "tls")]
-pub(crate) fn rustls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut next = Some(e);
-    while let Some(e) = next {
-        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
-            return Some(tls);
-        }
-        if let Some(tls) = e
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::get_ref)
-            .and_then(|inner| rustls_error(inner))
-        {
-            return Some(tls);
-        }
-        next = e.source();
-    }
-    None
 }
 
 #[cfg(test)]
@@ -333,40 +232,17 @@ mod tests {
 
 #[cfg(all(test, feature = "tls"))]
 mod tls_tests {
-    use std::io;
-
-    use rustls::{AlertDescription, CertificateError};
+    use rustls::AlertDescription;
 
     use super::*;
 
-    /// An error whose source is `inner`, as a layer between fred and rustls.
-    #[derive(Debug, thiserror::Error)]
-    #[error("wrapped")]
-    struct Wrapped(#[source] io::Error);
-
     #[test]
-    fn tls_failures_are_told_by_type_at_any_depth() {
-        let not_yet = rustls::Error::InvalidCertificate(CertificateError::NotValidYet);
-        let handshake = io::Error::new(io::ErrorKind::InvalidData, not_yet);
-        let found = rustls_error(&handshake).and_then(TlsProblem::of);
-        assert_eq!(found, Some(TlsProblem::NotYetValid));
-
+    fn a_tls_refusal_names_the_server_and_the_builder_setting() {
         let alert = rustls::Error::AlertReceived(AlertDescription::CertificateRequired);
-        let nested = Wrapped(io::Error::other(alert.clone()));
-        assert_eq!(rustls_error(&nested).and_then(TlsProblem::of), Some(TlsProblem::ClientCertMissing));
-
-        let e: Error = TlsFailure {
-            problem: TlsProblem::ClientCertMissing,
-            server: "127.0.0.1:6380".to_owned(),
-            source: alert.into(),
-        }
-        .into();
+        let e = tls_refused(TlsProblem::ClientCertMissing, "127.0.0.1:6380", alert.into());
         assert!(!e.is_retryable());
         let text = e.to_string();
+        assert!(text.contains("TLS with Redis at 127.0.0.1:6380 failed"), "{text}");
         assert!(text.contains("requires a client certificate") && text.contains("tls_client_cert"), "{text}");
-
-        // Words are no signal: an I/O error that only says "certificate".
-        let words = io::Error::new(io::ErrorKind::InvalidData, "invalid peer certificate: UnknownIssuer");
-        assert!(rustls_error(&words).is_none());
     }
 }

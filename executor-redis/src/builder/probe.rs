@@ -9,19 +9,19 @@ use std::{
     time::Duration,
 };
 
-use executor_core::Error;
+use executor_core::{Error, tls::TlsProblem};
 use fred::{error::ErrorKind, types::config::Server};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, pki_types::ServerName};
 
-use crate::error::{TlsFailure, TlsProblem, rustls_error, storage};
+use crate::error::{storage, tls_refused};
 
 /// Longest wait for each step (connect, write, read) of a probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The error of a first connection. With TLS (`config`), a handshake the
 /// server refuses ([`TlsProblem`]) or a server that answers in plain text
-/// becomes a non-retryable [`TlsFailure`] that says what is wrong and which
-/// setting fixes it. Without TLS, a server that answers a TLS handshake
+/// becomes a non-retryable error that says what is wrong and which setting
+/// fixes it ([`tls_refused`]). Without TLS, a server that answers a TLS handshake
 /// means the URL should have been `rediss://`. Anything else (Redis is
 /// down, or the handshake succeeds this time) is fred's error, as
 /// [`storage`] says.
@@ -60,8 +60,7 @@ pub(super) async fn connect_error(
             _ => None,
         };
         if let Some((problem, source)) = problem {
-            let server = format!("{}:{}", server.host, server.port);
-            return TlsFailure { problem, server, source }.into();
+            return tls_refused(problem, &format!("{}:{}", server.host, server.port), source);
         }
     }
     storage(e)
@@ -100,7 +99,7 @@ fn probe(config: Arc<ClientConfig>, host: &str, port: u16, name: String, tls: bo
         Err(e) if matches!(e.kind(), IoKind::WouldBlock | IoKind::TimedOut) => {
             (tls && answers_plain(host, port)).then_some(Probe::AnswersPlain)
         }
-        Err(e) => rustls_error(&e).cloned().map(Probe::Refused),
+        Err(e) => executor_core::tls::find_rustls_error(&e).cloned().map(Probe::Refused),
     }
 }
 
