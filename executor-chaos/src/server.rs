@@ -327,6 +327,7 @@ impl PrivateServer {
                 }
                 command
                     .arg(format!("--datadir={}", d.join("data").display()))
+                    .arg(format!("--tmpdir={}", d.join("tmp").display()))
                     .arg(format!("--socket={}", d.join("sock").display()))
                     .arg(format!("--pid-file={}", d.join("pid").display()))
                     .arg(format!("--log-error={}", d.join("err.log").display()))
@@ -596,9 +597,15 @@ fn install_mariadb(dir: &TempDir) -> Result<(), AnyError> {
     let bin = find_program("mariadb-install-db")
         .or_else(|| find_program("mysql_install_db"))
         .ok_or("mariadb-install-db not found: install it with `apt-get install mariadb-server`")?;
+    // Temporary files of its own: in the shared /tmp, a file left by a
+    // killed server whose process id came round again made the bootstrap
+    // fail ("Could not remove temporary table").
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp)?;
     let out = Command::new(bin)
         .arg("--no-defaults")
         .arg(format!("--datadir={}", dir.path().join("data").display()))
+        .arg(format!("--tmpdir={}", tmp.display()))
         .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
         .arg(format!("--user={}", user_name()))
         .stdin(Stdio::null())

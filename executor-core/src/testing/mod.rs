@@ -39,6 +39,7 @@ mod fresh;
 mod history;
 mod housekeeping;
 mod intercept;
+pub mod proxy;
 mod queries;
 mod queues;
 mod release;

@@ -15,10 +15,9 @@ use executor_core::{
 use executor_postgres::{PostgresOptions, PostgresStorage};
 use sqlx::postgres::PgPoolOptions;
 
-use crate::support::{
-    self, cleanup,
-    proxy::{Proxy, host_port, via},
-};
+use executor_core::testing::proxy::{Proxy, host_port, via};
+
+use crate::support::{self, cleanup};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

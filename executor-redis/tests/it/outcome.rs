@@ -14,10 +14,9 @@ use executor_core::{
 };
 use executor_redis::RedisStorage;
 
-use crate::common::{
-    self,
-    proxy::{Proxy, host_port, via},
-};
+use executor_core::testing::proxy::{Proxy, host_port, via};
+
+use crate::common;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 

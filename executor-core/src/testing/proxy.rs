@@ -1,5 +1,5 @@
-//! A TCP proxy in front of the test server, for the tests of a submit whose
-//! answer is lost: it forwards both ways until [`Proxy::cut_after`] arms it
+//! A TCP proxy in front of a test server, for the tests of a store call
+//! whose answer is lost (a submit's `Error::OutcomeUnknown`): it forwards both ways until [`Proxy::cut_after`] arms it
 //! with a marker (a task id, a payload). The request that carries the
 //! marker is forwarded, its answer is withheld until the server has sent
 //! it (so the server ran the request), and then the connection is cut
@@ -22,13 +22,15 @@ use tokio::{
 };
 
 /// The proxy; it stops (and cuts its connections) on drop.
+#[derive(Debug)]
 pub struct Proxy {
+    /// The loopback port it listens on.
     pub port: u16,
     shared: Arc<Shared>,
     accept: AbortHandle,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Shared {
     /// The marker of the request whose answer is lost; one cut each.
     marker: Mutex<Option<Vec<u8>>>,
@@ -39,6 +41,9 @@ struct Shared {
 
 impl Proxy {
     /// A proxy on a free loopback port in front of `upstream` (`host:port`).
+    ///
+    /// # Errors
+    /// When no loopback port can be bound.
     pub async fn start(upstream: &str) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
