@@ -6,7 +6,6 @@ use executor_core::{Namespace, testing};
 use executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
 
-
 /// Held for its whole run by each test that loads the machine (child
 /// processes, many claimers) or checks a latency: `first_start`,
 /// `two_processes`, `paused_claimer`, `migrations_and_wake`,

@@ -6,7 +6,6 @@ use executor_core::{Namespace, testing};
 use executor_postgres::{PostgresOptions, PostgresStorage};
 use sqlx::{PgPool, postgres::PgPoolOptions};
 
-
 /// Held for its whole run by each test that loads the machine (child
 /// processes, many claimers) or checks a latency, so no two of them run at
 /// once in this binary.
