@@ -26,6 +26,9 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo doc (warnings are errors: broken links, missing docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+echo "== cargo package (every publishable crate packages: metadata, files, dependency versions)"
+cargo package --workspace --exclude examples --exclude executor-chaos --exclude linked-handlers \
+    --no-verify --locked --offline --allow-dirty --quiet
 echo "== cargo test"
 cargo test --workspace --locked --no-run
 # The chaos harness's tests take about 4.5 of the suite's 10 minutes, one

@@ -96,7 +96,7 @@ impl<S: Storage> Admin<S> {
     /// screen. Off by default.
     ///
     /// ```
-    /// use executor_admin::{Admin, admin_router};
+    /// use reliable_executor_admin::{Admin, admin_router};
     /// use executor_core::{Client, MemoryStorage, Namespace};
     ///
     /// # fn main() -> Result<(), executor_core::Error> {

@@ -10,11 +10,11 @@
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let metrics = executor_admin::install_prometheus()?; // once per process, before the executor
+//! let metrics = reliable_executor_admin::install_prometheus()?; // once per process, before the executor
 //! let executor = Executor::builder(MemoryStorage::new()).namespace("shop").build().await?;
 //! let app = axum::Router::new()
-//!     .nest("/admin", executor_admin::admin_router(&executor))
-//!     .merge(executor_admin::metrics_router(metrics));
+//!     .nest("/admin", reliable_executor_admin::admin_router(&executor))
+//!     .merge(reliable_executor_admin::metrics_router(metrics));
 //! // axum::serve(listener, app).with_graceful_shutdown(...).await?;
 //! # let _ = app;
 //! # Ok(())

@@ -42,8 +42,8 @@ pub fn prometheus_builder() -> Result<PrometheusBuilder, BuildError> {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use executor_core::{Client, MemoryStorage, Namespace, TaskBuilder, TaskOptions};
 ///
-/// let handle = executor_admin::install_prometheus()?;
-/// let app = axum::Router::new().merge(executor_admin::metrics_router(handle.clone()));
+/// let handle = reliable_executor_admin::install_prometheus()?;
+/// let app = axum::Router::new().merge(reliable_executor_admin::metrics_router(handle.clone()));
 /// # let _ = app;
 /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("shop")?);
 /// TaskBuilder::new("send_mail", "ada", TaskOptions::new()).submit(&client).await?;

@@ -93,7 +93,7 @@ pub fn admin_routes() -> Vec<(&'static str, &'static str)> {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), executor_core::Error> {
 /// let executor = Executor::builder(MemoryStorage::new()).build().await?;
-/// let app: axum::Router = axum::Router::new().nest("/admin", executor_admin::admin_router(&executor));
+/// let app: axum::Router = axum::Router::new().nest("/admin", reliable_executor_admin::admin_router(&executor));
 /// # let _ = app;
 /// # Ok(())
 /// # }

@@ -5,7 +5,7 @@
 //! them:
 //!
 //! ```
-//! use executor_any::AnyStorage;
+//! use reliable_executor_any::AnyStorage;
 //! use executor_core::{Executor, prelude::*};
 //!
 //! # #[tokio::main(flavor = "current_thread")]

@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use executor_any::AnyStorage;
 use executor_core::{
     Error, Namespace, TaskState, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
+use reliable_executor_any::AnyStorage;
 
 async fn fresh() -> (AnyStorage, Namespace) {
     match AnyStorage::connect("memory:").await {

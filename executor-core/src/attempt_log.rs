@@ -87,7 +87,7 @@ impl std::fmt::Display for AttemptOutcome {
 /// what is known.
 ///
 /// ```
-/// use executor_core::{AttemptOutcome, AttemptRecord, Timestamp, WorkerId};
+/// use reliable_executor::{AttemptOutcome, AttemptRecord, Timestamp, WorkerId};
 ///
 /// let mut attempt = AttemptRecord::new(1, AttemptOutcome::Failed, Timestamp::from_millis(2_500));
 /// attempt.worker = Some(WorkerId::new("host-1:4242")?);
@@ -181,7 +181,7 @@ impl TaskRecord {
     /// attempt is; a requeued task's count starts again).
     ///
     /// ```
-    /// use executor_core::{AttemptOutcome, AttemptRecord, TaskId, TaskRecord, TaskState, Timestamp};
+    /// use reliable_executor::{AttemptOutcome, AttemptRecord, TaskId, TaskRecord, TaskState, Timestamp};
     ///
     /// let t = |ms| Timestamp::from_millis(ms);
     /// let mut record = TaskRecord::new(TaskId::new("t1")?, "send", TaskState::Completed, b"{}".to_vec(), t(0), t(0));
@@ -193,7 +193,7 @@ impl TaskRecord {
     /// assert_eq!(all.iter().map(|a| (a.attempt, a.outcome)).collect::<Vec<_>>(),
     ///     [(1, AttemptOutcome::Failed), (2, AttemptOutcome::Completed)]);
     /// assert_eq!(all[1].ended_at, Some(t(2_100)));
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     pub fn all_attempts(&self) -> Vec<AttemptSummary> {
         let mut out: Vec<AttemptSummary> = self.attempt_log.iter().cloned().map(Into::into).collect();
@@ -254,14 +254,14 @@ pub(crate) fn push_bounded(log: &mut Vec<AttemptRecord>, entry: AttemptRecord) {
 /// once as a warning naming the task. Keeps the newest [`MAX_ATTEMPT_LOG`].
 ///
 /// ```
-/// use executor_core::{AttemptOutcome, TaskId, storage::decode_attempt_log};
+/// use reliable_executor::{AttemptOutcome, TaskId, storage::decode_attempt_log};
 ///
 /// let id = TaskId::new("t1")?;
 /// let log = decode_attempt_log(&id, r#"[{"attempt":1,"ended_at":5,"outcome":"failed"}, 7]"#);
 /// assert_eq!(log.len(), 1);
 /// assert_eq!(log[0].outcome, AttemptOutcome::Failed);
 /// assert!(decode_attempt_log(&id, "not json").is_empty());
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 pub fn decode_attempt_log(id: &TaskId, json: &str) -> Vec<AttemptRecord> {
     let items = match serde_json::from_str::<Vec<serde_json::Value>>(json) {
@@ -288,13 +288,13 @@ pub fn decode_attempt_log(id: &TaskId, json: &str) -> Vec<AttemptRecord> {
 /// an empty log and a warning, so the task stays readable.
 ///
 /// ```
-/// use executor_core::{TaskId, storage::attempt_log_from_column};
+/// use reliable_executor::{TaskId, storage::attempt_log_from_column};
 ///
 /// let id = TaskId::new("t1")?;
 /// let read: Result<Option<String>, &str> = Ok(None);
 /// assert!(attempt_log_from_column(&id, read).is_empty());
 /// assert!(attempt_log_from_column::<&str>(&id, Err("mismatched types")).is_empty());
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 pub fn attempt_log_from_column<E: std::fmt::Display>(
     id: &TaskId,

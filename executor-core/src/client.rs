@@ -148,12 +148,12 @@ impl<S: Storage> Client<S> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_core::{Client, MemoryStorage, Namespace};
+    /// use reliable_executor::{Client, MemoryStorage, Namespace};
     ///
     /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?)
     ///     .submit_retry(5, Duration::from_millis(200));
     /// # drop(client);
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     #[must_use]
     pub fn submit_retry(self, tries: u32, pause: Duration) -> Self {
@@ -247,7 +247,7 @@ impl<S: Storage> Client<S> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_core::{Client, MemoryStorage, Namespace, TaskBuilder, TaskId, TaskOptions, TaskState};
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, TaskBuilder, TaskId, TaskOptions, TaskState};
     ///
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?);
@@ -320,9 +320,9 @@ impl<S: Storage> Client<S> {
     /// current minute fills in as they flush.
     ///
     /// ```
-    /// use executor_core::{Client, MemoryStorage, Namespace, Timestamp, storage::{HistoryCount, Storage}};
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, Timestamp, storage::{HistoryCount, Storage}};
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> executor_core::Result<()> {
+    /// # async fn main() -> reliable_executor::Result<()> {
     /// let store = MemoryStorage::new();
     /// let ns = Namespace::new("my-app")?;
     /// store.add_history(&ns, &[HistoryCount::new("send_mail", 3, 1)]).await?;
@@ -355,8 +355,8 @@ impl<S: Storage> Client<S> {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), executor_core::Error> {
-    /// use executor_core::{Client, MemoryStorage, Namespace};
+    /// # async fn main() -> Result<(), reliable_executor::Error> {
+    /// use reliable_executor::{Client, MemoryStorage, Namespace};
     ///
     /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-pause")?)?;
     /// client.pause_queue("emails").await?;
@@ -391,8 +391,8 @@ impl<S: Storage> Client<S> {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), executor_core::Error> {
-    /// use executor_core::{Client, MemoryStorage, Namespace, QueueLimits, RateLimit};
+    /// # async fn main() -> Result<(), reliable_executor::Error> {
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, QueueLimits, RateLimit};
     ///
     /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-limits")?)?;
     /// // At most 4 report builds at once, and 50 payment calls a second, fleet-wide.
@@ -566,7 +566,7 @@ impl<S: Storage> Client<S> {
     /// The typed `name::submit_many` helpers of `#[reliable_task]` call it.
     ///
     /// ```
-    /// use executor_core::{Client, MemoryStorage, Namespace, SubmitOutcome, TaskBuilder, TaskOptions};
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, SubmitOutcome, TaskBuilder, TaskOptions};
     ///
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?);
@@ -575,7 +575,7 @@ impl<S: Storage> Client<S> {
     ///     .collect::<Result<Vec<_>, _>>()?;
     /// let answers = client.submit_many(tasks).await;
     /// assert!(answers.iter().all(|a| matches!(a, Ok(s) if s.outcome == SubmitOutcome::Created)));
-    /// # Ok::<(), executor_core::Error>(()) })?;
+    /// # Ok::<(), reliable_executor::Error>(()) })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn submit_many(&self, tasks: impl IntoIterator<Item = NewTask>) -> Vec<Result<Submitted>> {
@@ -620,7 +620,7 @@ pub async fn submit_built<C: Submit>(
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::{TaskBuilder, TaskOptions, storage::Due};
+/// use reliable_executor::{TaskBuilder, TaskOptions, storage::Due};
 ///
 /// let task = TaskBuilder::new("process_order", 7u64, TaskOptions::new())
 ///     .id("order_7_pay")
@@ -629,7 +629,7 @@ pub async fn submit_built<C: Submit>(
 ///     .into_new_task()?;
 /// assert_eq!(task.max_attempts, 6);
 /// assert_eq!(task.due, Due::After(Duration::from_secs(30)));
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Debug)]
 #[must_use = "a task builder does nothing until `.submit(&client)`"]

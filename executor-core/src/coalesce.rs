@@ -31,7 +31,7 @@ use crate::{
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::{Client, Coalescer, MemoryStorage, Namespace, TaskBuilder, TaskOptions};
+/// use reliable_executor::{Client, Coalescer, MemoryStorage, Namespace, TaskBuilder, TaskOptions};
 ///
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("stats")?);
@@ -45,7 +45,7 @@ use crate::{
 /// let stats = coalescer.stats();
 /// assert_eq!(stats.forwarded + stats.absorbed, 50);
 /// assert!(stats.absorbed >= 48);
-/// # Ok::<(), executor_core::Error>(()) })?;
+/// # Ok::<(), reliable_executor::Error>(()) })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Coalescer<C> {

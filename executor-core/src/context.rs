@@ -135,7 +135,7 @@ impl TaskContext {
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::TaskError;
+/// use reliable_executor::TaskError;
 ///
 /// fn parse(s: &str) -> Result<u32, TaskError> {
 ///     Ok(s.parse::<u32>()?) // ParseIntError converts: retried

@@ -14,8 +14,8 @@ use std::{
 /// by type, in the spirit of axum's `State` and apalis' `Data`:
 ///
 /// ```standalone_crate
-/// use executor_core::prelude::*;
-/// use executor_core::{Data, Executor, MemoryStorage};
+/// use reliable_executor::prelude::*;
+/// use reliable_executor::{Data, Executor, MemoryStorage};
 ///
 /// #[derive(Clone)]
 /// struct Mailer { from: String }
@@ -30,7 +30,7 @@ use std::{
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), executor_core::Error> {
+/// # async fn main() -> Result<(), reliable_executor::Error> {
 /// let executor = Executor::builder(MemoryStorage::new())
 ///     .data(Mailer { from: "hello@example.com".into() })
 ///     .build()

@@ -129,13 +129,13 @@ pub enum Error {
     /// connection, the pool timed out) is an [`Error::Storage`] instead.
     ///
     /// ```
-    /// use executor_core::{Error, TaskId};
+    /// use reliable_executor::{Error, TaskId};
     ///
     /// let id = TaskId::new("order-7")?;
     /// let e = Error::outcome_unknown(id.clone(), "connection reset by peer");
     /// assert!(e.is_retryable());
     /// assert_eq!(e.outcome_unknown_id(), Some(&id));
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     #[error(
         "the submit of task `{id}` may or may not have been stored: the connection was lost after it was \

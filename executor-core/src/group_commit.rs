@@ -63,7 +63,7 @@ type Lanes<I, O> = Arc<Mutex<HashMap<Namespace, Lane<I, O>>>>;
 /// with others queued behind it, and ends when none is left.
 ///
 /// ```
-/// use executor_core::{Namespace, Result, storage::GroupCommit};
+/// use reliable_executor::{Namespace, Result, storage::GroupCommit};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<()> {

@@ -25,12 +25,12 @@ pub const MAX_HISTORY_COUNT: u64 = i64::MAX as u64;
 /// [`Storage::add_history`](crate::storage::Storage::add_history).
 ///
 /// ```
-/// use executor_core::storage::HistoryCount;
+/// use reliable_executor::storage::HistoryCount;
 ///
 /// let count = HistoryCount::new("send_mail", 12, 1);
 /// assert_eq!((count.name.as_str(), count.succeeded, count.failed), ("send_mail", 12, 1));
 /// count.validate()?;
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -82,7 +82,7 @@ impl HistoryCount {
 /// [`Storage::history`](crate::storage::Storage::history) answers it.
 ///
 /// ```
-/// use executor_core::{Timestamp, storage::HistoryBucket};
+/// use reliable_executor::{Timestamp, storage::HistoryBucket};
 ///
 /// let b = HistoryBucket::new(Timestamp::from_millis(120_000), "send_mail", 3, 0);
 /// assert_eq!(b.minute, Timestamp::from_millis(120_000));
@@ -117,7 +117,7 @@ impl HistoryBucket {
     /// a negative count (a row edited by hand). The SQL drivers' one check.
     ///
     /// ```
-    /// use executor_core::{HistoryBucket, Timestamp};
+    /// use reliable_executor::{HistoryBucket, Timestamp};
     ///
     /// let b = HistoryBucket::from_columns(120_000, "mail".into(), 3, 1)?;
     /// assert_eq!((b.minute, b.succeeded, b.failed), (Timestamp::from_millis(120_000), 3, 1));
@@ -149,7 +149,7 @@ impl HistoryBucket {
 /// The start of the minute `t` falls in.
 ///
 /// ```
-/// use executor_core::{Timestamp, storage::minute_of};
+/// use reliable_executor::{Timestamp, storage::minute_of};
 ///
 /// assert_eq!(minute_of(Timestamp::from_millis(125_999)), Timestamp::from_millis(120_000));
 /// ```

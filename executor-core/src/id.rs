@@ -17,11 +17,11 @@ pub const MAX_ID_LEN: usize = 191;
 /// control characters or whitespace, so every store can use them in keys.
 ///
 /// ```
-/// use executor_core::TaskId;
+/// use reliable_executor::TaskId;
 /// let id = TaskId::new("order_12345_pay")?;
 /// assert_eq!(id.as_str(), "order_12345_pay");
 /// assert!(TaskId::new("has space").is_err());
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -51,10 +51,10 @@ impl TaskId {
     /// replaces a chosen one.
     ///
     /// ```
-    /// use executor_core::TaskId;
+    /// use reliable_executor::TaskId;
     /// assert!(TaskId::generate().is_generated());
     /// assert!(!TaskId::new("order_12345_pay")?.is_generated());
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     pub fn is_generated(&self) -> bool {
         self.0.len() == 36 && uuid::Uuid::try_parse(&self.0).is_ok_and(|u| u.get_version_num() == 7)
@@ -117,7 +117,7 @@ pub const MAX_NAMESPACE_LEN: usize = 64;
 /// and `:` only, 1 to 64 bytes.
 ///
 /// ```
-/// use executor_core::Namespace;
+/// use reliable_executor::Namespace;
 /// assert!(Namespace::new("my-app").is_ok());
 /// assert!(Namespace::new("my app").is_err());
 /// ```

@@ -13,8 +13,8 @@
 //! its defaults (retries, backoff, deadlines):
 //!
 //! ```
-//! use executor_core::prelude::*;
-//! use executor_core::{Executor, ListQuery, MemoryStorage};
+//! use reliable_executor::prelude::*;
+//! use reliable_executor::{Executor, ListQuery, MemoryStorage};
 //!
 //! #[derive(Serialize, Deserialize)]
 //! struct OrderParam {
@@ -30,7 +30,7 @@
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), executor_core::Error> {
+//! # async fn main() -> Result<(), reliable_executor::Error> {
 //! // **Build** an executor: it finds every #[reliable_task] in the binary.
 //! let executor = Executor::builder(MemoryStorage::new())
 //!     .namespace("my-app")
@@ -63,7 +63,7 @@
 //! assert_eq!(executor.counts().await?.get(TaskState::Cancelled), 1);
 //!
 //! // **Shut down**: drains running attempts, gives back leases of the rest.
-//! // In a service: `executor.run_until(executor_core::shutdown_signal()).await?`.
+//! // In a service: `executor.run_until(reliable_executor::shutdown_signal()).await?`.
 //! running.shutdown().await?;
 //! # Ok(())
 //! # }
@@ -91,8 +91,6 @@
 //! See `docs/architecture.md` for the state diagram and the runtime loop.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
-
-extern crate self as executor_core;
 
 mod attempt_log;
 mod client;
@@ -152,7 +150,7 @@ pub use time::{MAX_DURATION, Timestamp};
 
 pub use executor_macros::reliable_task;
 
-/// What an application file needs: `use executor_core::prelude::*;`.
+/// What an application file needs: `use reliable_executor::prelude::*;`.
 ///
 /// The macro and the types a handler signature names ([`TaskContext`],
 /// [`TaskError`], [`Data`]), the executor and client with their

@@ -10,7 +10,7 @@ use crate::{SubmitOutcome, TaskId, TaskRecord, TaskState};
 /// harming the runtime.
 ///
 /// ```
-/// use executor_core::{Listener, TaskRecord};
+/// use reliable_executor::{Listener, TaskRecord};
 ///
 /// #[derive(Debug)]
 /// struct Audit;

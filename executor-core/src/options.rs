@@ -14,7 +14,7 @@ pub const MAX_RETRY_LIMIT: u32 = 10_000;
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::{RetryPolicy, TaskOptions};
+/// use reliable_executor::{RetryPolicy, TaskOptions};
 ///
 /// let opts = TaskOptions::new()
 ///     .retry_limit(5)
@@ -30,12 +30,12 @@ pub const MAX_RETRY_LIMIT: u32 = 10_000;
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::{RetryPolicy, TaskOptions};
+/// use reliable_executor::{RetryPolicy, TaskOptions};
 ///
 /// let levels = RetryPolicy::levels([10, 60, 600, 3_600].map(Duration::from_secs))?;
 /// assert_eq!(TaskOptions::new().retry(levels.clone()).retry_limit, 4);
 /// assert!(TaskOptions::new().retry_limit(3).retry(levels).validate().is_err());
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

@@ -44,7 +44,7 @@ pub const MAX_PAGE_SIZE: usize = 1_000;
 /// pages that still carry `next`).
 ///
 /// ```
-/// use executor_core::{ListQuery, TaskState};
+/// use reliable_executor::{ListQuery, TaskState};
 ///
 /// let first = ListQuery::new(TaskState::Failed, 50).name("sync_crm");
 /// let second = first.clone().after("cursor-from-first-page");
@@ -57,7 +57,7 @@ pub const MAX_PAGE_SIZE: usize = 1_000;
 /// A literal does not compile outside this crate, so fields can be added:
 ///
 /// ```compile_fail
-/// use executor_core::{ListQuery, TaskState};
+/// use reliable_executor::{ListQuery, TaskState};
 ///
 /// let q = ListQuery { state: TaskState::Failed, cursor: None, limit: 50 };
 /// ```
@@ -184,7 +184,7 @@ impl WorkerInfo {
     /// deploy, or two services sharing a namespace).
     ///
     /// ```
-    /// use executor_core::{Timestamp, WorkerId, WorkerInfo};
+    /// use reliable_executor::{Timestamp, WorkerId, WorkerInfo};
     /// let at = Timestamp::from_millis(0);
     /// let workers = [
     ///     WorkerInfo::new(WorkerId::new("a")?, ["charge"], at),
@@ -192,7 +192,7 @@ impl WorkerInfo {
     ///     WorkerInfo::new(WorkerId::new("c")?, ["charge", "refund"], at),
     /// ];
     /// assert_eq!(WorkerInfo::handler_sets(&workers).len(), 2);
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     pub fn handler_sets(workers: &[WorkerInfo]) -> BTreeMap<&[String], usize> {
         let mut sets = BTreeMap::new();
@@ -206,7 +206,7 @@ impl WorkerInfo {
 /// Counts of tasks by state. Build one from `(state, count)` pairs.
 ///
 /// ```
-/// use executor_core::{StateCounts, TaskState};
+/// use reliable_executor::{StateCounts, TaskState};
 ///
 /// let counts: StateCounts = [(TaskState::Pending, 3), (TaskState::Failed, 1)].into_iter().collect();
 /// assert_eq!(counts.get(TaskState::Pending), 3);
@@ -256,7 +256,7 @@ impl StateCounts {
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::Retention;
+/// use reliable_executor::Retention;
 ///
 /// let keep = Retention::default()
 ///     .completed(Duration::from_secs(3_600))

@@ -39,13 +39,13 @@ pub const MAX_WEIGHT: u32 = 1_000;
 /// or `:`.
 ///
 /// ```
-/// use executor_core::QueueName;
+/// use reliable_executor::QueueName;
 ///
 /// assert_eq!(QueueName::new("emails")?.as_str(), "emails");
 /// assert_eq!(QueueName::default().as_str(), "default");
 /// assert!(QueueName::new("e mails").is_err());
 /// assert!(QueueName::new("").is_err());
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -158,7 +158,7 @@ impl QueueShare {
 /// priority first, then earliest due, then id.
 ///
 /// ```
-/// use executor_core::{ClaimPlan, QueueName};
+/// use reliable_executor::{ClaimPlan, QueueName};
 ///
 /// let plan = ClaimPlan::single(QueueName::default(), 10);
 /// assert_eq!(plan.limit, 10);
@@ -212,7 +212,7 @@ enum Order {
 /// to the others in the same claim, so no capacity idles.
 ///
 /// ```
-/// use executor_core::QueueSet;
+/// use reliable_executor::QueueSet;
 ///
 /// let mut set = QueueSet::weighted([("critical", 6), ("default", 3), ("low", 1)])?;
 /// let mut got = std::collections::HashMap::new();
@@ -224,7 +224,7 @@ enum Order {
 /// assert_eq!(got["critical"], 600);
 /// assert_eq!(got["default"], 300);
 /// assert_eq!(got["low"], 100);
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct QueueSet {
@@ -369,14 +369,14 @@ pub const MAX_RATE_STARTS: u32 = 1_000_000;
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::RateLimit;
+/// use reliable_executor::RateLimit;
 ///
 /// let fifty = RateLimit::per_second(50)?;
 /// assert_eq!((fifty.starts, fifty.per, fifty.burst), (50, Duration::from_secs(1), 50));
 /// let smooth = RateLimit::new(600, Duration::from_secs(60))?.burst(1)?;
 /// assert_eq!(smooth.burst, 1);
 /// assert!(RateLimit::per_second(0).is_err());
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -458,13 +458,13 @@ impl RateLimit {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_core::RateLimit;
+    /// use reliable_executor::RateLimit;
     ///
     /// let rate = RateLimit::new(20, Duration::from_secs(1))?.burst(10)?;
     /// assert_eq!(rate.bucket_at(0.0, 1_000, 1_100), 2.0);
     /// assert_eq!(rate.bucket_at(9.5, 1_000, 61_000), 10.0);
     /// assert_eq!(rate.bucket_at(f64::NAN, 1_000, 1_000), 0.0);
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     pub fn bucket_at(&self, tokens: f64, tokens_at_ms: i64, now_ms: i64) -> f64 {
         let burst = f64::from(self.burst);
@@ -482,12 +482,12 @@ pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
 /// `None` is no limit; the default is none at all.
 ///
 /// ```
-/// use executor_core::{QueueLimits, RateLimit};
+/// use reliable_executor::{QueueLimits, RateLimit};
 ///
 /// let limits = QueueLimits::new().concurrency(4).rate(RateLimit::per_second(50)?);
 /// assert!(limits.validate().is_ok());
 /// assert!(QueueLimits::new().concurrency(0).validate().is_err());
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -508,7 +508,7 @@ impl QueueLimits {
     /// limits are set again.
     ///
     /// ```
-    /// use executor_core::QueueLimits;
+    /// use reliable_executor::QueueLimits;
     ///
     /// let limits = QueueLimits::from_columns(Some(4), Some(50), Some(1_000), Some(50));
     /// assert_eq!(limits.map(|l| l.concurrency), Ok(Some(4)));

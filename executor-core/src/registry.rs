@@ -90,7 +90,7 @@ type DynInvoke = dyn Fn(TaskContext, &[u8]) -> Result<BoxFuture<Result<(), TaskE
 /// A handler registered on the builder at run time, from a closure.
 ///
 /// ```
-/// use executor_core::{Handler, TaskContext, TaskError};
+/// use reliable_executor::{Handler, TaskContext, TaskError};
 ///
 /// let h = Handler::new("resize_image", |width: u32, _ctx: TaskContext| async move {
 ///     if width == 0 { return Err(TaskError::abort("width 0")); }

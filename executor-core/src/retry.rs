@@ -15,7 +15,7 @@ pub type BackoffFn = dyn Fn(u32) -> Duration + Send + Sync;
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::RetryPolicy;
+/// use reliable_executor::RetryPolicy;
 ///
 /// let levels = RetryPolicy::levels([Duration::from_secs(10), Duration::from_secs(60)])?;
 /// assert_eq!(levels.delay(1), Duration::from_secs(10));
@@ -23,7 +23,7 @@ pub type BackoffFn = dyn Fn(u32) -> Duration + Send + Sync;
 ///
 /// let exp = RetryPolicy::exponential(Duration::from_millis(100), 2.0, Duration::from_secs(5))?;
 /// assert_eq!(exp.delay(3), Duration::from_millis(400));
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -226,9 +226,9 @@ impl RetryPolicy {
 ///
 /// ```
 /// use std::time::Duration;
-/// assert_eq!(executor_core::parse_duration("2s")?, Duration::from_secs(2));
-/// assert!(executor_core::parse_duration("2 parsecs").is_err());
-/// # Ok::<(), executor_core::Error>(())
+/// assert_eq!(reliable_executor::parse_duration("2s")?, Duration::from_secs(2));
+/// assert!(reliable_executor::parse_duration("2 parsecs").is_err());
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 ///
 /// # Errors

@@ -11,7 +11,7 @@
 //!
 //! Every method that changes a task is one atomic step in the store (one Lua
 //! script, one SQL statement or transaction, one critical section). The
-//! conformance suite in `executor_core::testing` (feature `testing`) checks
+//! conformance suite in `reliable_executor::testing` (feature `testing`) checks
 //! each method against the state diagram and the invariants; a new store
 //! passes it before it is called done.
 

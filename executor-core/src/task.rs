@@ -94,7 +94,7 @@ impl TaskRecord {
     /// from it and set the other fields.
     ///
     /// ```
-    /// use executor_core::{TaskId, TaskRecord, TaskState, Timestamp};
+    /// use reliable_executor::{TaskId, TaskRecord, TaskState, Timestamp};
     ///
     /// let mut record = TaskRecord::new(
     ///     TaskId::new("t1")?,
@@ -107,7 +107,7 @@ impl TaskRecord {
     /// record.max_attempts = 4;
     /// assert!(record.attempts_left());
     /// assert!(record.attempt_log.is_empty());
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     pub fn new(
         id: TaskId,
@@ -250,7 +250,7 @@ impl Debounce {
 /// outside this crate a literal does not compile, the constructor does.
 ///
 /// ```compile_fail
-/// use executor_core::{TaskId, storage::{Due, NewTask, SubmitMode}};
+/// use reliable_executor::{TaskId, storage::{Due, NewTask, SubmitMode}};
 ///
 /// let task = NewTask {
 ///     id: TaskId::generate(),
@@ -342,12 +342,12 @@ impl NewTask {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_core::{TaskId, storage::{Due, NewTask}};
+    /// use reliable_executor::{TaskId, storage::{Due, NewTask}};
     ///
     /// let mut task = NewTask::new(TaskId::new("t1")?, "resize", b"{}".to_vec());
     /// task.due = Due::After(Duration::from_secs(5));
     /// assert!(task.validate().is_ok());
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     pub fn new(id: TaskId, name: impl Into<String>, payload: Vec<u8>) -> Self {
         Self {
@@ -371,13 +371,13 @@ impl NewTask {
     /// `.id(..)` is given.
     ///
     /// ```
-    /// use executor_core::storage::NewTask;
+    /// use reliable_executor::storage::NewTask;
     ///
     /// let mut task = NewTask::with_generated_id("resize", b"{}".to_vec());
     /// assert!(task.has_fresh_id());
-    /// task.id = executor_core::TaskId::new("order-7")?;
+    /// task.id = reliable_executor::TaskId::new("order-7")?;
     /// assert!(!task.has_fresh_id());
-    /// # Ok::<(), executor_core::Error>(())
+    /// # Ok::<(), reliable_executor::Error>(())
     /// ```
     pub fn with_generated_id(name: impl Into<String>, payload: Vec<u8>) -> Self {
         let id = TaskId::generate();
@@ -406,7 +406,7 @@ impl NewTask {
     /// ([`crate::Client::submit_retry`]).
     ///
     /// ```
-    /// use executor_core::storage::NewTask;
+    /// use reliable_executor::storage::NewTask;
     ///
     /// let task = NewTask::with_generated_id("resize", b"{}".to_vec());
     /// let again = task.resend();
@@ -431,7 +431,7 @@ impl NewTask {
     /// the next claim or read.
     ///
     /// ```
-    /// use executor_core::storage::NewTask;
+    /// use reliable_executor::storage::NewTask;
     ///
     /// let task = NewTask::with_generated_id("resize", b"{}".to_vec());
     /// assert!(!task.clone().has_fresh_id());
@@ -455,7 +455,7 @@ impl NewTask {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_core::{storage::Due, testing};
+    /// use reliable_executor::{storage::Due, testing};
     ///
     /// let mut task = testing::new_task("t1");
     /// assert!(task.validate().is_ok());
@@ -536,12 +536,12 @@ impl SubmitOutcome {
 /// it, found it already there (idempotent) or moved it (debounced).
 ///
 /// ```
-/// use executor_core::{Submitted, SubmitOutcome, TaskId};
+/// use reliable_executor::{Submitted, SubmitOutcome, TaskId};
 ///
 /// let answer = Submitted::new(TaskId::new("order-7")?, SubmitOutcome::Existing);
 /// assert!(!answer.is_created());
 /// assert_eq!(answer.id.as_str(), "order-7");
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]

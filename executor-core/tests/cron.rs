@@ -15,14 +15,14 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use rand::{Rng, SeedableRng, rngs::StdRng};
+use reliable_executor::{
     Executor, ExecutorBuilder, ListQuery, MemoryStorage, Namespace, Result, Retention, RunningExecutor,
     TaskState, Timestamp, WorkerId, reliable_task,
     schedule::{Misfire, Overlap, Schedule},
     storage::{Leadership, Storage},
     testing::{Intercept, Intercepted},
 };
-use rand::{Rng, SeedableRng, rngs::StdRng};
 
 type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
@@ -67,7 +67,7 @@ impl<S: Storage> Intercept<S> for Crash {
         ttl: Duration,
     ) -> Result<Option<Leadership>> {
         if self.0.load(Ordering::SeqCst) {
-            return Err(executor_core::Error::storage("crashed", true));
+            return Err(reliable_executor::Error::storage("crashed", true));
         }
         inner.acquire_leadership(ns, worker, ttl).await
     }
@@ -197,7 +197,7 @@ async fn three_processes_a_day_of_minutes_leader_crashes_exactly_one_task_per_ti
         tasks.iter().filter(|(id, s)| expected.contains(id) && *s != TaskState::Completed).collect();
     assert!(not_done.is_empty(), "every tick's task ran: {not_done:?}");
     let some = expected.iter().next().ok_or("no tick")?;
-    let rec = memory.get(&ns, &executor_core::TaskId::new(some.clone())?).await?.ok_or("no task")?;
+    let rec = memory.get(&ns, &reliable_executor::TaskId::new(some.clone())?).await?.ok_or("no task")?;
     assert_eq!((rec.queue.as_str(), rec.priority), ("ticks", 3), "a tick's task has the handler's queue");
     println!("1,440 ticks over 24 simulated hours, {crashes} leader crashes: one task each");
     Ok(())
@@ -327,7 +327,7 @@ async fn attribute_payload_default_and_bad_schedules() -> TestResult {
     assert_eq!(found.schedule.timezone, "UTC");
     assert!(found.next_fire.is_some());
     let e = executor.schedules().put(Schedule::new("x", "no_such_task", "* * * * *", "UTC")?).await;
-    assert!(matches!(e, Err(executor_core::Error::UnknownTask(_))), "{e:?}");
+    assert!(matches!(e, Err(reliable_executor::Error::UnknownTask(_))), "{e:?}");
     let e = executor.schedules().put(slow::every("not cron").payload(1)).await;
     assert!(e.as_ref().is_err_and(|e| e.to_string().contains("not cron")), "{e:?}");
     let e = executor.schedules().put(slow::every("* * * * *")).await;

@@ -10,13 +10,14 @@
 //! - the link-time registration (`inventory::submit!`) with a function that
 //!   decodes the payload and starts the handler.
 //!
-//! Generated code names only `<crate>::__private::..` (default
-//! `::executor_core`), `::core` and `::std`, so users never depend on
-//! `inventory` or `serde_json` themselves.
+//! Generated code names only `<crate>::__private::..` (by default the
+//! facade or the core crate, as the user's `Cargo.toml` names it:
+//! `krate.rs`), `::core` and `::std`, so users never depend on `inventory`
+//! or `serde_json` themselves.
 
 use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote};
-use syn::{ItemFn, Path, Type, parse_quote, spanned::Spanned};
+use syn::{ItemFn, Path, Type, spanned::Spanned};
 
 use crate::{
     diagnostics::Errors,
@@ -26,7 +27,7 @@ use crate::{
 
 /// The macro: the user's function plus everything above, or the function
 /// plus every error found.
-pub(crate) fn reliable_task(attr: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn reliable_task(attr: TokenStream, item: TokenStream, runtime: fn() -> Path) -> TokenStream {
     let mut errors = Errors::default();
     let args = TaskAttr::parse(attr, &mut errors);
     let f: ItemFn = match syn::parse2(item.clone()) {
@@ -43,7 +44,7 @@ pub(crate) fn reliable_task(attr: TokenStream, item: TokenStream) -> TokenStream
     };
     let sig = Signature::check(&f, &mut errors);
     match (&args.name, errors.is_empty()) {
-        (Some(name), true) => generate(&f, name, &args, &sig),
+        (Some(name), true) => generate(&f, name, &args, &sig, runtime),
         // The user's function is still emitted so IDEs and other code keep
         // resolving it while the attribute is fixed.
         _ => {
@@ -53,8 +54,8 @@ pub(crate) fn reliable_task(attr: TokenStream, item: TokenStream) -> TokenStream
     }
 }
 
-fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature) -> TokenStream {
-    let krate: Path = args.krate.clone().unwrap_or_else(|| parse_quote!(::executor_core));
+fn generate(f: &ItemFn, name: &str, args: &TaskAttr, sig: &Signature, runtime: fn() -> Path) -> TokenStream {
+    let krate: Path = args.krate.clone().unwrap_or_else(runtime);
     let p = quote!(#krate::__private);
     let vis = &f.vis;
     let ident = &f.sig.ident;

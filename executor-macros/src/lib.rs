@@ -1,10 +1,11 @@
 //! `#[reliable_task]`: registers an async fn as a task handler and generates
-//! its typed submit helpers. Use it through `executor_core::reliable_task`
-//! (or `executor_core::prelude::*`); the guide is `docs/handlers.md`.
+//! its typed submit helpers. Use it through `reliable_executor::reliable_task`
+//! (or `reliable_executor::prelude::*`); the guide is `docs/handlers.md`.
 
 mod diagnostics;
 mod duration;
 mod expand;
+mod krate;
 mod parse;
 mod signature;
 
@@ -14,7 +15,7 @@ use proc_macro::TokenStream;
 /// typed submit helpers.
 ///
 /// ```
-/// use executor_core::prelude::*;
+/// use reliable_executor::prelude::*;
 ///
 /// #[derive(Serialize, Deserialize)]
 /// struct OrderParam {
@@ -66,7 +67,7 @@ use proc_macro::TokenStream;
 /// | `timeout` | limit of one attempt; an attempt past it is retried | `timeout = "10s"` |
 /// | `queue` | the queue its tasks wait in (default `"default"`); executors serve it unless given other queues | `queue = "emails"` |
 /// | `priority` | 0 (default) to 9 within its queue, higher claimed first | `priority = 5` |
-/// | `crate` | where `executor_core` is, if renamed | `crate = ::my_executor` |
+/// | `crate` | where the runtime is reached, when the `Cargo.toml` that names it is not the one compiling the handler (a macro of your own that expands to this one) | `crate = ::my_executor` |
 ///
 /// Durations are a whole number and a unit: `"500ms"`, `"2s"`, `"1m"`, `"1h"`, `"1d"`.
 /// `retry_interval`, `exponential(..)` and `levels` are alternatives: give one.
@@ -89,7 +90,7 @@ use proc_macro::TokenStream;
 /// registration (with the `Data` types it takes).
 #[proc_macro_attribute]
 pub fn reliable_task(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand::reliable_task(attr.into(), item.into()).into()
+    expand::reliable_task(attr.into(), item.into(), krate::runtime).into()
 }
 
 /// The handler guide's examples run as doc tests.

@@ -12,20 +12,20 @@ use crate::{
     duration::{DURATION_HELP, parse_millis},
 };
 
-/// Longest task name, in bytes (`executor_core::MAX_ID_LEN`: names share the
+/// Longest task name, in bytes (`reliable_executor::MAX_ID_LEN`: names share the
 /// id's limits so every store can key by them).
 const MAX_NAME_LEN: usize = 191;
 
-/// Most retries a task may ask for (`executor_core::MAX_RETRY_LIMIT`).
+/// Most retries a task may ask for (`reliable_executor::MAX_RETRY_LIMIT`).
 const MAX_RETRY_LIMIT: u32 = 10_000;
 
 /// Every key the attribute accepts, as the unknown-key error lists them.
 pub(crate) const VALID_KEYS: &str = "name, retry_limit, retry_interval, exponential(..), levels, max_duration, timeout, queue, priority, cron, timezone, crate";
 
-/// Longest queue name, in bytes (`executor_core::MAX_QUEUE_LEN`).
+/// Longest queue name, in bytes (`reliable_executor::MAX_QUEUE_LEN`).
 const MAX_QUEUE_LEN: usize = 64;
 
-/// Highest priority (`executor_core::MAX_PRIORITY`).
+/// Highest priority (`reliable_executor::MAX_PRIORITY`).
 const MAX_PRIORITY: u8 = 9;
 
 const KEYS: [&str; 12] = [
@@ -66,7 +66,7 @@ pub(crate) struct TaskAttr {
     pub(crate) timezone: Option<String>,
     /// The `timezone` value's tokens, for the error when `cron` is missing.
     timezone_at: Option<Expr>,
-    /// `crate = path`: where `executor_core` is reached.
+    /// `crate = path`: where `reliable_executor` is reached.
     pub(crate) krate: Option<Path>,
     /// The key that set `retry`, for the conflict error.
     retry_key: Option<&'static str>,
@@ -298,7 +298,7 @@ fn example(key: &str) -> &'static str {
         "priority" => "priority = 5",
         "cron" => "cron = \"0 0 2 * * *\"",
         "timezone" => "timezone = \"Europe/Berlin\"",
-        _ => "crate = ::executor_core",
+        _ => "crate = ::reliable_executor",
     }
 }
 
@@ -528,7 +528,7 @@ fn crate_path(value: &Expr, errors: &mut Errors) -> Option<Path> {
         Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => Some(p.path.clone()),
         Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => s.parse::<Path>().map_err(|e| errors.push(e)).ok(),
         other => {
-            errors.at(other, format!("`crate` takes a path to executor_core: {}", example("crate")));
+            errors.at(other, format!("`crate` takes a path to reliable_executor: {}", example("crate")));
             None
         }
     }

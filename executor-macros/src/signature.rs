@@ -193,7 +193,7 @@ fn generics(f: &ItemFn, errors: &mut Errors) {
 }
 
 /// Whether `ty` is the task context: any path ending in `TaskContext`
-/// (`TaskContext`, `executor_core::TaskContext`, `&TaskContext`).
+/// (`TaskContext`, `reliable_executor::TaskContext`, `&TaskContext`).
 fn is_context(ty: &Type) -> bool {
     match ty {
         Type::Path(p) if p.qself.is_none() => {
@@ -253,12 +253,13 @@ mod tests {
         assert!(e.is_empty() && s.payload.is_none() && !s.context, "{e:?}");
         let (s, e) = check("async fn a(p: Order) -> Result<(), TaskError> { Ok(()) }");
         assert!(e.is_empty() && s.payload.is_some() && !s.context, "{e:?}");
-        let (s, e) = check("async fn a(ctx: executor_core::TaskContext) {}");
+        let (s, e) = check("async fn a(ctx: reliable_executor::TaskContext) {}");
         assert!(e.is_empty() && s.payload.is_none() && s.context, "{e:?}");
         let (s, e) = check("async fn a(Order { id }: Order, _: TaskContext) {}");
         assert!(e.is_empty() && s.payload.is_some() && s.context, "{e:?}");
-        let (s, e) =
-            check("async fn a(p: Order, db: Data<Pool>, ctx: TaskContext, c: executor_core::Data<Cfg>) {}");
+        let (s, e) = check(
+            "async fn a(p: Order, db: Data<Pool>, ctx: TaskContext, c: reliable_executor::Data<Cfg>) {}",
+        );
         assert!(e.is_empty() && s.payload.is_some() && s.context && s.params.len() == 4, "{e:?}");
         let (s, e) = check("async fn a(db: Data<Pool>) {}");
         assert!(e.is_empty() && s.payload.is_none() && s.params.len() == 1, "{e:?}");

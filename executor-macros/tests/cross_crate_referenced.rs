@@ -6,12 +6,12 @@
 //! `linked-handlers`' two handlers in the registry, and referencing that crate
 //! would link it into `it`, whose `cross_crate_unreferenced` checks it is dropped.
 
-use executor_core::{Executor, MemoryStorage, Registry};
+use reliable_executor::{Executor, MemoryStorage, Registry};
 
 use linked_handlers as _;
 
 #[test]
-fn a_referenced_crate_registers_its_handlers() -> Result<(), executor_core::Error> {
+fn a_referenced_crate_registers_its_handlers() -> Result<(), reliable_executor::Error> {
     let registry = Registry::collect([])?;
     assert_eq!(registry.names(), ["linked.cleanup", "linked.ping"]);
     let ping = registry.get("linked.ping").map(|h| h.default_options().max_attempts());
@@ -20,7 +20,7 @@ fn a_referenced_crate_registers_its_handlers() -> Result<(), executor_core::Erro
 }
 
 #[tokio::test]
-async fn an_executor_expecting_them_starts() -> Result<(), executor_core::Error> {
+async fn an_executor_expecting_them_starts() -> Result<(), reliable_executor::Error> {
     let executor = Executor::builder(MemoryStorage::new())
         .namespace("macros-linked")
         .expect_handlers(["linked.ping", "linked.cleanup"])

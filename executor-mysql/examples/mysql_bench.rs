@@ -3,7 +3,7 @@
 //! `UPDATE ... WHERE id = ?` by primary key from as many connections.
 //!
 //! ```text
-//! cargo run --release -p executor-mysql --example mysql_bench -- \
+//! cargo run --release -p reliable-executor-mysql --example mysql_bench -- \
 //!     [--tasks 20000] [--runs 3] [--large-rows 1000000] [--connections 16]
 //! ```
 //!
@@ -22,7 +22,7 @@ use executor_core::{
     Executor, Handler, Namespace, TaskContext, TaskId,
     storage::{NewTask, Storage},
 };
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::{sync::mpsc, time::Instant};
 
 type Res<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

@@ -4,7 +4,7 @@
 //! queue `bulk` (or one this claimer does not serve) must not slow it.
 //!
 //! ```text
-//! cargo run --release -p executor-mysql --example mysql_queues_bench -- \
+//! cargo run --release -p reliable-executor-mysql --example mysql_queues_bench -- \
 //!     [--tasks 20000] [--backlog 1000000] [--runs 3] [--batch 64]
 //! ```
 //!
@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use executor_core::{ClaimPlan, Namespace, QueueName, WorkerId, storage::Storage};
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::time::Instant;
 
 type Res<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;

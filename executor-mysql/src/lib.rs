@@ -18,7 +18,7 @@
 //! ```no_run
 //! # async fn run() -> executor_core::Result<()> {
 //! use executor_core::{Namespace, storage::Storage};
-//! use executor_mysql::MySqlStorage;
+//! use reliable_executor_mysql::MySqlStorage;
 //!
 //! let storage = MySqlStorage::connect("mysql://root@127.0.0.1:3306/test").await?;
 //! let counts = storage.counts(&Namespace::new("my-app")?).await?;

@@ -12,7 +12,7 @@ use crate::{MySqlStorage, error};
 /// ```no_run
 /// # async fn run() -> executor_core::Result<()> {
 /// use std::time::Duration;
-/// use executor_mysql::MySqlOptions;
+/// use reliable_executor_mysql::MySqlOptions;
 ///
 /// let storage = MySqlOptions::new()
 ///     .max_connections(16)
@@ -137,7 +137,7 @@ impl MySqlOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_mysql::MySqlOptions;
+    /// use reliable_executor_mysql::MySqlOptions;
     ///
     /// assert!(MySqlOptions::new().validate().is_ok());
     /// assert!(MySqlOptions::new().acquire_timeout(Duration::ZERO).validate().is_err());

@@ -31,7 +31,7 @@ pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
 ///
 /// ```no_run
 /// # async fn run() -> executor_core::Result<()> {
-/// use executor_mysql::MySqlStorage;
+/// use reliable_executor_mysql::MySqlStorage;
 /// let storage = MySqlStorage::connect("mysql://root@127.0.0.1:3306/test").await?;
 /// # drop(storage);
 /// # Ok(())

@@ -222,7 +222,7 @@ impl MySqlStorage {
     /// locks until the caller commits.
     ///
     /// ```no_run
-    /// # async fn run(storage: executor_mysql::MySqlStorage) -> Result<(), Box<dyn std::error::Error>> {
+    /// # async fn run(storage: reliable_executor_mysql::MySqlStorage) -> Result<(), Box<dyn std::error::Error>> {
     /// use executor_core::{Namespace, TaskId, storage::NewTask};
     ///
     /// let ns = Namespace::new("shop")?;

@@ -4,7 +4,7 @@
 //! storage uses, on a scratch table of this program's own.
 //!
 //! ```text
-//! cargo build --release -p executor-postgres --example postgres_bench
+//! cargo build --release -p reliable-executor-postgres --example postgres_bench
 //! target/release/examples/postgres_bench \
 //!     [--tasks 20000] [--runs 3] [--large-rows 1000000] [--connections 16] [--latency-tasks 2000] \
 //!     [--no-maintenance] [--only-latency | --only-backlog] [--url postgres://...]
@@ -58,7 +58,7 @@ use executor_core::{
     Executor, Handler, Namespace, RunningExecutor, StopHandle, TaskContext, TaskId,
     storage::{NewTask, Storage},
 };
-use executor_postgres::{PostgresOptions, PostgresStorage};
+use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
 use sqlx::{PgPool, Row};
 use tokio::{
     io::{AsyncBufReadExt, BufReader},

@@ -28,7 +28,7 @@
 //! ```no_run
 //! # async fn run() -> executor_core::Result<()> {
 //! use executor_core::{Namespace, storage::Storage};
-//! use executor_postgres::PostgresStorage;
+//! use reliable_executor_postgres::PostgresStorage;
 //!
 //! let storage = PostgresStorage::connect("postgres://postgres@127.0.0.1:5432/test").await?;
 //! let counts = storage.counts(&Namespace::new("my-app")?).await?;

@@ -12,7 +12,7 @@ use crate::{PostgresStorage, error};
 /// ```no_run
 /// # async fn run() -> executor_core::Result<()> {
 /// use std::time::Duration;
-/// use executor_postgres::PostgresOptions;
+/// use reliable_executor_postgres::PostgresOptions;
 ///
 /// let storage = PostgresOptions::new()
 ///     .max_connections(16)
@@ -160,7 +160,7 @@ impl PostgresOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use executor_postgres::PostgresOptions;
+    /// use reliable_executor_postgres::PostgresOptions;
     ///
     /// assert!(PostgresOptions::new().validate().is_ok());
     /// assert!(PostgresOptions::new().acquire_timeout(Duration::ZERO).validate().is_err());

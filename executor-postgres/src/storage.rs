@@ -32,7 +32,7 @@ pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
 ///
 /// ```no_run
 /// # async fn run() -> executor_core::Result<()> {
-/// use executor_postgres::PostgresStorage;
+/// use reliable_executor_postgres::PostgresStorage;
 /// let storage = PostgresStorage::connect("postgres://postgres@127.0.0.1:5432/test").await?;
 /// # drop(storage);
 /// # Ok(())

@@ -296,7 +296,7 @@ impl PostgresStorage {
     /// to commit or roll back first.
     ///
     /// ```no_run
-    /// # async fn run(storage: executor_postgres::PostgresStorage) -> executor_core::Result<()> {
+    /// # async fn run(storage: reliable_executor_postgres::PostgresStorage) -> executor_core::Result<()> {
     /// use executor_core::{Namespace, TaskId, storage::NewTask};
     ///
     /// let ns = Namespace::new("shop")?;

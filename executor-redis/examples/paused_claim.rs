@@ -4,7 +4,7 @@
 //! are not paused, so the parked tasks should cost it nothing.
 //!
 //! ```sh
-//! cargo run --release -p executor-redis --example paused_claim -- [--parked N] [--claims N]
+//! cargo run --release -p reliable-executor-redis --example paused_claim -- [--parked N] [--claims N]
 //! ```
 //!
 //! `REDIS_URL` (default `redis://127.0.0.1:6379`). The namespace is purged
@@ -16,7 +16,7 @@ use executor_core::{
     ClaimPlan, Namespace, QueueName, QueueShare, Result, WorkerId,
     storage::{NewTask, Storage},
 };
-use executor_redis::RedisStorage;
+use reliable_executor_redis::RedisStorage;
 
 const LEASE: Duration = Duration::from_secs(600);
 const BATCH: usize = 10;

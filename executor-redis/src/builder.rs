@@ -21,7 +21,7 @@ const MAX_PREFIX_LEN: usize = 64;
 /// ```no_run
 /// # async fn demo() -> executor_core::Result<()> {
 /// use std::time::Duration;
-/// use executor_redis::RedisStorage;
+/// use reliable_executor_redis::RedisStorage;
 ///
 /// let storage = RedisStorage::builder("redis://127.0.0.1:6379")
 ///     .pool_size(8)
@@ -123,7 +123,7 @@ impl RedisStorageBuilder {
     ///
     /// ```no_run
     /// # async fn demo() -> executor_core::Result<()> {
-    /// let storage = executor_redis::RedisStorage::builder("redis://127.0.0.1:6379")
+    /// let storage = reliable_executor_redis::RedisStorage::builder("redis://127.0.0.1:6379")
     ///     .functions(false)
     ///     .connect()
     ///     .await?;
@@ -154,7 +154,7 @@ impl RedisStorageBuilder {
     ///
     /// ```no_run
     /// # async fn demo() -> executor_core::Result<()> {
-    /// let storage = executor_redis::RedisStorage::builder("rediss://10.0.0.3:6378")
+    /// let storage = reliable_executor_redis::RedisStorage::builder("rediss://10.0.0.3:6378")
     ///     .tls_ca_file("/etc/redis/server-ca.pem")
     ///     .connect()
     ///     .await?;

@@ -5,7 +5,7 @@
 //! ```no_run
 //! # async fn demo() -> executor_core::Result<()> {
 //! use executor_core::{Namespace, WorkerId, storage::Storage};
-//! use executor_redis::RedisStorage;
+//! use reliable_executor_redis::RedisStorage;
 //! use std::time::Duration;
 //!
 //! let storage = RedisStorage::connect("redis://127.0.0.1:6379").await?;

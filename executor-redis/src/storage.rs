@@ -33,7 +33,7 @@ use crate::{
 /// ```no_run
 /// # async fn demo() -> executor_core::Result<()> {
 /// use executor_core::{Namespace, storage::Storage};
-/// use executor_redis::RedisStorage;
+/// use reliable_executor_redis::RedisStorage;
 ///
 /// let storage = RedisStorage::connect("redis://127.0.0.1:6379").await?;
 /// let counts = storage.counts(&Namespace::new("my-app")?).await?;

@@ -7,8 +7,8 @@ use std::{
 };
 
 use axum::{Router, http::StatusCode};
-use executor_admin::admin_router;
 use executor_core::{Client, MemoryStorage, Namespace, TaskState};
+use reliable_executor_admin::admin_router;
 use serde_json::{Value, json};
 
 use crate::support::{BoxResult, call, eventually, executor, json};
@@ -247,7 +247,10 @@ async fn bad_input_gets_the_documented_codes() -> BoxResult {
     assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
 
     // A body over the body limit, and a payload over the client's limit but under the body limit.
-    let huge = format!(r#"{{"name":"echo","payload":"{}"}}"#, "x".repeat(executor_admin::DEFAULT_BODY_LIMIT));
+    let huge = format!(
+        r#"{{"name":"echo","payload":"{}"}}"#,
+        "x".repeat(reliable_executor_admin::DEFAULT_BODY_LIMIT)
+    );
     let (status, err) = json(&app, "POST", "/api/tasks", Some(&huge)).await?;
     assert_eq!((status, code(&err)), (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"), "{err}");
     let big = format!(r#"{{"name":"echo","payload":"{}"}}"#, "x".repeat(executor_core::DEFAULT_MAX_PAYLOAD));

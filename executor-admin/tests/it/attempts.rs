@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use executor_admin::admin_router;
 use executor_core::{
     Client, MemoryStorage, Namespace, TaskId, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
+use reliable_executor_admin::admin_router;
 
 use crate::support::{BoxResult, call, json};
 

@@ -118,7 +118,7 @@ async fn requeue_from_the_dashboard_in_chromium() -> BoxResult {
             .await?;
     }
 
-    let app = axum::Router::new().nest("/admin", executor_admin::admin_router(&exec));
+    let app = axum::Router::new().nest("/admin", reliable_executor_admin::admin_router(&exec));
     let api = app.clone();
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
     let url = format!("http://{}/admin", listener.local_addr()?);

@@ -10,8 +10,8 @@ use std::{
 };
 
 use axum::{Router, http::StatusCode};
-use executor_admin::{ApiDoc, admin_router};
 use executor_core::{MAX_ID_LEN, MAX_QUEUE_LEN, QueueName, RunningExecutor, TaskId, TaskState};
+use reliable_executor_admin::{ApiDoc, admin_router};
 use serde_json::Value;
 use utoipa::OpenApi as _;
 

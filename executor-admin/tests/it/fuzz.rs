@@ -6,8 +6,8 @@
 use std::sync::{Arc, atomic::AtomicBool};
 
 use axum::{Router, http::StatusCode};
-use executor_admin::admin_router;
 use proptest::{prelude::*, test_runner::Config};
+use reliable_executor_admin::admin_router;
 
 use crate::support::{self, call};
 

@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use axum::{Router, http::StatusCode};
-use executor_admin::{Admin, admin_router};
 use executor_core::{
     Client, Executor, Handler, MemoryStorage, Namespace, RetryPolicy, TaskBuilder, TaskError, TaskOptions,
     TaskState,
 };
+use reliable_executor_admin::{Admin, admin_router};
 use serde_json::{Value, json};
 
 use crate::support::{BoxResult, call, eventually, json, no_schedules::NoSchedules};

@@ -40,8 +40,8 @@ fn sample(scrape: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 #[tokio::test]
 async fn counters_match_what_happened() -> BoxResult {
-    let handle = executor_admin::install_prometheus()?;
-    let app = executor_admin::metrics_router(handle);
+    let handle = reliable_executor_admin::install_prometheus()?;
+    let app = reliable_executor_admin::metrics_router(handle);
 
     // `ECHO` completes; `CRM` always fails without retries; `FLAKY` fails
     // twice then succeeds (two retries).

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 
 use axum::http::StatusCode;
-use executor_admin::{ApiDoc, admin_router, admin_routes};
 use executor_core::{Client, MemoryStorage, Namespace};
+use reliable_executor_admin::{ApiDoc, admin_router, admin_routes};
 use utoipa::OpenApi as _;
 
 use crate::support::{BoxResult, call};

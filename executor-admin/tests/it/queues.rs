@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use axum::{Router, http::StatusCode};
-use executor_admin::admin_router;
 use executor_core::{
     ClaimPlan, Client, MemoryStorage, Namespace, QueueLimits, QueueName, RateLimit, TaskBuilder, TaskOptions,
     WorkerId, storage::Storage,
 };
+use reliable_executor_admin::admin_router;
 use serde_json::{Value, json};
 
 use crate::support::{BoxResult, call, json, no_schedules::NoSchedules};

@@ -16,8 +16,8 @@ use axum::{
     middleware::{self, Next},
     response::{IntoResponse, Response},
 };
-use executor_admin::{Admin, ApiDoc, admin_router};
 use executor_core::{TaskId, TaskState};
+use reliable_executor_admin::{Admin, ApiDoc, admin_router};
 use tower::ServiceExt as _;
 use utoipa::OpenApi as _;
 

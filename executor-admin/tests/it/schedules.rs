@@ -8,8 +8,8 @@ use std::{
 };
 
 use axum::{Router, http::StatusCode};
-use executor_admin::admin_router;
 use executor_core::{Client, MemoryStorage, Namespace, schedule::Schedule};
+use reliable_executor_admin::admin_router;
 use serde_json::{Value, json};
 
 use crate::support::{BoxResult, call, eventually, executor, json, no_schedules::NoSchedules};

@@ -10,8 +10,8 @@ use std::{
 };
 
 use axum::{Router, http::StatusCode};
-use executor_admin::{Admin, admin_router};
 use executor_core::{MemoryStorage, TaskId, TaskState, storage::Storage, testing};
+use reliable_executor_admin::{Admin, admin_router};
 
 use crate::support::{BoxResult, call, executor_on};
 

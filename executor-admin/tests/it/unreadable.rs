@@ -13,8 +13,8 @@ use axum::{
     body::Body,
     http::{Request, StatusCode, header},
 };
-use executor_admin::{ApiDoc, admin_router};
 use executor_core::{TaskId, TaskState};
+use reliable_executor_admin::{ApiDoc, admin_router};
 use serde_json::{Value, json};
 use tower::ServiceExt as _;
 use utoipa::OpenApi as _;

@@ -12,7 +12,7 @@ use crate::{
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::{Executor, MemoryStorage};
+/// use reliable_executor::{Executor, MemoryStorage};
 ///
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// let executor = Executor::builder(MemoryStorage::new())
@@ -22,7 +22,7 @@ use crate::{
 ///     .build()
 ///     .await?;
 /// assert_eq!(executor.namespace().as_str(), "my-app");
-/// # Ok::<(), executor_core::Error>(()) })?;
+/// # Ok::<(), reliable_executor::Error>(()) })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[must_use = "call `.build().await` to get the executor"]
@@ -280,7 +280,7 @@ impl<S: Storage> ExecutorBuilder<S> {
     /// a handler takes a type that was not given.
     ///
     /// ```
-    /// use executor_core::{Executor, MemoryStorage};
+    /// use reliable_executor::{Executor, MemoryStorage};
     ///
     /// #[derive(Clone)]
     /// struct Config { api_url: String }
@@ -291,7 +291,7 @@ impl<S: Storage> ExecutorBuilder<S> {
     ///     .data(std::sync::Arc::new(String::from("shared")))
     ///     .build()
     ///     .await?;
-    /// # Ok::<(), executor_core::Error>(()) })?;
+    /// # Ok::<(), reliable_executor::Error>(()) })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn data<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
@@ -309,7 +309,7 @@ impl<S: Storage> ExecutorBuilder<S> {
     /// whose handlers it has.
     ///
     /// ```
-    /// use executor_core::{Executor, MemoryStorage};
+    /// use reliable_executor::{Executor, MemoryStorage};
     ///
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// let executor = Executor::builder(MemoryStorage::new())
@@ -317,7 +317,7 @@ impl<S: Storage> ExecutorBuilder<S> {
     ///     .build()
     ///     .await?;
     /// assert_eq!(executor.queues().queues().count(), 3);
-    /// # Ok::<(), executor_core::Error>(()) })?;
+    /// # Ok::<(), reliable_executor::Error>(()) })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///

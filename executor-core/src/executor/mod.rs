@@ -26,7 +26,7 @@ use config::Config;
 /// Cheap to clone; clones share one runtime.
 ///
 /// ```
-/// use executor_core::{Executor, Handler, MemoryStorage, TaskContext, TaskState, Submit, TaskBuilder, TaskOptions};
+/// use reliable_executor::{Executor, Handler, MemoryStorage, TaskContext, TaskState, Submit, TaskBuilder, TaskOptions};
 ///
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// let executor = Executor::builder(MemoryStorage::new())
@@ -40,7 +40,7 @@ use config::Config;
 /// let record = executor.wait_for(&id, std::time::Duration::from_secs(5)).await?;
 /// assert_eq!(record.state, TaskState::Completed);
 /// running.shutdown().await?;
-/// # Ok::<(), executor_core::Error>(()) })?;
+/// # Ok::<(), reliable_executor::Error>(()) })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Executor<S> {

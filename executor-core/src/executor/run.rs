@@ -201,7 +201,7 @@ impl RunningExecutor {
 /// or inside a handler through [`crate::TaskContext::stop_executor`].
 ///
 /// ```
-/// use executor_core::{Executor, MemoryStorage};
+/// use reliable_executor::{Executor, MemoryStorage};
 ///
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// let executor = Executor::builder(MemoryStorage::new()).build().await?;
@@ -210,7 +210,7 @@ impl RunningExecutor {
 /// tokio::spawn(async move { stop.stop() }); // e.g. from an admin endpoint
 /// running.stop_handle().stopped().await;
 /// running.shutdown().await?;
-/// # Ok::<(), executor_core::Error>(()) })?;
+/// # Ok::<(), reliable_executor::Error>(()) })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]

@@ -47,9 +47,9 @@ use self::{clock::Clock, space::Space};
 /// O(log n) per task they touch, however many tasks wait.
 ///
 /// ```
-/// use executor_core::{MemoryStorage, Namespace, TaskBuilder, TaskOptions, TaskState, storage::Storage};
+/// use reliable_executor::{MemoryStorage, Namespace, TaskBuilder, TaskOptions, TaskState, storage::Storage};
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> executor_core::Result<()> {
+/// # async fn main() -> reliable_executor::Result<()> {
 /// let store = MemoryStorage::new();
 /// let ns = Namespace::new("my-app")?;
 /// let task = TaskBuilder::new("send_mail", "hi", TaskOptions::new()).into_new_task()?;

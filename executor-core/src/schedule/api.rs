@@ -34,9 +34,9 @@ pub struct ScheduleInfo {
 /// [`crate::Executor::schedules`].
 ///
 /// ```
-/// use executor_core::{Client, MemoryStorage, Namespace, schedule::{Overlap, Schedule}};
+/// use reliable_executor::{Client, MemoryStorage, Namespace, schedule::{Overlap, Schedule}};
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> executor_core::Result<()> {
+/// # async fn main() -> reliable_executor::Result<()> {
 /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?);
 /// let schedules = client.schedules();
 /// schedules.put(Schedule::new("refresh", "refresh_cache", "*/5 * * * *", "UTC")?.overlap(Overlap::Skip)).await?;
@@ -161,7 +161,7 @@ impl<S: Storage> Schedules<S> {
 /// of a `#[reliable_task]` returns. Give it to [`Schedules::put`].
 ///
 /// ```
-/// use executor_core::schedule::{IntoSchedule, Overlap, ScheduleBuilder};
+/// use reliable_executor::schedule::{IntoSchedule, Overlap, ScheduleBuilder};
 ///
 /// let schedule = ScheduleBuilder::<u64>::new("sync_crm", "*/5 * * * *")
 ///     .name("sync_crm_eu")
@@ -170,7 +170,7 @@ impl<S: Storage> Schedules<S> {
 ///     .overlap(Overlap::Skip)
 ///     .into_schedule()?;
 /// assert_eq!((schedule.name.as_str(), schedule.payload.as_str()), ("sync_crm_eu", "7"));
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[must_use = "a schedule does nothing until given to `schedules().put(..)`"]
 pub struct ScheduleBuilder<P> {

@@ -19,14 +19,14 @@ use crate::{Error, Result, Timestamp};
 /// of the repeated hour, as the clock shows them.
 ///
 /// ```
-/// use executor_core::{Timestamp, schedule::Cron};
+/// use reliable_executor::{Timestamp, schedule::Cron};
 ///
 /// let cron = Cron::new("0 30 2 * * *", "Europe/Berlin")?;
 /// // 2026-03-29: Berlin jumps from 02:00 to 03:00; 02:30 does not exist.
 /// let before = Timestamp::from_millis(1_774_742_400_000); // 2026-03-29T00:00:00Z
 /// let next = cron.next_after(before).expect("a next tick");
 /// assert_eq!(next.as_millis(), 1_774_746_000_000); // 03:00 CEST = 01:00Z
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone)]
 pub struct Cron {

@@ -69,15 +69,15 @@ pub enum Overlap {
 /// after the task.
 ///
 /// ```
-/// use executor_core::schedule::{Misfire, Overlap, Schedule};
+/// use reliable_executor::schedule::{Misfire, Overlap, Schedule};
 ///
 /// let s = Schedule::new("nightly_report", "build_report", "0 0 2 * * *", "Europe/Berlin")?
 ///     .payload_json(r#"{"kind":"daily"}"#)?
 ///     .overlap(Overlap::Skip)
 ///     .misfire(Misfire::All { max: 3 });
-/// assert_eq!(s.tick_id(executor_core::Timestamp::from_millis(1_764_550_800_000))?.as_str(),
+/// assert_eq!(s.tick_id(reliable_executor::Timestamp::from_millis(1_764_550_800_000))?.as_str(),
 ///            "nightly_report@2025-12-01T01:00:00Z");
-/// # Ok::<(), executor_core::Error>(())
+/// # Ok::<(), reliable_executor::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

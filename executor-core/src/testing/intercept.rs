@@ -36,7 +36,7 @@ use crate::{
 ///     time::Duration,
 /// };
 ///
-/// use executor_core::{
+/// use reliable_executor::{
 ///     MemoryStorage, Namespace, Result, TaskRecord, WorkerId,
 ///     storage::Storage,
 ///     testing::{self, Intercept, Intercepted},

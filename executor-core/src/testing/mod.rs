@@ -6,7 +6,7 @@
 //! it needs `tokio` (features `macros`, `rt-multi-thread`) as a dev-dependency:
 //!
 //! ```
-//! use executor_core::{MemoryStorage, Namespace, testing};
+//! use reliable_executor::{MemoryStorage, Namespace, testing};
 //!
 //! // A fresh, isolated store and a namespace no other test uses.
 //! async fn fresh() -> (MemoryStorage, Namespace) {
@@ -18,7 +18,7 @@
 //!     storage.remove_namespace(ns);
 //! }
 //!
-//! executor_core::storage_conformance_tests!(fresh, cleanup);
+//! reliable_executor::storage_conformance_tests!(fresh, cleanup);
 //! # fn main() {}
 //! ```
 //!
@@ -87,11 +87,11 @@ pub use tiering::*;
 /// out by name, and says why beside the call:
 ///
 /// ```
-/// # use executor_core::{MemoryStorage, Namespace, testing};
+/// # use reliable_executor::{MemoryStorage, Namespace, testing};
 /// # async fn fresh() -> (MemoryStorage, Namespace) { (MemoryStorage::new(), testing::unique_namespace("x")) }
 /// # async fn cleanup(_: &MemoryStorage, _: &Namespace) {}
 /// // Earliest-due-first holds per partition only in this store.
-/// executor_core::storage_conformance_tests!(fresh, cleanup, except(claim_orders_by_due_and_respects_limit));
+/// reliable_executor::storage_conformance_tests!(fresh, cleanup, except(claim_orders_by_due_and_respects_limit));
 /// # fn main() {}
 /// ```
 ///
@@ -421,7 +421,7 @@ where
 /// overlap (a slot freed and taken again).
 ///
 /// ```
-/// use executor_core::testing::max_overlap;
+/// use reliable_executor::testing::max_overlap;
 ///
 /// assert_eq!(max_overlap(&[(0, 10), (5, 15), (10, 20)]), 2);
 /// assert_eq!(max_overlap::<u32>(&[]), 0);

@@ -35,7 +35,7 @@ pub const DEFAULT_HORIZON: Duration = Duration::from_secs(300);
 ///
 /// ```
 /// use std::time::Duration;
-/// use executor_core::{MemoryStorage, TieredStorage};
+/// use reliable_executor::{MemoryStorage, TieredStorage};
 ///
 /// let tiered = TieredStorage::new(MemoryStorage::new(), MemoryStorage::new())
 ///     .horizon(Duration::from_secs(60));

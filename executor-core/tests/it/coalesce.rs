@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Coalescer, Executor, Handler, MemoryStorage, Result, TaskBuilder, TaskContext, TaskOptions, TaskState,
 };
 use tokio::time::Instant;
@@ -59,12 +59,12 @@ async fn bursts_over_100_keys_run_exactly_once_per_key_with_the_last_payload() -
                     tokio::task::yield_now().await; // bursts, not one smooth stream
                 }
             }
-            Ok::<_, executor_core::Error>(last)
+            Ok::<_, reliable_executor::Error>(last)
         }));
     }
     let mut last_submit: HashMap<u32, (u64, Instant)> = HashMap::new();
     for p in producers {
-        let last = p.await.map_err(|e| executor_core::Error::invalid("test", e.to_string()))??;
+        let last = p.await.map_err(|e| reliable_executor::Error::invalid("test", e.to_string()))??;
         last_submit.extend(last);
     }
     assert_eq!(last_submit.len(), KEYS as usize);

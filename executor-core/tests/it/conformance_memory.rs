@@ -1,8 +1,8 @@
 //! The storage conformance suite on `MemoryStorage`: runs under a plain
-//! `cargo test -p executor-core` (the crate enables its own `testing`
+//! `cargo test -p reliable-executor-core` (the crate enables its own `testing`
 //! feature for its tests).
 
-use executor_core::{MemoryStorage, Namespace, testing};
+use reliable_executor::{MemoryStorage, Namespace, testing};
 
 async fn fresh() -> (MemoryStorage, Namespace) {
     (MemoryStorage::new(), testing::unique_namespace("mem"))
@@ -12,18 +12,18 @@ async fn cleanup(storage: &MemoryStorage, ns: &Namespace) {
     storage.remove_namespace(ns);
 }
 
-executor_core::storage_conformance_tests!(fresh, cleanup);
-executor_core::tier_conformance_tests!(fresh, cleanup);
-executor_core::schedule_conformance_tests!(fresh, cleanup);
-executor_core::history_conformance_tests!(fresh, cleanup);
-executor_core::attempt_log_conformance_tests!(fresh, cleanup);
-executor_core::run_now_conformance_tests!(fresh, cleanup);
-executor_core::queue_conformance_tests!(fresh, cleanup);
-executor_core::queue_limit_conformance_tests!(fresh, cleanup);
+reliable_executor::storage_conformance_tests!(fresh, cleanup);
+reliable_executor::tier_conformance_tests!(fresh, cleanup);
+reliable_executor::schedule_conformance_tests!(fresh, cleanup);
+reliable_executor::history_conformance_tests!(fresh, cleanup);
+reliable_executor::attempt_log_conformance_tests!(fresh, cleanup);
+reliable_executor::run_now_conformance_tests!(fresh, cleanup);
+reliable_executor::queue_conformance_tests!(fresh, cleanup);
+reliable_executor::queue_limit_conformance_tests!(fresh, cleanup);
 
 /// The whole suite again on a `TieredStorage` of two memory stores.
 mod tiered {
-    use executor_core::{MemoryStorage, Namespace, TieredStorage, testing};
+    use reliable_executor::{MemoryStorage, Namespace, TieredStorage, testing};
 
     async fn fresh() -> (TieredStorage<MemoryStorage, MemoryStorage>, Namespace) {
         (TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()), testing::unique_namespace("tier"))
@@ -34,11 +34,11 @@ mod tiered {
         storage.cold().remove_namespace(ns);
     }
 
-    executor_core::storage_conformance_tests!(fresh, cleanup);
-    executor_core::schedule_conformance_tests!(fresh, cleanup);
-    executor_core::history_conformance_tests!(fresh, cleanup);
-    executor_core::attempt_log_conformance_tests!(fresh, cleanup);
-    executor_core::run_now_conformance_tests!(fresh, cleanup);
-    executor_core::queue_conformance_tests!(fresh, cleanup);
-    executor_core::queue_limit_conformance_tests!(fresh, cleanup);
+    reliable_executor::storage_conformance_tests!(fresh, cleanup);
+    reliable_executor::schedule_conformance_tests!(fresh, cleanup);
+    reliable_executor::history_conformance_tests!(fresh, cleanup);
+    reliable_executor::attempt_log_conformance_tests!(fresh, cleanup);
+    reliable_executor::run_now_conformance_tests!(fresh, cleanup);
+    reliable_executor::queue_conformance_tests!(fresh, cleanup);
+    reliable_executor::queue_limit_conformance_tests!(fresh, cleanup);
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use executor_core::{
+use reliable_executor::{
     Error, Handler, MemoryStorage, RetryPolicy, TaskBuilder, TaskContext, TaskOptions, TaskState,
     storage::SubmitMode,
 };
@@ -124,7 +124,7 @@ async fn workers_with_different_handler_sets_on_one_namespace_are_reported() -> 
     let _log = tracing::subscriber::set_default(subscriber);
     let store = MemoryStorage::new();
     let noop = |name: &str| Handler::new(name.to_owned(), |_: u32, _ctx: TaskContext| async {});
-    let fast = |b: executor_core::ExecutorBuilder<MemoryStorage>| {
+    let fast = |b: reliable_executor::ExecutorBuilder<MemoryStorage>| {
         b.namespace("two-services")
             .housekeeping_interval(Duration::from_millis(10))
             .counts_interval(Duration::from_millis(30))
@@ -162,7 +162,7 @@ async fn workers_with_different_handler_sets_on_one_namespace_are_reported() -> 
 
     // The same handlers on another namespace: listed, no warning.
     let before = text.len();
-    let same = |b: executor_core::ExecutorBuilder<MemoryStorage>| {
+    let same = |b: reliable_executor::ExecutorBuilder<MemoryStorage>| {
         b.namespace("one-service")
             .housekeeping_interval(Duration::from_millis(10))
             .counts_interval(Duration::from_millis(30))

@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Client, Error, Handler, Listener, MemoryStorage, Namespace, Result, RetryPolicy, Submit, TaskBuilder,
     TaskContext, TaskOptions, TaskRecord, TaskState,
 };
@@ -82,7 +82,7 @@ async fn unknown_name_and_bad_payload_end_error_and_others_still_run() -> Result
     let typed = Handler::new("typed", |n: u64, _ctx: TaskContext| async move {
         if n == 0 { Err(TaskError::abort("zero")) } else { Ok(()) }
     });
-    use executor_core::TaskError;
+    use reliable_executor::TaskError;
     // No grace: an unknown name is dead-lettered at its first claim
     // (rolling_deploy.rs covers the grace a rolling deploy gets by default).
     let ex = builder(storage.clone()).handler(typed).unknown_task_grace(Duration::ZERO).build().await?;

@@ -11,16 +11,16 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
-    CancelOutcome, Error, Executor, Handler, Listener, MemoryStorage, Namespace, Result, RetryPolicy,
-    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
-    storage::{Finish, Heartbeat, Lease, Storage},
-    testing::{Intercept, Intercepted},
-};
 use proptest::{
     prelude::*,
     strategy::{Strategy, ValueTree},
     test_runner::TestRunner,
+};
+use reliable_executor::{
+    CancelOutcome, Error, Executor, Handler, Listener, MemoryStorage, Namespace, Result, RetryPolicy,
+    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
+    storage::{Finish, Heartbeat, Lease, Storage},
+    testing::{Intercept, Intercepted},
 };
 use serde::{Deserialize, Deserializer};
 
@@ -118,7 +118,7 @@ async fn an_attempt_timeout_fires_the_cancellation_token() -> Result<()> {
     let id = submit(&ex, "spawns_work", (), opts).await?;
     let r = finished(&ex, &id).await?;
     assert_eq!(r.state, TaskState::Failed, "{r:?}");
-    executor_core::testing::wait_until(Duration::from_secs(5), || async {
+    reliable_executor::testing::wait_until(Duration::from_secs(5), || async {
         stopped.load(Ordering::SeqCst) == 1
     })
     .await;
@@ -129,7 +129,7 @@ async fn an_attempt_timeout_fires_the_cancellation_token() -> Result<()> {
 #[tokio::test]
 async fn every_builder_option_is_range_checked() {
     let h = || Handler::new("h", |_: (), _ctx: TaskContext| async {});
-    let cases: Vec<(&str, executor_core::ExecutorBuilder<MemoryStorage>)> = vec![
+    let cases: Vec<(&str, reliable_executor::ExecutorBuilder<MemoryStorage>)> = vec![
         ("concurrency", builder(MemoryStorage::new()).concurrency(usize::MAX)),
         ("claim_batch", builder(MemoryStorage::new()).claim_batch(usize::MAX)),
         ("lease", builder(MemoryStorage::new()).lease(Duration::MAX)),
@@ -141,8 +141,9 @@ async fn every_builder_option_is_range_checked() {
         ("trim_interval", builder(MemoryStorage::new()).trim_interval(Duration::MAX)),
         (
             "retention.completed",
-            builder(MemoryStorage::new())
-                .retention(executor_core::Retention::default().completed(Duration::MAX).dead_letter(None)),
+            builder(MemoryStorage::new()).retention(
+                reliable_executor::Retention::default().completed(Duration::MAX).dead_letter(None),
+            ),
         ),
         (
             "retry interval",
@@ -202,7 +203,9 @@ async fn proptest_builder_options_never_panic() -> Result<()> {
             .shutdown_grace(grace)
             .cancel_grace(cgrace)
             .trim_interval(trim)
-            .retention(executor_core::Retention::default().completed(completed).dead_letter(Some(completed)))
+            .retention(
+                reliable_executor::Retention::default().completed(completed).dead_letter(Some(completed)),
+            )
             .handler(Handler::new("noop", |_: (), _ctx: TaskContext| async {}));
         let ex = match b.build().await {
             Ok(ex) => ex,
@@ -282,8 +285,10 @@ async fn listeners_see_the_record_after_each_transition_and_reaper_dead_letters(
     assert_eq!(finished(&ex, &retried).await?.state, TaskState::Completed);
     assert_eq!(finished(&ex, &aborted).await?.state, TaskState::Failed);
     assert_eq!(finished(&ex, &orphan).await?.state, TaskState::Failed);
-    executor_core::testing::wait_until(Duration::from_secs(10), || async { !seen.of(&orphan).is_empty() })
-        .await;
+    reliable_executor::testing::wait_until(Duration::from_secs(10), || async {
+        !seen.of(&orphan).is_empty()
+    })
+    .await;
     running.shutdown().await?;
     assert_eq!(
         seen.of(&retried),
@@ -347,7 +352,7 @@ async fn a_late_lost_report_for_an_old_fence_does_not_stop_the_new_attempt() -> 
         .build()
         .await?;
     let running = ex.start();
-    let id = executor_core::TaskBuilder::new("twice", (), TaskOptions::new()).submit(&ex).await?.id;
+    let id = reliable_executor::TaskBuilder::new("twice", (), TaskOptions::new()).submit(&ex).await?.id;
     let r = ex.wait_for(&id, Duration::from_secs(60)).await?;
     running.shutdown().await?;
     assert!(!stopped.load(Ordering::SeqCst), "attempt 2 was stopped by a report about attempt 1");
@@ -382,7 +387,7 @@ async fn a_finish_the_store_refuses_as_invalid_is_recorded_as_error() -> Result<
         .build()
         .await?;
     let running = ex.start();
-    let id = executor_core::TaskBuilder::new("retries", (), TaskOptions::new()).submit(&ex).await?.id;
+    let id = reliable_executor::TaskBuilder::new("retries", (), TaskOptions::new()).submit(&ex).await?.id;
     let r = ex.wait_for(&id, Duration::from_secs(60)).await?;
     running.shutdown().await?;
     assert_eq!(r.state, TaskState::Error, "{r:?}");
@@ -400,7 +405,7 @@ async fn a_finish_the_store_refuses_as_invalid_is_recorded_as_error() -> Result<
 struct SubmitCount(Arc<AtomicUsize>);
 
 impl Listener for SubmitCount {
-    fn on_submitted(&self, _id: &TaskId, _name: &str, _outcome: executor_core::SubmitOutcome) {
+    fn on_submitted(&self, _id: &TaskId, _name: &str, _outcome: reliable_executor::SubmitOutcome) {
         self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -415,17 +420,17 @@ async fn submit_many_checks_each_task_like_a_single_submit() -> Result<()> {
         .build()
         .await?;
     let task = |name: &str, payload: serde_json::Value| {
-        executor_core::TaskBuilder::new(name, payload, TaskOptions::new()).into_new_task()
+        reliable_executor::TaskBuilder::new(name, payload, TaskOptions::new()).into_new_task()
     };
     // More than one store batch, with bad tasks spread through it.
     let mut tasks = Vec::new();
-    for n in 0..(executor_core::SUBMIT_BATCH * 2 + 3) {
+    for n in 0..(reliable_executor::SUBMIT_BATCH * 2 + 3) {
         tasks.push(match n % 250 {
             7 => task("misspelled", serde_json::json!(n))?,
             8 => task("known", serde_json::json!("x".repeat(200)))?,
             9 => {
                 let mut t = task("known", serde_json::json!(n))?;
-                t.due = executor_core::storage::Due::After(Duration::MAX);
+                t.due = reliable_executor::storage::Due::After(Duration::MAX);
                 t
             }
             _ => task("known", serde_json::json!(n))?,
@@ -444,7 +449,7 @@ async fn submit_many_checks_each_task_like_a_single_submit() -> Result<()> {
     for (i, answer) in answers.iter().enumerate() {
         match (i % 250, answer) {
             (_, Ok(s)) if i < n - 1 && i % 250 > 9 || i % 250 < 7 => {
-                assert_eq!(s.outcome, executor_core::SubmitOutcome::Created);
+                assert_eq!(s.outcome, reliable_executor::SubmitOutcome::Created);
                 created += 1;
             }
             (7, Err(Error::UnknownTask(_)))

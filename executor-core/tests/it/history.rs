@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Error, Executor, ExecutorBuilder, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext,
     TaskError, TaskOptions, Timestamp,
     storage::{HistoryCount, Storage},
@@ -134,8 +134,8 @@ async fn the_store_hears_one_call_per_interval_not_one_per_task() -> Result<()> 
     submit_all(&ex, &[("ok", 20), ("bad", 5)]).await?;
     let store = ex.client().storage();
     testing::wait_until(Duration::from_secs(30), || async {
-        ex.counts().await.is_ok_and(|c| c.get(executor_core::TaskState::Completed) == 20)
-            && ex.counts().await.is_ok_and(|c| c.get(executor_core::TaskState::Failed) == 5)
+        ex.counts().await.is_ok_and(|c| c.get(reliable_executor::TaskState::Completed) == 20)
+            && ex.counts().await.is_ok_and(|c| c.get(reliable_executor::TaskState::Failed) == 5)
     })
     .await;
     assert!(store.hooks().calls().is_empty(), "no store call while tasks run");
@@ -154,7 +154,7 @@ async fn without_history_the_store_hears_nothing() -> Result<()> {
     let running = ex.start();
     submit_all(&ex, &[("ok", 3)]).await?;
     testing::wait_until(Duration::from_secs(30), || async {
-        ex.counts().await.is_ok_and(|c| c.get(executor_core::TaskState::Completed) == 3)
+        ex.counts().await.is_ok_and(|c| c.get(reliable_executor::TaskState::Completed) == 3)
     })
     .await;
     running.shutdown().await?;

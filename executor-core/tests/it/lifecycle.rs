@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     CancelOutcome, Executor, Handler, MemoryStorage, Namespace, Result, TaskContext, TaskOptions, TaskState,
     WorkerId, storage::Storage,
 };
@@ -45,7 +45,7 @@ async fn never_more_in_flight_than_concurrency_nor_claimed_than_free_slots() -> 
         .await?;
     let mut ids = Vec::new();
     for _ in 0..40 {
-        ids.push(executor_core::TaskBuilder::new("work", (), TaskOptions::new()).submit(&ex).await?.id);
+        ids.push(reliable_executor::TaskBuilder::new("work", (), TaskOptions::new()).submit(&ex).await?.id);
     }
     let running = ex.start();
     for id in &ids {
@@ -78,7 +78,7 @@ async fn a_slot_is_free_while_its_result_is_written_and_writes_in_flight_are_bou
         Executor::builder(spy.clone()).namespace("writes").concurrency(2).handler(handler).build().await?;
     let mut ids = Vec::new();
     for _ in 0..10 {
-        ids.push(executor_core::TaskBuilder::new("quick", (), TaskOptions::new()).submit(&ex).await?.id);
+        ids.push(reliable_executor::TaskBuilder::new("quick", (), TaskOptions::new()).submit(&ex).await?.id);
     }
     let running = ex.start();
     // Two results are being written (held) and their slots went back to the
@@ -110,7 +110,7 @@ async fn a_slot_is_free_while_its_result_is_written_and_writes_in_flight_are_bou
 async fn cancel_of_a_running_task_reaches_the_handler() -> Result<()> {
     let handler = Handler::new("cancellable", |_: (), ctx: TaskContext| async move {
         tokio::select! {
-            () = ctx.cancelled() => Err(executor_core::TaskError::retry("stopped on request")),
+            () = ctx.cancelled() => Err(reliable_executor::TaskError::retry("stopped on request")),
             () = tokio::time::sleep(Duration::from_secs(3_600)) => Ok(()),
         }
     });
@@ -147,7 +147,7 @@ async fn a_lost_lease_stops_the_attempt_and_writes_nothing() -> Result<()> {
         .build()
         .await?;
     let running = ex.start();
-    let id = executor_core::TaskBuilder::new("long", (), TaskOptions::new()).submit(&ex).await?.id;
+    let id = reliable_executor::TaskBuilder::new("long", (), TaskOptions::new()).submit(&ex).await?.id;
     crate::support::wait_state(&ex, &id, TaskState::Running).await?;
     spy.hooks().lose_leases.store(true, Ordering::SeqCst);
     tokio::time::timeout(Duration::from_secs(10), async {

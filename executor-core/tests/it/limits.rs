@@ -10,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     ClaimPlan, Handler, MemoryStorage, QueueLimits, QueueName, RateLimit, Result, RunningExecutor,
     TaskBuilder, TaskContext, TaskOptions, TaskState, WorkerId, storage::Storage,
 };
@@ -97,7 +97,7 @@ async fn a_concurrency_limit_holds_across_three_executors_and_is_reached() -> Re
     }
     let all = spans(&reports);
     assert_eq!(
-        executor_core::testing::max_overlap(&all),
+        reliable_executor::testing::max_overlap(&all),
         3,
         "at most 3 reports at once across 3 executors, and 3 reached"
     );
@@ -194,7 +194,10 @@ async fn a_rate_limit_gives_its_rate_over_a_minute_with_no_burst_above_the_bucke
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_limited_queue_uses_each_freed_slot_at_once() {
     let store = MemoryStorage::new();
-    let ns = executor_core::testing::unique_namespace("mem-release");
-    executor_core::testing::limited_queue_uses_freed_slots(vec![store.clone(), store.clone(), store], &ns)
-        .await;
+    let ns = reliable_executor::testing::unique_namespace("mem-release");
+    reliable_executor::testing::limited_queue_uses_freed_slots(
+        vec![store.clone(), store.clone(), store],
+        &ns,
+    )
+    .await;
 }

@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Handler, MemoryStorage, QueueName, Result, TaskBuilder, TaskContext, TaskOptions, TaskState,
 };
 

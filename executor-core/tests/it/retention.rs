@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use executor_core::{
+use reliable_executor::{
     Error, Executor, Handler, MemoryStorage, Namespace, Retention, TaskContext, TaskState, WorkerId,
     storage::Storage, testing,
 };
@@ -42,7 +42,7 @@ async fn a_trim_backlog_is_worked_off_within_the_budget_not_one_batch_per_interv
     store.submit_many(&ns, tasks).await?;
     let claimed = store.claim(&ns, &worker, 5_000, Duration::from_secs(60)).await?;
     let items =
-        claimed.iter().filter_map(|t| t.lease()).map(|l| (l, executor_core::storage::Finish::Completed));
+        claimed.iter().filter_map(|t| t.lease()).map(|l| (l, reliable_executor::storage::Finish::Completed));
     store.finish_many(&ns, items.collect()).await?;
     assert_eq!(store.counts(&ns).await?.get(TaskState::Completed), 5_000);
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use executor_core::{
+use reliable_executor::{
     Handler, MemoryStorage, Result, RetryPolicy, TaskContext, TaskError, TaskOptions, TaskState,
 };
 
@@ -74,7 +74,7 @@ async fn levels_and_a_per_submit_override() -> Result<()> {
         .await?;
     let running = ex.start();
     // The submit overrides the handler's fixed default with levels.
-    let id = executor_core::TaskBuilder::new("lv", (), defaults).retry(levels).submit(&ex).await?.id;
+    let id = reliable_executor::TaskBuilder::new("lv", (), defaults).retry(levels).submit(&ex).await?.id;
     let record = ex.wait_for(&id, Duration::from_secs(3_600)).await?;
     assert_eq!(record.state, TaskState::Completed);
     let gaps = timeline.gaps();

@@ -11,7 +11,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Handler, Listener, MemoryStorage, TaskBuilder, TaskContext, TaskOptions, TaskRecord, TaskState,
 };
 
@@ -82,8 +82,8 @@ async fn an_old_worker_gives_new_tasks_back_and_the_new_worker_runs_them_all() -
 }
 
 async fn store_counts(
-    ex: &executor_core::Executor<MemoryStorage>,
-) -> Result<executor_core::StateCounts, executor_core::Error> {
+    ex: &reliable_executor::Executor<MemoryStorage>,
+) -> Result<reliable_executor::StateCounts, reliable_executor::Error> {
     ex.counts().await
 }
 
@@ -91,7 +91,7 @@ async fn store_counts(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_no_worker_can_run_is_dead_lettered_after_the_grace() -> TestResult {
     let store = MemoryStorage::new();
-    let producer = executor_core::Client::without_name_check(store.clone(), "runtime-test".try_into()?);
+    let producer = reliable_executor::Client::without_name_check(store.clone(), "runtime-test".try_into()?);
     let id = TaskBuilder::new("retired_task", (), TaskOptions::new()).submit(&producer).await?.id;
     let ex = builder(store).unknown_task_grace(Duration::from_millis(1_500)).build().await?;
     let running = ex.start();
@@ -108,7 +108,7 @@ async fn a_task_no_worker_can_run_is_dead_lettered_after_the_grace() -> TestResu
 #[tokio::test]
 async fn a_zero_grace_dead_letters_at_once() -> TestResult {
     let store = MemoryStorage::new();
-    let producer = executor_core::Client::without_name_check(store.clone(), "runtime-test".try_into()?);
+    let producer = reliable_executor::Client::without_name_check(store.clone(), "runtime-test".try_into()?);
     let id = TaskBuilder::new("retired_task", (), TaskOptions::new()).submit(&producer).await?.id;
     let ex = builder(store).unknown_task_grace(Duration::ZERO).build().await?;
     let running = ex.start();

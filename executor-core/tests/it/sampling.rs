@@ -12,7 +12,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Executor, MemoryStorage, Namespace, Result, StateCounts,
     storage::Storage,
     testing::{Intercept, Intercepted},

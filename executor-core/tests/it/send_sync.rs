@@ -1,7 +1,7 @@
 //! Public types are `Send + Sync` (checked at compile time), so they can be
 //! shared across tokio tasks and held across `.await`.
 
-use executor_core::{
+use reliable_executor::{
     CancelOutcome, Client, Coalescer, Error, Executor, ExecutorBuilder, Handler, MemoryStorage, Namespace,
     Page, Registry, Retention, RetryPolicy, RunningExecutor, StateCounts, Submitted, TaskBuilder,
     TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, Timestamp, WorkerId,

@@ -8,7 +8,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     MemoryStorage, Namespace, Result, TaskRecord, TaskState, WorkerId,
     storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},

@@ -5,7 +5,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Error, Executor, ExecutorBuilder, MemoryStorage, Result, TaskBuilder, TaskId, TaskOptions, TaskRecord,
 };
 use tokio::time::Instant;
@@ -67,10 +67,10 @@ pub(crate) fn unexpected(e: impl std::fmt::Display) -> Error {
 }
 
 /// Waits until the task is in `state` (60 s of possibly paused time).
-pub(crate) async fn wait_state<S: executor_core::storage::Storage>(
+pub(crate) async fn wait_state<S: reliable_executor::storage::Storage>(
     executor: &Executor<S>,
     id: &TaskId,
-    state: executor_core::TaskState,
+    state: reliable_executor::TaskState,
 ) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use executor_core::{
+use reliable_executor::{
     AttemptOutcome, CancelOutcome, Executor, Handler, MemoryStorage, Namespace, PromoteStep, Result,
     TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
     storage::{Finish, Storage, TierStorage},
@@ -16,9 +16,9 @@ fn tiered() -> Tiered {
     TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()).horizon(Duration::from_secs(60))
 }
 
-fn task(id: &str, delay_secs: u64) -> executor_core::storage::NewTask {
+fn task(id: &str, delay_secs: u64) -> reliable_executor::storage::NewTask {
     let mut t = testing::new_task(id);
-    t.due = executor_core::storage::Due::After(Duration::from_secs(delay_secs));
+    t.due = reliable_executor::storage::Due::After(Duration::from_secs(delay_secs));
     t
 }
 
@@ -35,7 +35,7 @@ async fn submit_routes_by_due_time_and_ids_are_unique_across_tiers() -> Result<(
     assert_eq!(s.get(&ns, &"later".try_into()?).await?.map(|r| r.state), Some(TaskState::Created));
     assert_eq!(s.counts(&ns).await?.get(TaskState::Created), 2);
     let dup = s.submit(&ns, task("later", 5)).await;
-    assert!(matches!(dup, Err(executor_core::Error::DuplicateId(_))), "{dup:?}");
+    assert!(matches!(dup, Err(reliable_executor::Error::DuplicateId(_))), "{dup:?}");
     Ok(())
 }
 
@@ -84,7 +84,7 @@ async fn a_retry_past_the_horizon_goes_cold_and_comes_back() -> Result<()> {
     s.submit(&ns, task("retry", 0)).await?;
     let w = WorkerId::generate();
     let lease = s.claim(&ns, &w, 1, Duration::from_secs(30)).await?.remove(0).lease();
-    let lease = lease.ok_or_else(|| executor_core::Error::invalid("test", "no lease"))?;
+    let lease = lease.ok_or_else(|| reliable_executor::Error::invalid("test", "no lease"))?;
     let state = s
         .finish(&ns, &lease, Finish::Retry { delay: Duration::from_secs(600), error: "later".into() })
         .await?;
@@ -94,14 +94,14 @@ async fn a_retry_past_the_horizon_goes_cold_and_comes_back() -> Result<()> {
         .cold()
         .get(&ns, &lease.id)
         .await?
-        .ok_or_else(|| executor_core::Error::NotFound(lease.id.clone()))?;
+        .ok_or_else(|| reliable_executor::Error::NotFound(lease.id.clone()))?;
     assert_eq!((cold.state, cold.attempts), (TaskState::Pending, 1));
     let logged: Vec<_> = cold.attempt_log.iter().map(|a| (a.attempt, a.outcome, a.error.clone())).collect();
     assert_eq!(logged, [(1, AttemptOutcome::Failed, Some("later".to_owned()))], "the log went cold too");
     // A near retry stays hot.
     s.submit(&ns, task("near", 0)).await?;
     let l2 = s.claim(&ns, &w, 1, Duration::from_secs(30)).await?.remove(0).lease();
-    let l2 = l2.ok_or_else(|| executor_core::Error::invalid("test", "no lease"))?;
+    let l2 = l2.ok_or_else(|| reliable_executor::Error::invalid("test", "no lease"))?;
     s.finish(&ns, &l2, Finish::Retry { delay: Duration::from_secs(5), error: "soon".into() }).await?;
     assert!(s.hot().get(&ns, &l2.id).await?.is_some());
     tokio::time::advance(Duration::from_secs(560)).await;
@@ -119,7 +119,7 @@ async fn cancel_and_list_see_cold_tasks() -> Result<()> {
     s.submit(&ns, task("h1", 1)).await?;
     assert_eq!(s.cancel(&ns, &"c1".try_into()?).await?, CancelOutcome::Cancelled);
     assert_eq!(s.get(&ns, &"c1".try_into()?).await?.map(|r| r.state), Some(TaskState::Cancelled));
-    let page = s.list(&ns, executor_core::ListQuery::new(TaskState::Cancelled, 10)).await?;
+    let page = s.list(&ns, reliable_executor::ListQuery::new(TaskState::Cancelled, 10)).await?;
     assert_eq!(page.tasks.len(), 1);
     Ok(())
 }
@@ -160,22 +160,22 @@ async fn submit_many_routes_each_task_and_answers_in_order() -> Result<()> {
     let results = s.submit_many(&ns, batch).await?;
     let ok: Vec<bool> = results.iter().map(Result::is_ok).collect();
     assert_eq!(ok, [true, true, false, true], "{results:?}");
-    assert!(matches!(results[2], Err(executor_core::Error::DuplicateId(_))), "duplicate across tiers");
+    assert!(matches!(results[2], Err(reliable_executor::Error::DuplicateId(_))), "duplicate across tiers");
     assert_eq!(s.hot().counts(&ns).await?.total(), 1);
     assert_eq!(s.cold().counts(&ns).await?.total(), 3);
 
     // Idempotent: an id held by the other tier answers Existing; a repeat
     // inside the batch is the tier's own duplicate.
     let mut again = task("taken", 1);
-    again.mode = executor_core::storage::SubmitMode::Idempotent;
+    again.mode = reliable_executor::storage::SubmitMode::Idempotent;
     let batch = vec![again, task("d", 1), task("d", 1), task("e", 3_600)];
     let results = s.submit_many(&ns, batch).await?;
     assert!(
-        matches!(&results[0], Ok(r) if r.outcome == executor_core::SubmitOutcome::Existing),
+        matches!(&results[0], Ok(r) if r.outcome == reliable_executor::SubmitOutcome::Existing),
         "{results:?}"
     );
     assert!(results[1].is_ok() && results[3].is_ok(), "{results:?}");
-    assert!(matches!(results[2], Err(executor_core::Error::DuplicateId(_))), "{results:?}");
+    assert!(matches!(results[2], Err(reliable_executor::Error::DuplicateId(_))), "{results:?}");
     assert_eq!(s.hot().counts(&ns).await?.total(), 2, "a and d");
     assert_eq!(s.cold().counts(&ns).await?.total(), 4, "taken, b, c and e");
     Ok(())
@@ -185,15 +185,15 @@ async fn submit_many_routes_each_task_and_answers_in_order() -> Result<()> {
 #[derive(Debug)]
 struct RefuseImport(&'static str);
 
-impl executor_core::testing::Intercept<MemoryStorage> for RefuseImport {
+impl reliable_executor::testing::Intercept<MemoryStorage> for RefuseImport {
     async fn import(
         &self,
         inner: &MemoryStorage,
         ns: &Namespace,
-        record: executor_core::TaskRecord,
+        record: reliable_executor::TaskRecord,
     ) -> Result<bool> {
         if record.id.as_str() == self.0 {
-            return Err(executor_core::Error::invalid("fence", "out of this store's range"));
+            return Err(reliable_executor::Error::invalid("fence", "out of this store's range"));
         }
         inner.import(ns, record).await
     }
@@ -201,7 +201,7 @@ impl executor_core::testing::Intercept<MemoryStorage> for RefuseImport {
 
 #[tokio::test(start_paused = true)]
 async fn a_cold_task_the_hot_store_refuses_does_not_stop_the_others() -> Result<()> {
-    let hot = executor_core::testing::Intercepted::new(MemoryStorage::new(), RefuseImport("p0"));
+    let hot = reliable_executor::testing::Intercepted::new(MemoryStorage::new(), RefuseImport("p0"));
     let s = TieredStorage::new(hot, MemoryStorage::new()).horizon(Duration::from_secs(60));
     let ns = Namespace::new("t")?;
     for i in 0..5 {
@@ -219,6 +219,6 @@ async fn a_cold_task_the_hot_store_refuses_does_not_stop_the_others() -> Result<
 async fn a_promoted_task_wakes_an_idle_claimer() {
     let tiered =
         TieredStorage::new(MemoryStorage::new(), MemoryStorage::new()).horizon(Duration::from_secs(1));
-    let ns = executor_core::testing::unique_namespace("tier-wake");
-    executor_core::testing::tiered_promotion_wakes_claimers(&tiered, &ns).await;
+    let ns = reliable_executor::testing::unique_namespace("tier-wake");
+    reliable_executor::testing::tiered_promotion_wakes_claimers(&tiered, &ns).await;
 }

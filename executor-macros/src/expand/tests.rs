@@ -3,6 +3,12 @@ use syn::visit::Visit;
 
 use super::*;
 
+/// The macro as a crate that depends on the core crate by its folder's
+/// name sees it.
+fn reliable_task(attr: TokenStream, item: TokenStream) -> TokenStream {
+    super::reliable_task(attr, item, || syn::parse_quote!(::executor_core))
+}
+
 fn expand(attr: TokenStream, item: TokenStream) -> String {
     reliable_task(attr, item).to_string()
 }

@@ -231,7 +231,7 @@ mod fuzz {
             let (Ok(attr), Ok(item)) = (attr_text.parse::<TokenStream>(), item.parse::<TokenStream>()) else {
                 return Ok(()); // not even tokens: rustc would refuse it first
             };
-            let out = crate::expand::reliable_task(attr, item);
+            let out = crate::expand::reliable_task(attr, item, || syn::parse_quote!(::executor_core));
             prop_assert!(!out.is_empty(), "no output for `{}`", attr_text);
         }
     }

@@ -5,10 +5,10 @@
 //! its own with `use linked_handlers as _;`. Nothing in this test binary may
 //! reference `linked_handlers`.
 
-use executor_core::{Executor, MemoryStorage, Registry};
+use reliable_executor::{Executor, MemoryStorage, Registry};
 
 #[test]
-fn an_unreferenced_crate_registers_nothing() -> Result<(), executor_core::Error> {
+fn an_unreferenced_crate_registers_nothing() -> Result<(), reliable_executor::Error> {
     let registry = Registry::collect([])?;
     let linked: Vec<&str> = registry.names().into_iter().filter(|n| n.starts_with("linked.")).collect();
     assert!(linked.is_empty(), "{linked:?}");
@@ -24,7 +24,7 @@ async fn an_executor_told_what_to_expect_says_what_is_missing_and_how_to_fix_it(
         .build()
         .await;
     assert!(
-        matches!(&built, Err(executor_core::Error::UnknownTask(name)) if name == "linked.ping"),
+        matches!(&built, Err(reliable_executor::Error::UnknownTask(name)) if name == "linked.ping"),
         "{built:?}"
     );
     let err = built.err().map(|e| e.to_string()).unwrap_or_default();

@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Data, Error, Executor, ExecutorBuilder, MemoryStorage, TaskContext, TaskError, TaskState, reliable_task,
     storage::Storage,
 };
@@ -103,7 +103,7 @@ async fn build_refuses_a_missing_value_naming_the_handler_and_type() {
 #[tokio::test]
 async fn a_handler_is_callable_directly_with_its_data() -> TestResult {
     let ledger = Ledger::default();
-    let ctx = TaskContext::for_test(executor_core::TaskId::new("direct")?, "data_test.charge");
+    let ctx = TaskContext::for_test(reliable_executor::TaskId::new("direct")?, "data_test.charge");
     charge(
         Charge { order: 1, cents: 5 },
         Data(Config { currency: "USD" }),

@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use executor_core::{
+use reliable_executor::{
     Client, Error, Executor, Handler, MemoryStorage, Namespace, Registry, RetryPolicy, SubmitOutcome,
     TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, reliable_task,
     storage::{Debounce, Due, NewTask, Storage, SubmitMode},
@@ -180,7 +180,7 @@ async fn the_generated_submit_many_answers_per_task() -> TestResult {
     assert_eq!(answers.len(), 3);
     for answer in &answers {
         let submitted = answer.as_ref().map_err(|e| e.to_string())?;
-        assert_eq!(submitted.outcome, executor_core::SubmitOutcome::Created);
+        assert_eq!(submitted.outcome, reliable_executor::SubmitOutcome::Created);
         let record = client.status(&submitted.id).await?.ok_or("batched task not found")?;
         assert_eq!(record.name, process_order::NAME);
     }
@@ -192,12 +192,12 @@ async fn the_generated_submit_many_answers_per_task() -> TestResult {
     ];
     let answers = process_order::submit_many_with(&client, builders).await;
     assert!(
-        matches!(&answers[0], Ok(s) if s.outcome == executor_core::SubmitOutcome::Created),
+        matches!(&answers[0], Ok(s) if s.outcome == reliable_executor::SubmitOutcome::Created),
         "{answers:?}"
     );
     assert!(matches!(&answers[1], Err(Error::Invalid { what: "task id", .. })), "{answers:?}");
     assert!(
-        matches!(&answers[2], Ok(s) if s.outcome == executor_core::SubmitOutcome::Existing),
+        matches!(&answers[2], Ok(s) if s.outcome == reliable_executor::SubmitOutcome::Existing),
         "{answers:?}"
     );
     assert!(matches!(&answers[3], Err(Error::Invalid { what: "delay", .. })), "{answers:?}");

@@ -3,7 +3,7 @@
 //! token with the fix in its message (`ui/fail`, with checked-in `.stderr`).
 //!
 //! Regenerate the `.stderr` files after a deliberate change with
-//! `TRYBUILD=overwrite cargo test -p executor-macros --test it -- --exact ui::ui`,
+//! `TRYBUILD=overwrite cargo test -p reliable-executor-macros --test it -- --exact ui::ui`,
 //! then read them.
 
 #[test]

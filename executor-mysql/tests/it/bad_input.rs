@@ -10,7 +10,7 @@ use executor_core::{
     storage::{Debounce, Finish, Storage, SubmitMode},
     testing,
 };
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 
 use crate::support::{EmptyDatabase, cleanup, fresh, pool};
 

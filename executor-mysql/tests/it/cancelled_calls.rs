@@ -16,7 +16,7 @@ use executor_core::{
     storage::{Due, Finish, Storage},
     testing,
 };
-use executor_mysql::MySqlStorage;
+use reliable_executor_mysql::MySqlStorage;
 use tokio::time::{Instant, sleep, timeout};
 
 use crate::support::{cleanup, fresh};

@@ -16,7 +16,7 @@ use executor_core::{
     storage::{Finish, NewTask, Storage},
     testing,
 };
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{Executor, Row, mysql::MySqlPoolOptions};
 use tokio::time::Instant;
 

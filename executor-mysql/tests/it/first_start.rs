@@ -6,7 +6,7 @@
 use std::{process::Stdio, time::Duration};
 
 use executor_core::{WorkerId, schedule::Schedule, storage::Storage, testing};
-use executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
+use reliable_executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 use tokio::time::Instant;
 
 use crate::support::EmptyDatabase;

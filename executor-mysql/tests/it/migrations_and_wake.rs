@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use executor_core::{WorkerId, storage::Storage, testing};
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::time::Instant;
 
 use crate::support::{cleanup, pool};

@@ -16,7 +16,7 @@ use executor_core::{
     storage::{Finish, Lease, NewTask, Storage},
     testing,
 };
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 
 use crate::support::{EmptyDatabase, cleanup, fresh};
 

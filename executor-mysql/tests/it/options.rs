@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use executor_core::{Error, storage::Storage, testing};
-use executor_mysql::MySqlOptions;
 use proptest::prelude::*;
+use reliable_executor_mysql::MySqlOptions;
 use tokio::time::Instant;
 
 use crate::support::{cleanup, pool};

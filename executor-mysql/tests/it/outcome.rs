@@ -12,7 +12,7 @@ use executor_core::{
     storage::{NewTask, Storage, SubmitMode},
     testing,
 };
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::mysql::MySqlPoolOptions;
 
 use executor_core::testing::proxy::{Proxy, host_port, via};

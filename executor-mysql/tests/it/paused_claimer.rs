@@ -32,7 +32,7 @@ use executor_core::{
     storage::{Finish, Lease, NewTask, Storage},
     testing,
 };
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{Connection, Executor, MySqlPool, Row, mysql::MySqlPoolOptions};
 use tokio::time::Instant;
 

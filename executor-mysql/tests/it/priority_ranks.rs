@@ -12,7 +12,7 @@ use executor_core::{
     storage::{Finish, NewTask, Storage},
     testing,
 };
-use executor_mysql::MySqlStorage;
+use reliable_executor_mysql::MySqlStorage;
 
 use crate::support::{cleanup, fresh, storage};
 

@@ -18,7 +18,7 @@ use executor_core::{
     storage::{Finish, NewTask, Storage},
     testing,
 };
-use executor_mysql::MySqlStorage;
+use reliable_executor_mysql::MySqlStorage;
 use sqlx::{Executor, Row};
 use tokio::time::Instant;
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use executor_core::{Namespace, QueueName, TaskId, TaskState, WorkerId, storage::Storage};
-use executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
+use reliable_executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 
 use crate::support::EmptyDatabase;
 

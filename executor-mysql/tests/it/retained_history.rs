@@ -15,7 +15,7 @@ use executor_core::{
     storage::{Finish, Storage, TierStorage},
     testing,
 };
-use executor_mysql::MySqlStorage;
+use reliable_executor_mysql::MySqlStorage;
 
 use crate::support::{cleanup, fresh};
 

@@ -9,7 +9,7 @@ use executor_core::{
     storage::{Debounce, NewTask, Storage, SubmitMode},
     testing,
 };
-use executor_mysql::MySqlStorage;
+use reliable_executor_mysql::MySqlStorage;
 use sqlx::{MySqlPool, Row};
 use tokio::io::AsyncBufReadExt;
 

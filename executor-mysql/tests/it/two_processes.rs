@@ -9,7 +9,7 @@ use executor_core::{
     storage::{NewTask, Storage},
     testing,
 };
-use executor_mysql::MySqlStorage;
+use reliable_executor_mysql::MySqlStorage;
 use tokio::time::Instant;
 
 use crate::support::{cleanup, storage, url};

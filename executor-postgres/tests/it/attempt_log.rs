@@ -3,7 +3,7 @@
 //! a task unreadable nor stops a claim, retry, reap or requeue; the next
 //! append keeps the entries that parse. Logged errors are bounded.
 
-use executor_postgres::PostgresStorage;
+use reliable_executor_postgres::PostgresStorage;
 
 use crate::support::{cleanup, fresh};
 

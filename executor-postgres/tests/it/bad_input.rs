@@ -15,7 +15,7 @@ use crate::support::{cleanup, fresh};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-async fn edit(s: &executor_postgres::PostgresStorage, sql: &str, ns: &str, id: &str) -> TestResult {
+async fn edit(s: &reliable_executor_postgres::PostgresStorage, sql: &str, ns: &str, id: &str) -> TestResult {
     let done = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).bind(ns).bind(id).execute(s.pool()).await?;
     assert_eq!(done.rows_affected(), 1, "{sql}");
     Ok(())

@@ -16,7 +16,7 @@ use executor_core::{
     storage::{Finish, NewTask, Storage},
     testing,
 };
-use executor_postgres::{PostgresOptions, PostgresStorage};
+use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
 use sqlx::{Executor, Row, postgres::PgPoolOptions};
 use tokio::time::Instant;
 

@@ -5,7 +5,7 @@
 use std::{process::Stdio, time::Duration};
 
 use executor_core::{WorkerId, schedule::Schedule, storage::Storage, testing};
-use executor_postgres::{MIGRATIONS_TABLE, PostgresOptions};
+use reliable_executor_postgres::{MIGRATIONS_TABLE, PostgresOptions};
 use sqlx::{PgPool, Row, postgres::PgPoolOptions};
 use tokio::time::Instant;
 

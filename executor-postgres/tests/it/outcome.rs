@@ -12,7 +12,7 @@ use executor_core::{
     storage::{NewTask, Storage, SubmitMode},
     testing,
 };
-use executor_postgres::{PostgresOptions, PostgresStorage};
+use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
 use sqlx::postgres::PgPoolOptions;
 
 use executor_core::testing::proxy::{Proxy, host_port, via};

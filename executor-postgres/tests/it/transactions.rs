@@ -8,7 +8,7 @@ use executor_core::{
     storage::{Debounce, NewTask, Storage, SubmitMode},
     testing,
 };
-use executor_postgres::{PostgresOptions, PostgresStorage};
+use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
 use sqlx::{PgPool, Row};
 use tokio::io::AsyncBufReadExt;
 

@@ -8,8 +8,8 @@ use executor_core::{
     storage::{Finish, Storage},
     testing,
 };
-use executor_redis::RedisStorage;
 use fred::interfaces::HashesInterface;
+use reliable_executor_redis::RedisStorage;
 
 use crate::common;
 

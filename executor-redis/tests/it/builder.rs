@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use executor_core::Error;
-use executor_redis::{RedisStorage, RedisStorageBuilder};
+use reliable_executor_redis::{RedisStorage, RedisStorageBuilder};
 
 /// An address nothing listens on: a setting out of range must be refused
 /// before any connection is tried.

@@ -6,7 +6,7 @@
 //! command).
 
 use executor_core::Namespace;
-use executor_redis::RedisStorage;
+use reliable_executor_redis::RedisStorage;
 
 use crate::common;
 

@@ -12,11 +12,11 @@ use executor_core::{
     storage::{Finish, Storage},
     testing,
 };
-use executor_redis::RedisStorage;
 use fred::{
     interfaces::{ClientLike, FunctionInterface, LuaInterface},
     types::{ClusterHash, CustomCommand, Value},
 };
+use reliable_executor_redis::RedisStorage;
 
 use crate::common::{self, server::Server};
 

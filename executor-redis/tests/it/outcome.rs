@@ -12,7 +12,7 @@ use executor_core::{
     storage::{NewTask, Storage},
     testing,
 };
-use executor_redis::RedisStorage;
+use reliable_executor_redis::RedisStorage;
 
 use executor_core::testing::proxy::{Proxy, host_port, via};
 

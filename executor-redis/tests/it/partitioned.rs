@@ -10,7 +10,7 @@ use executor_core::{
     storage::{Debounce, Storage, SubmitMode},
     testing,
 };
-use executor_redis::RedisStorage;
+use reliable_executor_redis::RedisStorage;
 
 use crate::common;
 

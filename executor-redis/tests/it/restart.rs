@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use executor_core::{WorkerId, storage::Storage, testing};
-use executor_redis::RedisStorage;
 use fred::interfaces::ClientLike;
+use reliable_executor_redis::RedisStorage;
 
 use crate::common::server::Server;
 

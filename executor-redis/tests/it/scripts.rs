@@ -35,7 +35,7 @@ fn nth(v: &Value, i: usize) -> Value {
 }
 
 impl Scripts {
-    async fn new() -> (Self, executor_redis::RedisStorage, Namespace) {
+    async fn new() -> (Self, reliable_executor_redis::RedisStorage, Namespace) {
         let (storage, ns) = common::fresh().await;
         let base = format!("{{re:{ns}}}:");
         (Self { pool: storage.pool().clone(), base }, storage, ns)

@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(name = "process_order", retry_interval = "2 parsecs")]
 async fn process_order() {}

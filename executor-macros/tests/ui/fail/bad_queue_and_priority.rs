@@ -1,4 +1,4 @@
-use executor_core::reliable_task;
+use reliable_executor::reliable_task;
 
 #[reliable_task(name = "spaced", queue = "e mails")]
 async fn spaced() {}

@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(name = "count")]
 async fn count() -> u32 {

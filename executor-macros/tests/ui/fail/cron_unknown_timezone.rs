@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(name = "nightly", cron = "0 0 2 * * *", timezone = "Europe/Berlinn")]
 async fn nightly() {}

@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[derive(Clone)]
 struct Pool;

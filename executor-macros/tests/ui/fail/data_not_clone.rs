@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 struct Pool;
 

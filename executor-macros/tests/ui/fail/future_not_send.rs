@@ -1,6 +1,6 @@
 use std::rc::Rc;
 
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 async fn step() {}
 

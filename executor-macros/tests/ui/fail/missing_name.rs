@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(retry_limit = 3)]
 async fn send_notify() {}

@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(name = "nightly", timezone = "Europe/Berlin")]
 async fn nightly() {}

@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(name = "transfer")]
 async fn transfer(_from: u64, _to: u64) {}

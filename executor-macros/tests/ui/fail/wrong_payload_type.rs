@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[derive(Serialize, Deserialize)]
 struct OrderParam {
@@ -9,7 +9,7 @@ struct OrderParam {
 async fn process_order(_param: OrderParam) {}
 
 #[allow(dead_code)]
-async fn producer(client: &impl Submit) -> Result<Submitted, executor_core::Error> {
+async fn producer(client: &impl Submit) -> Result<Submitted, reliable_executor::Error> {
     // A number where an `OrderParam` belongs: refused by the compiler.
     process_order::submit(client, 7u64).await
 }

@@ -1,6 +1,6 @@
 //! A `TaskContext` alone, named by its full path.
-#[executor_core::reliable_task(name = "tick")]
-async fn tick(ctx: executor_core::TaskContext) -> () {
+#[reliable_executor::reliable_task(name = "tick")]
+async fn tick(ctx: reliable_executor::TaskContext) -> () {
     let _ = ctx.attempt();
 }
 

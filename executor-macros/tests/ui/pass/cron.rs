@@ -1,5 +1,5 @@
-use executor_core::prelude::*;
-use executor_core::schedule::{IntoSchedule, Overlap};
+use reliable_executor::prelude::*;
+use reliable_executor::schedule::{IntoSchedule, Overlap};
 
 #[derive(Default, Serialize, Deserialize)]
 struct Report {
@@ -14,7 +14,7 @@ async fn nightly(report: Report) {
 #[reliable_task(name = "refresh", cron = "*/5 * * * *")]
 async fn refresh() {}
 
-fn main() -> Result<(), executor_core::Error> {
+fn main() -> Result<(), reliable_executor::Error> {
     let s = nightly::every("0 30 1 * * *").name("nightly_eu").payload(Report { day: 3 }).into_schedule()?;
     assert_eq!(s.payload, r#"{"day":3}"#);
     let s = refresh::every("*/10 * * * *").overlap(Overlap::Skip).into_schedule()?;

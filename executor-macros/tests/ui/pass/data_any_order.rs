@@ -1,4 +1,4 @@
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[derive(Clone)]
 struct Pool;
@@ -7,7 +7,7 @@ struct Pool;
 struct Config;
 
 #[reliable_task(name = "charge")]
-async fn charge(_order: u64, _ctx: TaskContext, _db: Data<Pool>, _cfg: executor_core::Data<Config>) {}
+async fn charge(_order: u64, _ctx: TaskContext, _db: Data<Pool>, _cfg: reliable_executor::Data<Config>) {}
 
 #[reliable_task(name = "sweep")]
 async fn sweep(_db: Data<Pool>) {}

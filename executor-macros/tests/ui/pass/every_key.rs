@@ -1,7 +1,7 @@
 //! Every key of the attribute, each retry policy, and `crate = path`.
 use std::time::Duration;
 
-use executor_core::{RetryPolicy, reliable_task};
+use reliable_executor::{RetryPolicy, reliable_task};
 
 #[reliable_task(
     name = "fixed",
@@ -11,7 +11,7 @@ use executor_core::{RetryPolicy, reliable_task};
     timeout = "10s",
     queue = "emails.v2:eu",
     priority = 9,
-    crate = ::executor_core
+    crate = ::reliable_executor
 )]
 async fn fixed() {}
 
@@ -22,13 +22,13 @@ async fn exponential() {}
 async fn levels() {}
 
 mod renamed {
-    use ::executor_core as exec;
+    use ::reliable_executor as exec;
 
     #[exec::reliable_task(name = "renamed", crate = exec)]
     pub(crate) async fn renamed() {}
 }
 
-fn main() -> Result<(), executor_core::Error> {
+fn main() -> Result<(), reliable_executor::Error> {
     let o = fixed::options();
     assert_eq!(o.retry_limit, 5);
     assert_eq!(o.retry, RetryPolicy::fixed(Duration::from_millis(500)));

@@ -1,10 +1,10 @@
 //! The seed's `send_notify()`: no payload, no context, no return type.
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(name = "send_notify")]
 async fn send_notify() {}
 
-fn main() -> Result<(), executor_core::Error> {
+fn main() -> Result<(), reliable_executor::Error> {
     let _: &str = send_notify::NAME;
     let task = send_notify::with().into_new_task()?;
     assert_eq!(task.payload, b"null");

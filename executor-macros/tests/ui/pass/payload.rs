@@ -1,5 +1,5 @@
 //! One payload parameter, returning `Result<(), TaskError>`.
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[derive(Serialize, Deserialize)]
 struct OrderParam {
@@ -12,7 +12,7 @@ async fn process_order(param: OrderParam) -> Result<(), TaskError> {
     Ok(())
 }
 
-fn main() -> Result<(), executor_core::Error> {
+fn main() -> Result<(), reliable_executor::Error> {
     let task = process_order::with(OrderParam { order_id: 7 }).into_new_task()?;
     assert_eq!(task.payload, br#"{"order_id":7}"#);
     Ok(())

@@ -1,6 +1,6 @@
 //! A payload then a `TaskContext`, a destructuring pattern, and a
 //! `Result<(), E>` with a plain displayable error.
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[derive(Serialize, Deserialize)]
 struct Resize {

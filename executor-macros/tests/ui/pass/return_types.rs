@@ -1,6 +1,6 @@
 //! Every accepted return type: nothing, `()`, `Result<(), E>` for any
 //! displayable `E` (std errors, boxed errors, strings, `TaskError`).
-use executor_core::prelude::*;
+use reliable_executor::prelude::*;
 
 #[reliable_task(name = "returns_nothing")]
 async fn returns_nothing(_n: u32) {}

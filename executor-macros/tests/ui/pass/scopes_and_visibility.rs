@@ -1,7 +1,7 @@
 //! A handler inside a function body with a block-local payload type, a
 //! public handler used from another module, and types named via `self::`.
 mod handlers {
-    use executor_core::prelude::*;
+    use reliable_executor::prelude::*;
 
     #[derive(Serialize, Deserialize)]
     pub struct Email {
@@ -22,7 +22,7 @@ fn main() {
     #[derive(serde::Serialize, serde::Deserialize)]
     struct Local(u8);
 
-    #[executor_core::reliable_task(name = "local")]
+    #[reliable_executor::reliable_task(name = "local")]
     async fn local(_l: Local) {}
 
     let _ = local::with(Local(1));

@@ -3,7 +3,7 @@
 //! keeps the heavy tests apart.
 
 use executor_core::{Namespace, testing};
-use executor_mysql::{MySqlOptions, MySqlStorage};
+use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
 
 /// Held for its whole run by each test that loads the machine (child

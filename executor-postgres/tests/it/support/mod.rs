@@ -3,7 +3,7 @@
 //! lock that keeps the heavy tests apart.
 
 use executor_core::{Namespace, testing};
-use executor_postgres::{PostgresOptions, PostgresStorage};
+use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
 use sqlx::{PgPool, postgres::PgPoolOptions};
 
 /// Held for its whole run by each test that loads the machine (child

@@ -4,12 +4,12 @@
 use std::{collections::BTreeMap, str::FromStr};
 
 use executor_core::{Namespace, TaskState, storage::Storage};
-use executor_redis::RedisStorage;
 use fred::{
     clients::Client,
     interfaces::{HashesInterface, KeysInterface, LuaInterface, SortedSetsInterface},
     types::Value,
 };
+use reliable_executor_redis::RedisStorage;
 
 pub type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 

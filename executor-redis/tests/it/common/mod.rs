@@ -8,7 +8,7 @@ pub mod corrupt;
 pub mod server;
 
 use executor_core::Namespace;
-use executor_redis::{RedisStorage, RedisStorageBuilder};
+use reliable_executor_redis::{RedisStorage, RedisStorageBuilder};
 
 /// `REDIS_URL`, default `redis://127.0.0.1:6379`.
 pub fn url() -> String {
