@@ -6,7 +6,8 @@
 use executor_core::{Error, QueueName, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
 use sqlx::{Row, mysql::MySqlRow};
 
-/// Reads one row selected with `task_columns!()`.
+/// Reads one row selected with the task columns the claim and list
+/// statements name (`sql/claim/read_claimed.sql`).
 pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
     let id: String = col(row, "id")?;
     let id = TaskId::new(id).map_err(|e| e.to_string())?;
