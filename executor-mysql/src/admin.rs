@@ -8,7 +8,7 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{bind_task, by_task, log_append, log_error_chars, now_ms, tasks},
+    sql::{bind_task, sql},
 };
 
 impl MySqlStorage {
@@ -19,26 +19,12 @@ impl MySqlStorage {
         // A task can move between waiting and running while we look (a release,
         // a claim): a few rounds settle it.
         for _ in 0..5 {
-            let done = sqlx::query(concat!(
-                "UPDATE ",
-                tasks!(),
-                " SET finished_at = ",
-                now_ms!(),
-                ", state = 'CANCELLED' WHERE ",
-                by_task!(),
-                " AND state IN ('CREATED', 'PENDING')"
-            ));
+            let done = sqlx::query(sql!("admin/cancel_waiting"));
             let done = bind_task(done, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
             if done.rows_affected() > 0 {
                 return Ok(CancelOutcome::Cancelled);
             }
-            let done = sqlx::query(concat!(
-                "UPDATE ",
-                tasks!(),
-                " SET cancel_requested = 1 WHERE ",
-                by_task!(),
-                " AND state = 'RUNNING'"
-            ));
+            let done = sqlx::query(sql!("admin/request_cancel"));
             let done = bind_task(done, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
             if done.rows_affected() > 0 {
                 return Ok(CancelOutcome::Requested);
@@ -58,25 +44,7 @@ impl MySqlStorage {
     /// with the attempt that dead-lettered it appended to its attempt log
     /// (`dead`) in the same statement, before the columns it reads change.
     pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        let done = sqlx::query(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET attempt_log = ",
-            log_append!(concat!(
-                "JSON_OBJECT('attempt', attempts, 'worker', NULL, 'started_at', started_at, 'ended_at', \
-                 COALESCE(finished_at, ",
-                now_ms!(),
-                "), 'outcome', 'dead', 'error', LEFT(last_error, ",
-                log_error_chars!(),
-                "))"
-            )),
-            ", due_at = ",
-            now_ms!(),
-            ", attempts = 0, finished_at = NULL, worker = NULL, lease_until = NULL, cancel_requested = 0, \
-             state = 'PENDING' WHERE ",
-            by_task!(),
-            " AND state IN ('FAILED', 'TIMEOUT', 'ERROR')"
-        ));
+        let done = sqlx::query(sql!("admin/requeue"));
         let done = bind_task(done, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
             self.notify_work();
@@ -92,16 +60,7 @@ impl MySqlStorage {
     /// UPDATE by primary key. A task already due keeps its due time, so its
     /// place; anything but `CREATED`/`PENDING` is refused with its state.
     pub(crate) async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        let q = sqlx::query(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET due_at = ",
-            now_ms!(),
-            " WHERE ",
-            by_task!(),
-            " AND state IN ('CREATED', 'PENDING') AND due_at > ",
-            now_ms!()
-        ));
+        let q = sqlx::query(sql!("admin/run_now"));
         let done = bind_task(q, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
             self.notify_work();
@@ -120,7 +79,7 @@ impl MySqlStorage {
     /// row matches the fence).
     pub(crate) async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async move {
-            let q = sqlx::query(concat!("DELETE FROM ", tasks!(), " WHERE ", by_task!()));
+            let q = sqlx::query(sql!("admin/delete"));
             bind_task(q, ns, id).execute_on(&self.conns).await.map_err(error::storage)
         })
         .await?;
@@ -134,7 +93,7 @@ impl MySqlStorage {
 }
 
 async fn state_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<TaskState>> {
-    let q = sqlx::query(concat!("SELECT state FROM ", tasks!(), " WHERE ", by_task!()));
+    let q = sqlx::query(sql!("admin/state"));
     let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     match r {
         None => Ok(None),

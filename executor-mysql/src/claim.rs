@@ -6,16 +6,17 @@ use executor_core::{
     ClaimPlan, MAX_PRIORITY, Namespace, QueueName, Result, TaskRecord, TaskState, WorkerId,
     storage::{Heartbeat, Lease},
 };
-use sqlx::{MySql, QueryBuilder, Row, mysql::MySqlRow};
+use sqlx::{
+    MySql, Row,
+    mysql::{MySqlArguments, MySqlRow},
+    query::Query,
+};
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, limits, row,
-    sql::{
-        self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, limited, ms, now_ms, push_in_list, queues,
-        task_columns, tasks,
-    },
+    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, ms, padded, sql},
 };
 
 /// Most tasks one claim or heartbeat statement names.
@@ -335,67 +336,39 @@ async fn claim_once(
     let limit = want.limit;
     let per_branch = u32::try_from((limit * 2).min(2 * MAX_BATCH)).unwrap_or(u32::MAX);
     let several = want.queues.len() > 1;
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new("");
-    let mut first = true;
+    // Per queue, a branch over the ranks recent claims found due tasks in,
+    // read with locks, and one over the others, read without (see
+    // `RankHints` and the file).
+    let mut branches: Vec<(usize, &QueueName, u16, bool)> = Vec::new();
     for (i, (queue, _)) in want.queues.iter().enumerate() {
         let locked = s.ranks.locked(ns, queue);
         for (ranks, lock) in [(locked, true), (!locked & ALL_RANKS, false)] {
-            if ranks == 0 {
-                continue;
+            if ranks != 0 {
+                branches.push((i, queue, ranks, lock));
             }
-            if !std::mem::take(&mut first) {
-                qb.push(" UNION ALL ");
-            }
-            qb.push("(SELECT CAST(")
-                .push_bind(i64::try_from(i).unwrap_or(i64::MAX))
-                .push(concat!(
-                    " AS SIGNED) AS branch, id, attempts, fence, priority, queue_rank, ready_at FROM ",
-                    tasks!(),
-                    " WHERE ns = "
-                ))
-                .push_bind(ns.as_str().to_owned())
-                .push(" AND queue = ")
-                .push_bind(queue.as_str().to_owned())
-                .push(" AND queue_rank IN (");
-            let mut list = qb.separated(", ");
-            for rank in (0..RANKS).filter(|r| ranks & (1 << r) != 0) {
-                // Literals, so each (queue, ranks) shape is one prepared
-                // statement whose ranges the optimizer sees.
-                list.push(rank.to_string());
-            }
-            qb.push(concat!(
-                ") AND ready_at <= ",
-                now_ms!(),
-                " AND NOT EXISTS (SELECT 1 FROM ",
-                queues!(),
-                " p WHERE p.ns = "
-            ))
-            .push_bind(ns.as_str().to_owned())
-            .push(" AND p.queue = ")
-            .push_bind(queue.as_str().to_owned())
-            .push(concat!(
-                " AND (p.paused = 1 OR ",
-                limited!(),
-                ")) ORDER BY queue_rank, ready_at, id LIMIT "
-            ))
-            .push_bind(per_branch)
-            .push(if lock { " FOR UPDATE SKIP LOCKED)" } else { ")" });
         }
     }
-    // Branch -1: the plan's queues that have limits and are not paused,
-    // which the branches above skipped (one primary-key lookup per queue).
-    qb.push(concat!(
-        " UNION ALL (SELECT CAST(-1 AS SIGNED) AS branch, CONVERT(p.queue USING utf8mb4) COLLATE utf8mb4_bin \
-         AS id, CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), CAST(0 AS UNSIGNED), \
-         CAST(0 AS SIGNED) FROM ",
-        queues!(),
-        " p WHERE p.ns = "
-    ))
-    .push_bind(ns.as_str().to_owned())
-    .push(" AND p.queue IN ");
-    push_in_list(&mut qb, want.queues.iter().map(|(q, _)| q.as_str()));
-    qb.push(concat!(" AND p.paused = 0 AND ", limited!(), ")"));
-    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let queues = padded(want.queues.iter().map(|(q, _)| q.as_str()));
+    let mut text = String::new();
+    for (_, _, ranks, lock) in &branches {
+        let list: Vec<String> = (0..RANKS).filter(|r| ranks & (1 << r) != 0).map(|r| r.to_string()).collect();
+        let branch = sql::only(sql!("claim/select_candidates"), if *lock { &["locked"] } else { &[] });
+        text.push_str(&sql::literals(&branch, "ranks", &list.join(", ")));
+        text.push_str(" UNION ALL ");
+    }
+    text.push_str(&sql::slice(sql!("claim/select_limited_queues"), "queues", queues.len()));
+    let mut q = sql::query(text);
+    for (i, queue, _, _) in &branches {
+        q = q
+            .bind(i64::try_from(*i).unwrap_or(i64::MAX))
+            .bind(ns.as_str().to_owned())
+            .bind(queue.as_str().to_owned())
+            .bind(ns.as_str().to_owned())
+            .bind(queue.as_str().to_owned())
+            .bind(per_branch);
+    }
+    let q = sql::bind_all(q.bind(ns.as_str().to_owned()), &queues);
+    let rows = q.fetch_all_on(&s.conns).await.map_err(error::storage)?;
     // Per queue: (rank, due, id) of each candidate, and the ranks seen.
     let mut per_queue: Vec<Vec<(u64, i64, String)>> = vec![Vec::new(); want.queues.len()];
     let mut seen = vec![0u16; want.queues.len()];
@@ -458,15 +431,16 @@ async fn claim_once(
         return Ok(Round { tasks: Vec::new(), lost_race: false, limited });
     }
     let token = sql::token();
-    let mut qb = claim_update(ns, worker, lease, token, &candidates);
-    qb.push(" ORDER BY queue_rank, ready_at, id LIMIT ").push_bind(u32::try_from(take).unwrap_or(u32::MAX));
-    let changed = qb.build().execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
+    let changed = claim_update(ns, worker, lease, token, &candidates, Some(take))
+        .execute_on(&s.conns)
+        .await
+        .map_err(error::storage)?
+        .rows_affected();
     let lost_race = changed < u64::try_from(take.min(candidates.len())).unwrap_or(u64::MAX);
     if changed == 0 {
         return Ok(Round { tasks: Vec::new(), lost_race, limited });
     }
-    let rows =
-        claimed_read(ns, token, &candidates).build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let rows = claimed_read(ns, token, &candidates).fetch_all_on(&s.conns).await.map_err(error::storage)?;
     // Back in claim order: the order the candidates were picked in.
     let position: HashMap<&str, usize> =
         candidates.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
@@ -508,24 +482,16 @@ pub(crate) async fn to_error(
     reason: &str,
 ) -> Result<()> {
     tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
-    sqlx::query(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET finished_at = ",
-        now_ms!(),
-        ", last_error = ?, worker = NULL, lease_until = NULL, priority = LEAST(priority, 9), state = 'ERROR' \
-         WHERE ns = ? AND id = ? AND LENGTH(id) = ? AND IF(? IS NULL, state IN ('CREATED', 'PENDING'), \
-         state = 'RUNNING' AND claim_token = ?)"
-    ))
-    .bind(clip_error(&format!("corrupt record: {reason}")).into_owned())
-    .bind(ns.as_str())
-    .bind(raw_id)
-    .bind(u32::try_from(raw_id.len()).unwrap_or(u32::MAX))
-    .bind(token)
-    .bind(token)
-    .execute_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+    sqlx::query(sql!("claim/move_to_error"))
+        .bind(clip_error(&format!("corrupt record: {reason}")).into_owned())
+        .bind(ns.as_str())
+        .bind(raw_id)
+        .bind(u32::try_from(raw_id.len()).unwrap_or(u32::MAX))
+        .bind(token)
+        .bind(token)
+        .execute_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     Ok(())
 }
 
@@ -539,33 +505,21 @@ async fn heartbeat_chunk(
     if leases.is_empty() {
         return Ok(());
     }
-    let mut qb: QueryBuilder<MySql> =
-        QueryBuilder::new(concat!("UPDATE ", tasks!(), " SET lease_until = ", now_ms!(), " + "));
-    qb.push_bind(ms(lease)).push(" WHERE ns = ").push_bind(ns.as_str().to_owned());
-    push_ids(&mut qb, leases);
-    qb.push(" AND state = 'RUNNING' AND (id, fence) IN (");
-    let mut pairs = qb.separated(", ");
-    // Padded like `push_in_list`, repeating the last pair.
-    let pad = leases.len().next_power_of_two() - leases.len();
-    for l in leases.iter().chain(leases.last().into_iter().flat_map(|l| std::iter::repeat_n(l, pad))) {
-        pairs
-            .push("(")
-            .push_bind_unseparated(l.id.as_str().to_owned())
-            .push_unseparated(", ")
-            .push_bind_unseparated(l.fence)
-            .push_unseparated(")");
+    let ids = padded(leases.iter().map(|l| l.id.as_str()));
+    // The pairs padded as the ids are, repeating the last lease.
+    let pad = ids.len() - leases.len();
+    let pairs: Vec<&Lease> =
+        leases.iter().chain(leases.last().into_iter().flat_map(|l| std::iter::repeat_n(l, pad))).collect();
+    let text = sql::slice(&sql::slice(sql!("claim/renew_leases"), "ids", ids.len()), "leases", pairs.len());
+    let mut q = sql::bind_all(sql::query(text).bind(ms(lease)).bind(ns.as_str().to_owned()), &ids);
+    for l in pairs {
+        q = q.bind(l.id.as_str().to_owned()).bind(l.fence);
     }
-    qb.push(")");
-    qb.build().execute_on(&s.conns).await.map_err(error::storage)?;
+    q.execute_on(&s.conns).await.map_err(error::storage)?;
 
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "SELECT id, fence, state, cancel_requested FROM ",
-        tasks!(),
-        " WHERE ns = "
-    ));
-    qb.push_bind(ns.as_str().to_owned());
-    push_ids(&mut qb, leases);
-    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let text = sql::slice(sql!("claim/read_leases"), "ids", ids.len());
+    let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &ids);
+    let rows = q.fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let mut current: HashMap<String, (u64, String, bool)> = HashMap::with_capacity(rows.len());
     for r in rows {
         let id: String = r.try_get("id").map_err(error::storage)?;
@@ -587,63 +541,40 @@ async fn heartbeat_chunk(
     Ok(())
 }
 
-fn push_ids(qb: &mut QueryBuilder<MySql>, leases: &[Lease]) {
-    qb.push(" AND id IN ");
-    push_in_list(qb, leases.iter().map(|l| l.id.as_str()));
-}
-
 /// The claim's read-back: the rows of `candidates` that its `UPDATE` took
-/// (`RUNNING` under `token`: a claimer stopped between its UPDATE and this
-/// read for longer than the lease finds its tasks reaped and does not run
-/// them). By primary key, always: with a large backlog churning, the
-/// optimizer chose `ix_lease` for `state = 'RUNNING'` and walked its
-/// entries of tasks that left RUNNING and await purge (24,774 rows
-/// examined per read-back, 48 ms, with 1,000,000 tasks waiting).
-pub(crate) fn claimed_read(ns: &Namespace, token: u64, candidates: &[String]) -> QueryBuilder<MySql> {
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "SELECT ",
-        task_columns!(),
-        " FROM ",
-        tasks!(),
-        " FORCE INDEX (PRIMARY) WHERE ns = "
-    ));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-    push_in_list(&mut qb, candidates.iter().map(String::as_str));
-    qb.push(" AND state = 'RUNNING' AND claim_token = ").push_bind(token);
-    qb
+/// (`RUNNING` under `token`), by primary key (see the file).
+pub(crate) fn claimed_read(
+    ns: &Namespace,
+    token: u64,
+    candidates: &[String],
+) -> Query<'static, MySql, MySqlArguments> {
+    let ids = padded(candidates.iter().map(String::as_str));
+    let text = sql::slice(sql!("claim/read_claimed"), "ids", ids.len());
+    sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &ids).bind(token)
 }
 
 /// The claim's `UPDATE` of `candidates` to `RUNNING` under `token`, each
 /// re-checked under its row lock (still due, attempts and fence below their
-/// columns' maximum); the caller may add an order and a limit.
+/// columns' maximum); with `take`, only the first `take` still waiting, in
+/// claim order.
 pub(crate) fn claim_update(
     ns: &Namespace,
     worker: &WorkerId,
     lease: Duration,
     token: u64,
     candidates: &[String],
-) -> QueryBuilder<MySql> {
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET fence = fence + 1, attempts = attempts + 1, cancel_requested = 0, started_at = ",
-        now_ms!(),
-        ", lease_until = ",
-        now_ms!(),
-        " + "
-    ));
-    qb.push_bind(ms(lease))
-        .push(", worker = ")
-        .push_bind(worker.as_str().to_owned())
-        .push(", claim_token = ")
-        .push_bind(token)
-        .push(", state = 'RUNNING' WHERE ns = ")
-        .push_bind(ns.as_str().to_owned())
-        .push(" AND id IN ");
-    push_in_list(&mut qb, candidates.iter().map(String::as_str));
-    qb.push(concat!(" AND ready_at <= ", now_ms!(), " AND attempts < "))
-        .push_bind(MAX_ATTEMPTS_COLUMN)
-        .push(" AND fence < ")
-        .push_bind(MAX_FENCE_COLUMN);
-    qb
+    take: Option<usize>,
+) -> Query<'static, MySql, MySqlArguments> {
+    let ids = padded(candidates.iter().map(String::as_str));
+    let text = sql::only(sql!("claim/take_candidates"), if take.is_some() { &["ordered"] } else { &[] });
+    let q = sql::query(sql::slice(&text, "ids", ids.len()))
+        .bind(ms(lease))
+        .bind(worker.as_str().to_owned())
+        .bind(token)
+        .bind(ns.as_str().to_owned());
+    let q = sql::bind_all(q, &ids).bind(MAX_ATTEMPTS_COLUMN).bind(MAX_FENCE_COLUMN);
+    match take {
+        Some(take) => q.bind(u32::try_from(take).unwrap_or(u32::MAX)),
+        None => q,
+    }
 }

@@ -13,14 +13,14 @@ use executor_core::{
     Error, Namespace, Result, TaskState,
     storage::{Finish, Lease},
 };
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::{MySql, Row};
 use tokio::sync::Notify;
 
 use crate::{
     MySqlStorage,
     conn::{Conns, RunOn},
     error,
-    sql::{by_task, clip_error, log_append, log_error_chars, ms, now_ms, push_in_list, tasks},
+    sql::{self, clip_error, ms, padded, sql},
 };
 
 /// Below this many items a batch is cheaper as single statements.
@@ -32,41 +32,13 @@ const MAX_BATCH: usize = 1000;
 /// task is `RUNNING` with the lease's fence, so a worker that lost its lease
 /// cannot overwrite a newer attempt (invariant 2). Every duration bound here
 /// was validated ([`Finish::validate`]), so `now + delay` stays in range.
-const FINISH_SQL: &str = concat!(
-    "UPDATE ",
-    tasks!(),
-    " SET due_at = IF(? IS NULL, due_at, ",
-    now_ms!(),
-    " + ?), finished_at = IF(?, ",
-    now_ms!(),
-    ", NULL), last_error = COALESCE(?, last_error), \
-     attempts = IF(?, GREATEST(attempts, 1) - 1, attempts), worker = NULL, lease_until = NULL, state = ? \
-     WHERE ",
-    by_task!(),
-    " AND fence = ? AND state = 'RUNNING'"
-);
+const FINISH_SQL: &str = sql!("finish/finish");
 
 /// [`FINISH_SQL`] for a retry: the same change, and the attempt that ended
 /// appended to the attempt log in the same statement. Only retries pay for
 /// the log; completions run `FINISH_SQL` or the batch UPDATE, as before.
 /// Binds: worker, logged error, delay, last error, task, fence.
-const RETRY_SQL: &str = concat!(
-    "UPDATE ",
-    tasks!(),
-    " SET attempt_log = ",
-    log_append!(concat!(
-        "JSON_OBJECT('attempt', attempts, 'worker', ?, 'started_at', started_at, 'ended_at', ",
-        now_ms!(),
-        ", 'outcome', 'failed', 'error', LEFT(?, ",
-        log_error_chars!(),
-        "))"
-    )),
-    ", due_at = ",
-    now_ms!(),
-    " + ?, finished_at = NULL, last_error = ?, worker = NULL, lease_until = NULL, state = 'PENDING' WHERE ",
-    by_task!(),
-    " AND fence = ? AND state = 'RUNNING'"
-);
+const RETRY_SQL: &str = sql!("finish/retry");
 
 fn finish_query<'a>(
     ns: &'a Namespace,
@@ -256,36 +228,26 @@ enum Landed {
 /// is still current, anything else (or no row) is stale.
 async fn complete_batch(conns: &Conns, ns: &Namespace, leases: &[&Lease]) -> Result<Vec<Landed>> {
     let changed = error::retry_lock_conflicts(|| async move {
-        let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET finished_at = ",
-            now_ms!(),
-            ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = "
-        ));
-        // The id list keeps the statement on the primary key; the pairs
-        // check each item's fence.
-        qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-        push_in_list(&mut qb, leases.iter().map(|l| l.id.as_str()));
-        qb.push(" AND (id, fence) IN (");
-        let mut pairs = qb.separated(", ");
+        let ids = padded(leases.iter().map(|l| l.id.as_str()));
+        let text = sql::slice(sql!("finish/complete_batch"), "ids", ids.len());
+        let text = sql::slice(&text, "leases", leases.len());
+        let mut q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &ids);
         for lease in leases {
-            pairs.push("(").push_bind_unseparated(lease.id.as_str().to_owned());
-            pairs.push_unseparated(", ").push_bind_unseparated(lease.fence).push_unseparated(")");
+            q = q.bind(lease.id.as_str().to_owned()).bind(lease.fence);
         }
-        qb.push(") AND state = 'RUNNING'");
-        qb.build().execute_on(conns).await.map_err(error::storage)
+        q.execute_on(conns).await.map_err(error::storage)
     })
     .await?
     .rows_affected();
     if changed == leases.len() as u64 {
         return Ok(leases.iter().map(|_| Landed::Yes).collect());
     }
-    let mut qb: QueryBuilder<MySql> =
-        QueryBuilder::new(concat!("SELECT id, fence, state FROM ", tasks!(), " WHERE ns = "));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-    push_in_list(&mut qb, leases.iter().map(|l| l.id.as_str()));
-    let rows = qb.build().fetch_all_on(conns).await.map_err(error::storage)?;
+    let ids = padded(leases.iter().map(|l| l.id.as_str()));
+    let text = sql::slice(sql!("finish/read_batch"), "ids", ids.len());
+    let rows = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &ids)
+        .fetch_all_on(conns)
+        .await
+        .map_err(error::storage)?;
     let mut current: HashMap<String, (u64, String)> = HashMap::with_capacity(rows.len());
     for r in rows {
         let id: String = r.try_get("id").map_err(error::storage)?;

@@ -9,17 +9,15 @@ use executor_core::{
     Namespace, Result, Timestamp,
     storage::{HistoryBucket, HistoryCount, check_history},
 };
-use sqlx::{MySql, QueryBuilder, mysql::MySqlRow};
+use sqlx::mysql::MySqlRow;
 
-use crate::{MySqlStorage, conn::RunOn, error, row::col, sql::now_ms};
-
-/// The history table.
-macro_rules! history {
-    () => {
-        "reliable_executor_history"
-    };
-}
-pub(crate) use history;
+use crate::{
+    MySqlStorage,
+    conn::RunOn,
+    error,
+    row::col,
+    sql::{self, sql},
+};
 
 /// One row as a bucket, or why it is left out.
 fn bucket(r: &MySqlRow) -> Result<HistoryBucket, String> {
@@ -40,23 +38,15 @@ impl MySqlStorage {
         }
         counts.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
         error::retry_lock_conflicts(|| async {
-            let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-                "INSERT INTO ",
-                history!(),
-                " (ns, minute, name, succeeded, failed) "
-            ));
-            qb.push_values(&counts, |mut row, c| {
-                row.push_bind(ns.as_str().to_owned())
-                    .push(concat!("(", now_ms!(), " DIV 60000) * 60000"))
-                    .push_bind(c.name.as_bytes().to_vec())
-                    .push_bind(i64::try_from(c.succeeded).unwrap_or(i64::MAX))
-                    .push_bind(i64::try_from(c.failed).unwrap_or(i64::MAX));
-            });
-            qb.push(
-                " ON DUPLICATE KEY UPDATE succeeded = succeeded + VALUES(succeeded), \
-                 failed = failed + VALUES(failed)",
-            );
-            qb.build().execute_on(&self.conns).await.map_err(error::storage)
+            let mut q = sql::query(sql::slice(sql!("history/add"), "rows", counts.len()));
+            for c in &counts {
+                q = q
+                    .bind(ns.as_str().to_owned())
+                    .bind(c.name.as_bytes().to_vec())
+                    .bind(i64::try_from(c.succeeded).unwrap_or(i64::MAX))
+                    .bind(i64::try_from(c.failed).unwrap_or(i64::MAX));
+            }
+            q.execute_on(&self.conns).await.map_err(error::storage)
         })
         .await
         .map(drop)
@@ -67,16 +57,12 @@ impl MySqlStorage {
     /// UTF-8, edited by hand) is left out with a warning.
     pub(crate) async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
         let since = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
-        let rows = sqlx::query(concat!(
-            "SELECT minute, name, succeeded, failed FROM ",
-            history!(),
-            " WHERE ns = ? AND minute >= ? ORDER BY minute, name"
-        ))
-        .bind(ns.as_str())
-        .bind(since)
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("history/read"))
+            .bind(ns.as_str())
+            .bind(since)
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         // Keyed, so the order is the bytes' whatever the server sorted by.
         let mut out = BTreeMap::new();
         for r in &rows {
@@ -94,7 +80,7 @@ impl MySqlStorage {
     pub(crate) async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         let before = i64::try_from(before.as_millis()).unwrap_or(i64::MAX);
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!("DELETE FROM ", history!(), " WHERE ns = ? AND minute < ?"))
+            sqlx::query(sql!("history/trim"))
                 .bind(ns.as_str())
                 .bind(before)
                 .execute_on(&self.conns)

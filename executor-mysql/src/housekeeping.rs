@@ -2,25 +2,18 @@
 //! finished tasks, both in bounded batches.
 
 use executor_core::{Namespace, Result, Retention, TaskState, storage::Reaped};
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::Row;
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{self, MAX_FENCE_COLUMN, log_append, ms, now_ms, push_in_list, tasks},
+    sql::{self, MAX_FENCE_COLUMN, ms, padded, sql},
 };
 
-/// The reason a reaped task records (a macro, so the reap's statement can
-/// hold it as a literal too).
-macro_rules! reap_reason {
-    () => {
-        "lease expired (worker presumed dead)"
-    };
-}
-
-/// The reason a reaped task records.
-const REAP_REASON: &str = reap_reason!();
+/// The reason a reaped task records; `sql/housekeeping/reap.sql` holds it
+/// as a literal too, for the attempt log (a test keeps the two equal).
+const REAP_REASON: &str = "lease expired (worker presumed dead)";
 
 /// Lock conflicts housekeeping runs again before leaving the rest to its
 /// next tick: a row a foreign transaction holds costs it at most two lock
@@ -95,24 +88,13 @@ impl MySqlStorage {
     }
 }
 
-/// Outcome of a reaped row, decided in SQL on the row as it is under the
-/// statement's lock (the columns are read before `state` is assigned).
-const TIMED_OUT: &str = concat!("(deadline IS NOT NULL AND ", now_ms!(), " >= deadline)");
-const NO_ATTEMPTS_LEFT: &str = "(attempts >= max_attempts)";
-
 async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reaped> {
-    let rows = sqlx::query(concat!(
-        "SELECT id, fence FROM ",
-        tasks!(),
-        " WHERE ns = ? AND state = 'RUNNING' AND lease_until < ",
-        now_ms!(),
-        " ORDER BY lease_until LIMIT ? FOR UPDATE SKIP LOCKED"
-    ))
-    .bind(ns.as_str())
-    .bind(limit)
-    .fetch_all_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+    let rows = sqlx::query(sql!("housekeeping/select_expired"))
+        .bind(ns.as_str())
+        .bind(limit)
+        .fetch_all_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     let mut ids = Vec::with_capacity(rows.len());
     let mut stuck = Vec::new();
     for r in &rows {
@@ -126,53 +108,17 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
         return Ok(Reaped::default());
     }
     let token = sql::token();
-    let pending = format!("(NOT {TIMED_OUT} AND NOT {NO_ATTEMPTS_LEFT})");
-    // The lost attempt goes to the attempt log when the task waits again;
-    // first in the SET, while `worker` still names the lost holder.
-    let mut qb: QueryBuilder<MySql> =
-        QueryBuilder::new(concat!("UPDATE ", tasks!(), " SET attempt_log = IF("));
-    qb.push(&pending)
-        .push(concat!(
-            ", ",
-            log_append!(concat!(
-                "JSON_OBJECT('attempt', attempts, 'worker', worker, 'started_at', started_at, 'ended_at', ",
-                now_ms!(),
-                ", 'outcome', 'lease_expired', 'error', '",
-                reap_reason!(),
-                "')"
-            )),
-            ", attempt_log), due_at = IF("
-        ))
-        .push(&pending)
-        .push(concat!(", ", now_ms!(), ", due_at), finished_at = IF("))
-        .push(&pending)
-        .push(concat!(", finished_at, ", now_ms!(), "), state = CASE WHEN "))
-        .push(TIMED_OUT)
-        .push(" THEN 'TIMEOUT' WHEN ")
-        .push(NO_ATTEMPTS_LEFT)
-        .push(
-            " THEN 'FAILED' ELSE 'PENDING' END, fence = fence + 1, worker = NULL, lease_until = NULL, \
-             cancel_requested = 0, last_error = ",
-        )
-        .push_bind(REAP_REASON)
-        .push(", claim_token = ")
-        .push_bind(token)
-        .push(" WHERE ns = ")
-        .push_bind(ns.as_str().to_owned())
-        .push(" AND id IN ");
-    push_in_list(&mut qb, ids.iter().map(String::as_str));
-    qb.push(concat!(" AND state = 'RUNNING' AND lease_until < ", now_ms!(), " AND fence < "))
-        .push_bind(MAX_FENCE_COLUMN);
-    let changed = qb.build().execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
+    let ids = padded(ids.iter().map(String::as_str));
+    let text = sql::slice(sql!("housekeeping/reap"), "ids", ids.len());
+    let q = sql::query(text).bind(REAP_REASON).bind(token).bind(ns.as_str().to_owned());
+    let q = sql::bind_all(q, &ids).bind(MAX_FENCE_COLUMN);
+    let changed = q.execute_on(&s.conns).await.map_err(error::storage)?.rows_affected();
     if changed == 0 {
         return Ok(Reaped::default());
     }
-    let mut qb: QueryBuilder<MySql> =
-        QueryBuilder::new(concat!("SELECT id, state FROM ", tasks!(), " WHERE ns = "));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND id IN ");
-    push_in_list(&mut qb, ids.iter().map(String::as_str));
-    qb.push(" AND claim_token = ").push_bind(token);
-    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let text = sql::slice(sql!("housekeeping/read_reaped"), "ids", ids.len());
+    let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &ids).bind(token);
+    let rows = q.fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let mut reaped = Reaped::default();
     for r in &rows {
         let id = row::id_for_error(&row::raw_id(r));
@@ -191,20 +137,13 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
 /// (the bump overflows): it goes to `ERROR` with the reason instead.
 async fn to_error(s: &MySqlStorage, ns: &Namespace, raw_id: &str) -> Result<()> {
     tracing::warn!(task = %raw_id, "running task with its fence at the column's maximum moved to ERROR");
-    sqlx::query(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET finished_at = ",
-        now_ms!(),
-        ", last_error = 'corrupt record: fence is at its column''s maximum', worker = NULL, \
-         lease_until = NULL, state = 'ERROR' WHERE ns = ? AND id = ? AND LENGTH(id) = ? AND state = 'RUNNING'"
-    ))
-    .bind(ns.as_str())
-    .bind(raw_id)
-    .bind(u32::try_from(raw_id.len()).unwrap_or(u32::MAX))
-    .execute_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+    sqlx::query(sql!("housekeeping/fence_to_error"))
+        .bind(ns.as_str())
+        .bind(raw_id)
+        .bind(u32::try_from(raw_id.len()).unwrap_or(u32::MAX))
+        .execute_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     Ok(())
 }
 
@@ -223,21 +162,11 @@ struct Keep {
 /// namespace by primary key and sorted it, 220,000 rows read for a
 /// namespace of 220,000), and the server picks from those.
 async fn count_cutoff(s: &MySqlStorage, ns: &Namespace, states: &[&str], max: u64) -> Result<Option<i64>> {
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new("SELECT finished_at FROM (");
-    for (i, state) in states.iter().enumerate() {
-        if i > 0 {
-            qb.push(" UNION ALL ");
-        }
-        qb.push(concat!("(SELECT finished_at FROM ", tasks!(), " FORCE INDEX (ix_finished) WHERE ns = "))
-            .push_bind(ns.as_str().to_owned())
-            .push(" AND state = ")
-            .push_bind(*state)
-            .push(" AND finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT ")
-            .push_bind(max.saturating_add(1))
-            .push(")");
+    let mut q = sql::query(sql::union(sql!("housekeeping/count_cutoff"), "states", states.len()));
+    for state in states {
+        q = q.bind(ns.as_str().to_owned()).bind(*state).bind(max.saturating_add(1));
     }
-    qb.push(") newest ORDER BY finished_at DESC LIMIT 1 OFFSET ").push_bind(max);
-    let row = qb.build().fetch_optional_on(&s.conns).await.map_err(error::storage)?;
+    let row = q.bind(max).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     row.map(|r| r.try_get::<i64, _>("finished_at")).transpose().map_err(error::storage)
 }
 
@@ -250,8 +179,8 @@ async fn trim_class(
     keep: Keep,
     limit: usize,
 ) -> Result<usize> {
-    // The class's states, constants of this file, as an SQL list.
-    let in_list = format!("({})", states.iter().map(|st| format!("'{st}'")).collect::<Vec<_>>().join(", "));
+    // The class's states, constants of this file, as SQL literals.
+    let in_list = states.iter().map(|st| format!("'{st}'")).collect::<Vec<_>>().join(", ");
     let by_count = match keep.max {
         Some(max) => count_cutoff(s, ns, states, max).await?,
         None => None,
@@ -259,38 +188,43 @@ async fn trim_class(
     if keep.age_ms.is_none() && by_count.is_none() {
         return Ok(0);
     }
-    // `ix_finished` named: left to itself MariaDB read the namespace by
-    // primary key, every retained task whose id sorts before the expired
-    // ones (20,999 rows read to find 1,000 behind 20,000 retained).
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-        "SELECT id, ",
-        now_ms!(),
-        " AS now_ms FROM ",
-        tasks!(),
-        " FORCE INDEX (ix_finished) WHERE ns = "
-    ));
-    qb.push_bind(ns.as_str().to_owned()).push(" AND state IN ").push(in_list.as_str()).push(" AND (FALSE");
+    // `ix_finished` named (see the file).
+    let mut on = Vec::new();
+    if keep.age_ms.is_some() {
+        on.push("age");
+    }
+    if by_count.is_some() {
+        on.push("count");
+    }
+    let text = sql::literals(&sql::only(sql!("housekeeping/select_trimmable"), &on), "states", &in_list);
+    let mut q = sql::query(text).bind(ns.as_str().to_owned());
     if let Some(age) = keep.age_ms {
-        qb.push(concat!(" OR finished_at <= ", now_ms!(), " - ")).push_bind(age);
+        q = q.bind(age);
     }
     if let Some(cut) = by_count {
-        qb.push(" OR finished_at <= ").push_bind(cut);
+        q = q.bind(cut);
     }
-    qb.push(") LIMIT ").push_bind(u32::try_from(limit).unwrap_or(u32::MAX)).push(" FOR UPDATE SKIP LOCKED");
-    let rows = qb.build().fetch_all_on(&s.conns).await.map_err(error::storage)?;
+    let q = q.bind(u32::try_from(limit).unwrap_or(u32::MAX));
+    let rows = q.fetch_all_on(&s.conns).await.map_err(error::storage)?;
     let Some(first) = rows.first() else { return Ok(0) };
     let now: i64 = first.try_get("now_ms").map_err(error::storage)?;
     let bound =
         keep.age_ms.map(|age| now.saturating_sub(age)).into_iter().chain(by_count).max().unwrap_or(i64::MIN);
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!("DELETE FROM ", tasks!(), " WHERE ns = "));
-    qb.push_bind(ns.as_str().to_owned())
-        .push(" AND state IN ")
-        .push(in_list.as_str())
-        .push(" AND finished_at <= ")
-        .push_bind(bound)
-        .push(" AND id IN ");
     let ids: Vec<String> = rows.iter().map(row::raw_id).collect();
-    push_in_list(&mut qb, ids.iter().map(String::as_str));
-    let done = qb.build().execute_on(&s.conns).await.map_err(error::storage)?;
+    let ids = padded(ids.iter().map(String::as_str));
+    let text =
+        sql::slice(&sql::literals(sql!("housekeeping/delete_trimmed"), "states", &in_list), "ids", ids.len());
+    let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()).bind(bound), &ids);
+    let done = q.execute_on(&s.conns).await.map_err(error::storage)?;
     Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sql::sql;
+
+    #[test]
+    fn the_reap_logs_the_reason_it_records() {
+        assert!(sql!("housekeeping/reap").contains(&format!("'{}'", super::REAP_REASON)));
+    }
 }

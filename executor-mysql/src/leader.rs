@@ -11,7 +11,7 @@ use crate::{
     MySqlStorage,
     conn::RunOn,
     error,
-    sql::{leaders, ms, now_ms, workers},
+    sql::{ms, sql},
 };
 
 impl MySqlStorage {
@@ -32,37 +32,21 @@ impl MySqlStorage {
         error::retry_lock_conflicts(|| async {
             // Assignments run left to right: token and worker read the old
             // until_ms; until_ms reads the new worker.
-            sqlx::query(concat!(
-                "INSERT INTO ",
-                leaders!(),
-                " (ns, worker, token, until_ms) VALUES (?, ?, 1, ",
-                now_ms!(),
-                " + ?) ON DUPLICATE KEY UPDATE \
-                 token = IF(until_ms <= ",
-                now_ms!(),
-                ", token + 1, token), \
-                 worker = IF(until_ms <= ",
-                now_ms!(),
-                ", ?, worker), \
-                 until_ms = IF(worker = ?, ",
-                now_ms!(),
-                " + ?, until_ms)"
-            ))
-            .bind(ns.as_str())
-            .bind(worker.as_str())
-            .bind(ms(ttl))
-            .bind(worker.as_str())
-            .bind(worker.as_str())
-            .bind(ms(ttl))
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-            let row =
-                sqlx::query(concat!("SELECT worker, token, until_ms FROM ", leaders!(), " WHERE ns = ?"))
-                    .bind(ns.as_str())
-                    .fetch_optional_on(&self.conns)
-                    .await
-                    .map_err(error::storage)?;
+            sqlx::query(sql!("leader/acquire"))
+                .bind(ns.as_str())
+                .bind(worker.as_str())
+                .bind(ms(ttl))
+                .bind(worker.as_str())
+                .bind(worker.as_str())
+                .bind(ms(ttl))
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            let row = sqlx::query(sql!("leader/read_term"))
+                .bind(ns.as_str())
+                .fetch_optional_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
             match row.map(|r| term(&r)).transpose()? {
                 Some(t) if &t.worker == worker => Ok(Some(t)),
                 _ => Ok(None),
@@ -74,32 +58,23 @@ impl MySqlStorage {
     /// Ends the term early if `term` still holds it; the row stays so the next
     /// term's token is larger.
     pub(crate) async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
-        sqlx::query(concat!(
-            "UPDATE ",
-            leaders!(),
-            " SET until_ms = 0 WHERE ns = ? AND worker = ? AND token = ?"
-        ))
-        .bind(ns.as_str())
-        .bind(term.worker.as_str())
-        .bind(term.token)
-        .execute_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        sqlx::query(sql!("leader/release"))
+            .bind(ns.as_str())
+            .bind(term.worker.as_str())
+            .bind(term.token)
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         Ok(())
     }
 
     /// The unexpired term, if any.
     pub(crate) async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
-        let row = sqlx::query(concat!(
-            "SELECT worker, token, until_ms FROM ",
-            leaders!(),
-            " WHERE ns = ? AND until_ms > ",
-            now_ms!()
-        ))
-        .bind(ns.as_str())
-        .fetch_optional_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let row = sqlx::query(sql!("leader/current"))
+            .bind(ns.as_str())
+            .fetch_optional_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         row.map(|r| term(&r)).transpose()
     }
 
@@ -115,20 +90,14 @@ impl MySqlStorage {
         let names =
             serde_json::to_string(names).map_err(|e| Error::invalid("handler names", e.to_string()))?;
         error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!(
-                "INSERT INTO ",
-                workers!(),
-                " (ns, worker, names, until_ms) VALUES (?, ?, ?, ",
-                now_ms!(),
-                " + ?) ON DUPLICATE KEY UPDATE names = VALUES(names), until_ms = VALUES(until_ms)"
-            ))
-            .bind(ns.as_str())
-            .bind(worker.as_str())
-            .bind(&names)
-            .bind(ms(ttl))
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)
+            sqlx::query(sql!("leader/announce"))
+                .bind(ns.as_str())
+                .bind(worker.as_str())
+                .bind(&names)
+                .bind(ms(ttl))
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
         })
         .await
         .map(drop)
@@ -137,21 +106,16 @@ impl MySqlStorage {
     /// Deletes the lapsed rows of `ns`, then reads the others; a row that does
     /// not parse is left out.
     pub(crate) async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
-        sqlx::query(concat!("DELETE FROM ", workers!(), " WHERE ns = ? AND until_ms <= ", now_ms!()))
+        sqlx::query(sql!("leader/delete_lapsed_workers"))
             .bind(ns.as_str())
             .execute_on(&self.conns)
             .await
             .map_err(error::storage)?;
-        let rows = sqlx::query(concat!(
-            "SELECT worker, names, until_ms FROM ",
-            workers!(),
-            " WHERE ns = ? AND until_ms > ",
-            now_ms!()
-        ))
-        .bind(ns.as_str())
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("leader/workers"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         Ok(rows
             .iter()
             .filter_map(|r| {

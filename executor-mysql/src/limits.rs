@@ -14,7 +14,7 @@
 //!
 //! The one transaction in this crate that waits for the client while it
 //! holds locks, so a stopped holder is bounded (invariant 9): the session's
-//! `wait_timeout` is 2 s (`hold_bound_secs!`) for the transaction's length, and
+//! `wait_timeout` is 2 s (`sql/limits/begin.sql`) for the transaction's length, and
 //! the server closes a connection idle that long, rolling the transaction
 //! back and releasing the row. Other claimers never wait for the row
 //! (`NOWAIT`): they skip the queue for that claim.
@@ -29,29 +29,17 @@ use crate::{
     claim::to_error,
     conn::RunOn,
     error, row,
-    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, now_ms, queues, ranks, tasks},
+    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, sql},
 };
 
-/// Longest a stopped process can hold a limited queue's row, in seconds:
-/// the `wait_timeout` of the claiming session while its transaction is
-/// open. A healthy claim is idle between its statements for a round trip.
-macro_rules! hold_bound_secs {
-    () => {
-        "2"
-    };
-}
-
-/// Opens the limited claim's transaction with the bound on idleness, and
+/// Opens the limited claim's transaction with the bound on idleness (a
+/// healthy claim is idle between its statements for a round trip), and
 /// keeps the session's own `wait_timeout` to put back.
-const BEGIN: &str = concat!(
-    "SET @reliable_executor_wait = @@SESSION.wait_timeout, SESSION wait_timeout = ",
-    hold_bound_secs!(),
-    "; START TRANSACTION"
-);
+const BEGIN: &str = sql!("limits/begin");
 /// Commits and puts the session's `wait_timeout` back.
-const COMMIT: &str = "COMMIT; SET SESSION wait_timeout = @reliable_executor_wait";
+const COMMIT: &str = sql!("limits/commit");
 /// As [`COMMIT`], undoing.
-const ROLLBACK: &str = "ROLLBACK; SET SESSION wait_timeout = @reliable_executor_wait";
+const ROLLBACK: &str = sql!("limits/rollback");
 
 /// How a limited claim of one queue ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,23 +125,18 @@ impl MySqlStorage {
     ) -> Result<()> {
         limits.validate()?;
         if limits.is_none() {
-            sqlx::query(concat!("DELETE FROM ", queues!(), " WHERE ns = ? AND queue = ? AND paused = 0"))
+            sqlx::query(sql!("limits/delete_unlimited"))
                 .bind(ns.as_str())
                 .bind(queue.as_str())
                 .execute_on(&self.conns)
                 .await
                 .map_err(error::storage)?;
-            sqlx::query(concat!(
-                "UPDATE ",
-                queues!(),
-                " SET concurrency = NULL, rate_starts = NULL, rate_per_ms = NULL, rate_burst = NULL, \
-                 tokens = 0, throttled = 0 WHERE ns = ? AND queue = ?"
-            ))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+            sqlx::query(sql!("limits/clear"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
             self.forget_limited(ns, queue);
             self.notify_work();
             return Ok(());
@@ -164,36 +147,24 @@ impl MySqlStorage {
         let full = f64::from(burst.unwrap_or(0));
         // Assignments run left to right on the updated values: `tokens`
         // reads the old rate and time before they are replaced.
-        sqlx::query(concat!(
-            "INSERT INTO ",
-            queues!(),
-            " (ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, \
-             throttled) VALUES (?, ?, 0, ?, ?, ?, ?, ?, ",
-            now_ms!(),
-            ", 0) ON DUPLICATE KEY UPDATE tokens = IF(? IS NULL, 0, IF(rate_starts > 0 AND rate_per_ms > 0 \
-             AND rate_burst > 0, LEAST(?, rate_burst, LEAST(GREATEST(tokens, 0), rate_burst) + GREATEST(",
-            now_ms!(),
-            " - tokens_at, 0) * rate_starts / rate_per_ms), ?)), tokens_at = ",
-            now_ms!(),
-            ", concurrency = ?, rate_starts = ?, rate_per_ms = ?, rate_burst = ?"
-        ))
-        .bind(ns.as_str())
-        .bind(queue.as_str())
-        .bind(limits.concurrency)
-        .bind(starts)
-        .bind(per)
-        .bind(burst)
-        .bind(full)
-        .bind(starts)
-        .bind(full)
-        .bind(full)
-        .bind(limits.concurrency)
-        .bind(starts)
-        .bind(per)
-        .bind(burst)
-        .execute_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        sqlx::query(sql!("limits/set"))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .bind(limits.concurrency)
+            .bind(starts)
+            .bind(per)
+            .bind(burst)
+            .bind(full)
+            .bind(starts)
+            .bind(full)
+            .bind(full)
+            .bind(limits.concurrency)
+            .bind(starts)
+            .bind(per)
+            .bind(burst)
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         self.remember_limited(ns, queue);
         // A raised limit may let a waiting claimer here take more.
         self.notify_work();
@@ -250,17 +221,11 @@ impl MySqlStorage {
     ) -> Result<Take> {
         let mut c = self.conns.get().await.map_err(error::storage)?;
         sqlx::raw_sql(BEGIN).execute(&mut *c).await.map_err(error::storage)?;
-        let locked = sqlx::query(concat!(
-            "SELECT paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled, ",
-            now_ms!(),
-            " AS now FROM ",
-            queues!(),
-            " WHERE ns = ? AND queue = ? FOR UPDATE NOWAIT"
-        ))
-        .bind(ns.as_str())
-        .bind(queue.as_str())
-        .fetch_optional(&mut *c)
-        .await;
+        let locked = sqlx::query(sql!("limits/lock_queue"))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .fetch_optional(&mut *c)
+            .await;
         let row = match locked {
             Ok(row) => row,
             // MariaDB answers NOWAIT with 1205, MySQL 8 with 3572.
@@ -301,18 +266,14 @@ impl MySqlStorage {
 
         let mut allowed = upto;
         if let Some(n) = limits.concurrency {
-            let running: i64 = sqlx::query(concat!(
-                "SELECT COUNT(*) AS running FROM ",
-                tasks!(),
-                " WHERE ns = ? AND state = 'RUNNING' AND queue = ?"
-            ))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .fetch_one(&mut *c)
-            .await
-            .map_err(error::storage)?
-            .try_get("running")
-            .map_err(error::storage)?;
+            let running: i64 = sqlx::query(sql!("limits/count_running"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .fetch_one(&mut *c)
+                .await
+                .map_err(error::storage)?
+                .try_get("running")
+                .map_err(error::storage)?;
             let left = u64::from(n).saturating_sub(u64::try_from(running).unwrap_or(0));
             allowed = allowed.min(usize::try_from(left).unwrap_or(usize::MAX));
         }
@@ -327,21 +288,13 @@ impl MySqlStorage {
         // One more than allowed: whether more were due than the limit let
         // this claim take.
         let look = u32::try_from(allowed.saturating_add(1)).unwrap_or(u32::MAX);
-        let rows = sqlx::query(concat!(
-            "SELECT id, attempts, fence, priority FROM ",
-            tasks!(),
-            " WHERE ns = ? AND queue = ? AND queue_rank IN ",
-            ranks!(),
-            " AND ready_at <= ",
-            now_ms!(),
-            " ORDER BY queue_rank, ready_at, id LIMIT ? FOR UPDATE SKIP LOCKED"
-        ))
-        .bind(ns.as_str())
-        .bind(queue.as_str())
-        .bind(look)
-        .fetch_all(&mut *c)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("limits/select_candidates"))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .bind(look)
+            .fetch_all(&mut *c)
+            .await
+            .map_err(error::storage)?;
         let mut candidates: Vec<String> = Vec::with_capacity(rows.len());
         let mut corrupt: Vec<(String, String)> = Vec::new();
         for r in &rows {
@@ -368,13 +321,11 @@ impl MySqlStorage {
         let token = sql::token();
         let mut claimed_rows: Vec<MySqlRow> = Vec::new();
         if !candidates.is_empty() {
-            crate::claim::claim_update(ns, worker, lease, token, &candidates)
-                .build()
+            crate::claim::claim_update(ns, worker, lease, token, &candidates, None)
                 .execute(&mut *c)
                 .await
                 .map_err(error::storage)?;
             claimed_rows = crate::claim::claimed_read(ns, token, &candidates)
-                .build()
                 .fetch_all(&mut *c)
                 .await
                 .map_err(error::storage)?;
@@ -382,20 +333,15 @@ impl MySqlStorage {
         let spent = claimed_rows.len();
         if tokens.is_some() || cut {
             let left = tokens.map_or(stored.tokens, |t| (t - spent as f64).max(0.0));
-            sqlx::query(concat!(
-                "UPDATE ",
-                queues!(),
-                " SET tokens = ?, tokens_at = ?, throttled = LEAST(throttled, 18446744073709551614) + ? \
-                 WHERE ns = ? AND queue = ?"
-            ))
-            .bind(if left.is_finite() { left } else { 0.0 })
-            .bind(if tokens.is_some() { now } else { stored.tokens_at })
-            .bind(u64::from(cut))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .execute(&mut *c)
-            .await
-            .map_err(error::storage)?;
+            sqlx::query(sql!("limits/spend_tokens"))
+                .bind(if left.is_finite() { left } else { 0.0 })
+                .bind(if tokens.is_some() { now } else { stored.tokens_at })
+                .bind(u64::from(cut))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute(&mut *c)
+                .await
+                .map_err(error::storage)?;
         }
         sqlx::raw_sql(COMMIT).execute(&mut *c).await.map_err(error::storage)?;
         c.done();
@@ -433,15 +379,11 @@ pub(crate) struct Shown {
 
 /// Every row of `ns` in the queues table.
 pub(crate) async fn rows(s: &MySqlStorage, ns: &Namespace) -> Result<Vec<Shown>> {
-    let rows = sqlx::query(concat!(
-        "SELECT queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled FROM ",
-        queues!(),
-        " WHERE ns = ?"
-    ))
-    .bind(ns.as_str())
-    .fetch_all_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+    let rows = sqlx::query(sql!("limits/rows"))
+        .bind(ns.as_str())
+        .fetch_all_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let name: String = r.try_get("queue").map_err(error::storage)?;

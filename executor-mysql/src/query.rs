@@ -3,27 +3,20 @@
 use std::collections::BTreeMap;
 
 use executor_core::{Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, Unreadable};
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::Row;
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
-    sql::{ID_COLUMN_CHARS, bind_task, by_task, task_columns, task_columns_with_log, tasks},
+    sql::{self, ID_COLUMN_CHARS, bind_task, sql},
 };
 
 impl MySqlStorage {
     /// Reads one task with its attempt log; a row that does not parse is
     /// [`Error::Corrupt`] (an attempt log that does not parse reads as empty).
     pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        let q = sqlx::query(concat!(
-            "SELECT ",
-            task_columns_with_log!(),
-            " FROM ",
-            tasks!(),
-            " WHERE ",
-            by_task!()
-        ));
+        let q = sqlx::query(sql!("query/get"));
         let r = bind_task(q, ns, id).fetch_optional_on(&self.conns).await.map_err(error::storage)?;
         r.map(|r| row::task_with_log(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason }))
             .transpose()
@@ -39,35 +32,29 @@ impl MySqlStorage {
     pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         query.validate()?;
         let cursor = query.cursor.as_deref().map(parse_cursor).transpose()?;
-        let mut qb: QueryBuilder<MySql> =
-            QueryBuilder::new(concat!("SELECT ", task_columns!(), " FROM ", tasks!(), " WHERE ns = "));
-        qb.push_bind(ns.as_str().to_owned()).push(" AND state = ").push_bind(query.state.as_str());
-        if let Some(name) = &query.name {
-            qb.push(" AND name = ").push_bind(name.clone());
+        // The lines of the file this list sends (see the file).
+        let mut on = Vec::new();
+        if query.name.is_some() {
+            on.push("name");
         }
         match cursor {
             None => {}
-            // NULLs sort first: after a NULL come the larger ids among NULLs,
-            // then every non-NULL. `id > ?` is compared under the column's
-            // collation, as the index orders it.
-            Some((None, id)) => {
-                qb.push(" AND ((finished_at IS NULL AND id > ")
-                    .push_bind(id)
-                    .push(") OR finished_at IS NOT NULL)");
-            }
-            Some((Some(f), id)) => {
-                qb.push(" AND (finished_at > ")
-                    .push_bind(f)
-                    .push(" OR (finished_at = ")
-                    .push_bind(f)
-                    .push(" AND id > ")
-                    .push_bind(id)
-                    .push("))");
-            }
+            Some((None, _)) => on.push("after_unfinished"),
+            Some((Some(_), _)) => on.push("after_finished"),
         }
-        qb.push(" ORDER BY finished_at, id LIMIT ")
-            .push_bind(u32::try_from(query.limit + 1).unwrap_or(u32::MAX));
-        let rows = qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)?;
+        let mut q = sql::query(sql::only(sql!("query/list"), &on))
+            .bind(ns.as_str().to_owned())
+            .bind(query.state.as_str());
+        if let Some(name) = &query.name {
+            q = q.bind(name.clone());
+        }
+        match cursor {
+            None => {}
+            Some((None, id)) => q = q.bind(id),
+            Some((Some(f), id)) => q = q.bind(f).bind(f).bind(id),
+        }
+        let q = q.bind(u32::try_from(query.limit + 1).unwrap_or(u32::MAX));
+        let rows = q.fetch_all_on(&self.conns).await.map_err(error::storage)?;
         let more = rows.len() > query.limit;
         let mut page = Page::default();
         for r in rows.iter().take(query.limit) {
@@ -90,15 +77,11 @@ impl MySqlStorage {
     /// Tasks per state, from the `ix_finished` index alone. Rows with a state
     /// no one knows are left out (and logged).
     pub(crate) async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        let rows = sqlx::query(concat!(
-            "SELECT state, COUNT(*) AS n FROM ",
-            tasks!(),
-            " WHERE ns = ? GROUP BY state"
-        ))
-        .bind(ns.as_str())
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("query/counts"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         let mut out = BTreeMap::new();
         for r in rows {
             let state: String = r.try_get("state").map_err(error::storage)?;

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 
 use executor_core::{Namespace, QueueInfo, QueueName, Result, Timestamp};
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::Row;
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, limits,
-    sql::{limited, now_ms, push_in_list, queues, ranks, tasks},
+    sql::{self, padded, sql},
 };
 
 impl MySqlStorage {
@@ -22,23 +22,9 @@ impl MySqlStorage {
     /// claimers.
     pub(crate) async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         let statements: &[&'static str] = if paused {
-            &[concat!(
-                "INSERT INTO ",
-                queues!(),
-                " (ns, queue, paused, tokens_at) VALUES (?, ?, 1, ",
-                now_ms!(),
-                ") ON DUPLICATE KEY UPDATE paused = 1"
-            )]
+            &[sql!("queues/pause")]
         } else {
-            &[
-                concat!(
-                    "DELETE p FROM ",
-                    queues!(),
-                    " p WHERE p.ns = ? AND p.queue = ? AND NOT ",
-                    limited!()
-                ),
-                concat!("UPDATE ", queues!(), " SET paused = 0 WHERE ns = ? AND queue = ?"),
-            ]
+            &[sql!("queues/resume_delete"), sql!("queues/resume")]
         };
         for statement in statements {
             sqlx::query(*statement)
@@ -66,19 +52,10 @@ impl MySqlStorage {
         let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
         let waiting = self.waiting_queues(ns).await?;
         if !waiting.is_empty() {
-            let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-                "SELECT queue, COUNT(*) AS waiting, CAST(SUM(ready_at <= ",
-                now_ms!(),
-                ") AS SIGNED) AS due, MIN(IF(ready_at <= ",
-                now_ms!(),
-                ", ready_at, NULL)) AS oldest_due FROM ",
-                tasks!(),
-                " WHERE ns = "
-            ));
-            qb.push_bind(ns.as_str().to_owned()).push(" AND queue IN ");
-            push_in_list(&mut qb, waiting.iter().map(String::as_str));
-            qb.push(concat!(" AND queue_rank IN ", ranks!(), " GROUP BY queue"));
-            for r in qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)? {
+            let queues = padded(waiting.iter().map(String::as_str));
+            let text = sql::slice(sql!("queues/figures"), "queues", queues.len());
+            let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues);
+            for r in q.fetch_all_on(&self.conns).await.map_err(error::storage)? {
                 let name: String = r.try_get("queue").map_err(error::storage)?;
                 let Some(queue) = valid(&name) else { continue };
                 let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
@@ -94,15 +71,11 @@ impl MySqlStorage {
                 };
             }
         }
-        let running = sqlx::query(concat!(
-            "SELECT queue, COUNT(*) AS running FROM ",
-            tasks!(),
-            " WHERE ns = ? AND state = 'RUNNING' GROUP BY queue"
-        ))
-        .bind(ns.as_str())
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let running = sqlx::query(sql!("queues/running"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         for r in running {
             let name: String = r.try_get("queue").map_err(error::storage)?;
             let Some(queue) = valid(&name) else { continue };
@@ -139,21 +112,17 @@ impl MySqlStorage {
         let mut names: Vec<String> = Vec::new();
         loop {
             let row = match names.last() {
-                None => sqlx::query(concat!("SELECT MIN(queue) AS queue FROM ", tasks!(), " WHERE ns = ?"))
+                None => sqlx::query(sql!("queues/first_queue"))
                     .bind(ns.as_str())
                     .fetch_one_on(&self.conns)
                     .await
                     .map_err(error::storage)?,
-                Some(last) => sqlx::query(concat!(
-                    "SELECT MIN(queue) AS queue FROM ",
-                    tasks!(),
-                    " WHERE ns = ? AND queue > ?"
-                ))
-                .bind(ns.as_str())
-                .bind(last.as_str())
-                .fetch_one_on(&self.conns)
-                .await
-                .map_err(error::storage)?,
+                Some(last) => sqlx::query(sql!("queues/next_queue"))
+                    .bind(ns.as_str())
+                    .bind(last.as_str())
+                    .fetch_one_on(&self.conns)
+                    .await
+                    .map_err(error::storage)?,
             };
             let next: Option<String> = row.try_get("queue").map_err(error::storage)?;
             match next {
@@ -172,23 +141,13 @@ impl MySqlStorage {
         }
         let mut waiting = Vec::new();
         for chunk in names.chunks(500) {
-            let mut qb: QueryBuilder<MySql> = QueryBuilder::new("");
-            for (i, name) in chunk.iter().enumerate() {
-                if i > 0 {
-                    qb.push(" UNION ALL ");
-                }
-                qb.push("SELECT ")
-                    .push_bind(name.clone())
-                    .push(concat!(
-                        " AS queue, CAST(MAX(queue_rank) AS SIGNED) AS top FROM ",
-                        tasks!(),
-                        " WHERE ns = "
-                    ))
-                    .push_bind(ns.as_str().to_owned())
-                    .push(" AND queue = ")
-                    .push_bind(name.clone());
+            // One statement of up to 500 single dives, joined by UNION ALL.
+            let text = vec![sql!("queues/top_rank"); chunk.len()].join(" UNION ALL ");
+            let mut q = sql::query(text);
+            for name in chunk {
+                q = q.bind(name.clone()).bind(ns.as_str().to_owned()).bind(name.clone());
             }
-            for r in qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)? {
+            for r in q.fetch_all_on(&self.conns).await.map_err(error::storage)? {
                 let top: Option<i64> = r.try_get("top").map_err(error::storage)?;
                 if top.is_some() {
                     waiting.push(r.try_get::<String, _>("queue").map_err(error::storage)?);

@@ -15,24 +15,11 @@ use executor_core::{
 };
 use sqlx::mysql::MySqlRow;
 
-use crate::{
-    MySqlStorage,
-    conn::RunOn,
-    error,
-    row::col,
-    sql::{now_ms, schedules},
-};
+use crate::{MySqlStorage, conn::RunOn, error, row::col, sql::sql};
 
-/// A condition on one schedule that is exact: the `_bin` collations pad
-/// with spaces, so `name = 'a'` alone would also match a row named `'a '`.
-/// Binds: ns, name, name length (see [`name_len`]).
-macro_rules! by_schedule {
-    () => {
-        "ns = ? AND name = ? AND LENGTH(name) = ?"
-    };
-}
-
-/// The byte length `LENGTH(name)` is compared with.
+/// The byte length `LENGTH(name)` is compared with: the `_bin` collations
+/// pad with spaces, so `name = 'a'` alone would also match a row named
+/// `'a '`.
 fn name_len(name: &str) -> u32 {
     u32::try_from(name.len()).unwrap_or(u32::MAX)
 }
@@ -53,19 +40,13 @@ impl MySqlStorage {
             return Err(Error::PayloadTooLarge { size: definition.len(), limit });
         }
         error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!(
-                "INSERT INTO ",
-                schedules!(),
-                " (ns, name, definition, paused, cursor_ms, fence, last_task) VALUES (?, ?, ?, 0, ",
-                now_ms!(),
-                ", 0, NULL) ON DUPLICATE KEY UPDATE definition = VALUES(definition)"
-            ))
-            .bind(ns.as_str())
-            .bind(schedule.name.as_str())
-            .bind(definition.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)
+            sqlx::query(sql!("schedule/put"))
+                .bind(ns.as_str())
+                .bind(schedule.name.as_str())
+                .bind(definition.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
         })
         .await
         .map(drop)
@@ -76,15 +57,11 @@ impl MySqlStorage {
     /// bad last task) is left out with a warning, so one bad row does not
     /// stop every other schedule from firing.
     pub(crate) async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
-        let rows = sqlx::query(concat!(
-            "SELECT name, definition, paused, cursor_ms, fence, last_task FROM ",
-            schedules!(),
-            " WHERE ns = ? ORDER BY name"
-        ))
-        .bind(ns.as_str())
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("schedule/all"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         Ok(rows
             .iter()
             .filter_map(|r| match entry(r) {
@@ -101,7 +78,7 @@ impl MySqlStorage {
     /// Deletes schedule `name`; whether it existed.
     pub(crate) async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!("DELETE FROM ", schedules!(), " WHERE ", by_schedule!()))
+            sqlx::query(sql!("schedule/remove"))
                 .bind(ns.as_str())
                 .bind(name)
                 .bind(name_len(name))
@@ -118,7 +95,7 @@ impl MySqlStorage {
     /// `true`).
     pub(crate) async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!("UPDATE ", schedules!(), " SET paused = ? WHERE ", by_schedule!()))
+            sqlx::query(sql!("schedule/pause"))
                 .bind(paused)
                 .bind(ns.as_str())
                 .bind(name)
@@ -143,24 +120,18 @@ impl MySqlStorage {
     ) -> Result<bool> {
         let task = advance.task.as_ref().map(TaskId::as_str);
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!(
-                "UPDATE ",
-                schedules!(),
-                " SET cursor_ms = ?, fence = ?, last_task = COALESCE(?, last_task) WHERE ",
-                by_schedule!(),
-                " AND cursor_ms = ? AND fence <= ?"
-            ))
-            .bind(advance.to.as_millis())
-            .bind(advance.token)
-            .bind(task)
-            .bind(ns.as_str())
-            .bind(name)
-            .bind(name_len(name))
-            .bind(advance.from.as_millis())
-            .bind(advance.token)
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)
+            sqlx::query(sql!("schedule/advance"))
+                .bind(advance.to.as_millis())
+                .bind(advance.token)
+                .bind(task)
+                .bind(ns.as_str())
+                .bind(name)
+                .bind(name_len(name))
+                .bind(advance.from.as_millis())
+                .bind(advance.token)
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
         })
         .await?;
         Ok(done.rows_affected() == 1)

@@ -1,134 +1,171 @@
-//! SQL fragments shared by the statements: table names, the server clock and
-//! the column list every task read uses. Macros rather than constants so the
-//! statements stay `&'static str` (sqlx 0.9 only runs static or builder SQL).
+//! The statements: each one a file under `sql/`, `sql/<module>/<what it
+//! does>.sql`, loaded at compile time by [`sql!`]; and what binds them.
+//!
+//! A file starts with a comment saying what the statement does and what its
+//! parameters are; [`sql!`] leaves that comment out of the text sent. A
+//! statement whose shape depends on its input marks the part that varies,
+//! and the driver writes it in at run time:
+//!
+//! - `/*SLICE:name*/?` or `/*SLICE:name*/(?, ..)`: the group after the
+//!   marker, once per element, separated by commas (an `IN` list, the rows
+//!   of a multi-row `VALUES`), see [`slice`];
+//! - `/*UNION:name*/(..)`: the same, joined by `UNION ALL`, see [`union`];
+//! - `/*LITERALS:name*/(..)`: a list of literals the driver writes in, see
+//!   [`literals`];
+//! - a line ending in `-- if name`: sent only when the driver says so, see
+//!   [`only`].
+//!
+//! As they are, the files are statements the server runs: the group once,
+//! the example list, every optional line; `explain/run.sh` runs them so.
 
-/// The tasks table.
-macro_rules! tasks {
-    () => {
-        "reliable_executor_tasks"
-    };
+/// The statement in `sql/<name>.sql`, without its leading comment, as a
+/// `&'static str`.
+macro_rules! sql {
+    ($name:literal) => {{
+        const TEXT: &str =
+            crate::sql::body(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/", $name, ".sql")));
+        TEXT
+    }};
+}
+pub(crate) use sql;
+
+/// `text` without its leading comment lines and the blank space around it.
+pub(crate) const fn body(text: &str) -> &str {
+    let b = text.as_bytes();
+    let mut start = 0;
+    loop {
+        while start < b.len() && b[start].is_ascii_whitespace() {
+            start += 1;
+        }
+        if start + 1 < b.len() && b[start] == b'-' && b[start + 1] == b'-' {
+            while start < b.len() && b[start] != b'\n' {
+                start += 1;
+            }
+        } else {
+            break;
+        }
+    }
+    let mut end = b.len();
+    while end > start && b[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    let (_, rest) = text.split_at(start);
+    rest.split_at(end - start).0
 }
 
-/// The leadership table.
-macro_rules! leaders {
-    () => {
-        "reliable_executor_leaders"
-    };
+/// Where the marker `/*kind:name*/` and the group after it (a `?`, or one
+/// parenthesised group, strings inside skipped) are in `text`: the marker's
+/// start, the group, and the end of the group. `None` when the marker is
+/// missing (a file and its code out of step, which the tests catch).
+fn group<'t>(text: &'t str, marker: &str) -> Option<(usize, &'t str, usize)> {
+    let at = text.find(marker)?;
+    let from = at + marker.len();
+    let bytes = text.as_bytes();
+    if bytes.get(from) != Some(&b'(') {
+        return (bytes.get(from) == Some(&b'?')).then(|| (at, &text[from..from + 1], from + 1));
+    }
+    let (mut depth, mut quoted) = (0usize, false);
+    for (i, &c) in bytes.iter().enumerate().skip(from) {
+        match c {
+            b'\'' => quoted = !quoted,
+            b'(' if !quoted => depth += 1,
+            b')' if !quoted => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some((at, &text[from..=i], i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
-/// The workers' announcements.
-macro_rules! workers {
-    () => {
-        "reliable_executor_workers"
-    };
+/// `text` with the group after `/*kind:name*/` written `n` times, joined by
+/// `sep`.
+fn repeat(text: &str, kind: &str, name: &str, n: usize, sep: &str) -> String {
+    let marker = format!("/*{kind}:{name}*/");
+    let Some((at, group, end)) = group(text, &marker) else { return text.to_owned() };
+    let mut out = String::with_capacity(text.len() + n * (group.len() + sep.len()));
+    out.push_str(&text[..at]);
+    for i in 0..n {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        out.push_str(group);
+    }
+    out.push_str(&text[end..]);
+    out
 }
 
-/// The cron schedules.
-macro_rules! schedules {
-    () => {
-        "reliable_executor_schedules"
-    };
+/// `text` with the group after `/*SLICE:name*/` written `n` times,
+/// separated by commas.
+pub(crate) fn slice(text: &str, name: &str, n: usize) -> String {
+    repeat(text, "SLICE", name, n, ", ")
 }
 
-/// The queues that are paused or have limits (issue 16).
-macro_rules! queues {
-    () => {
-        "reliable_executor_queues"
-    };
+/// `text` with the group after `/*UNION:name*/` written `n` times, joined
+/// by `UNION ALL`.
+pub(crate) fn union(text: &str, name: &str, n: usize) -> String {
+    repeat(text, "UNION", name, n, " UNION ALL ")
 }
 
-/// Every rank a waiting task can have (`queue_rank = 9 - priority`): an IN
-/// list rather than a range, so `queue_rank IN RANKS AND ready_at <= now`
-/// is ten ranges of `ix_queue` whose rows come in claim order (a range on
-/// `queue_rank` alone would leave `ready_at` to a filter and read every
-/// waiting task of the queue that is not yet due).
-macro_rules! ranks {
-    () => {
-        "(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)"
-    };
+/// `text` with the list after `/*LITERALS:name*/` replaced by `(list)`.
+/// `list` is the driver's own literals, never a caller's value.
+pub(crate) fn literals(text: &str, name: &str, list: &str) -> String {
+    let marker = format!("/*LITERALS:{name}*/");
+    let Some((at, _, end)) = group(text, &marker) else { return text.to_owned() };
+    format!("{}({list}){}", &text[..at], &text[end..])
 }
 
-/// The server's clock in epoch milliseconds. `NOW(3)` is fixed for the
-/// length of a statement, so the optimizer treats this as a constant and
-/// range-scans on it.
-macro_rules! now_ms {
-    () => {
-        "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)"
-    };
+/// `text` without the lines ending in `-- if name` whose name is not in
+/// `on`, and without that comment on the others.
+pub(crate) fn only(text: &str, on: &[&str]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        match line.split_once(" -- if ") {
+            Some((kept, name)) if on.contains(&name.trim()) => out.push(kept.trim_end()),
+            Some(_) => {}
+            None => out.push(line),
+        }
+    }
+    out.join("\n")
 }
 
-/// Every column [`crate::row::task_from_row`] reads, in one place.
-macro_rules! task_columns {
-    () => {
-        "id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
-         finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-         debounce_key, queue, priority"
-    };
+/// A statement whose text was put together at run time from a file.
+pub(crate) fn query<'q>(text: String) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
+    sqlx::query(sqlx::AssertSqlSafe(text))
 }
 
-/// [`task_columns!`] and the attempt log: what `get` and the tier moves
-/// read. Claims and list pages leave the log out, so they read what they
-/// did before it existed.
-macro_rules! task_columns_with_log {
-    () => {
-        concat!(crate::sql::task_columns!(), ", attempt_log")
-    };
+/// `ids` padded to a power of two by repeating the last (harmless in `IN`),
+/// so a statement with an `IN` list takes at most a dozen shapes and stays
+/// in sqlx's prepared-statement cache instead of being prepared anew for
+/// every batch size.
+pub(crate) fn padded<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut ids: Vec<&str> = ids.into_iter().collect();
+    if let Some(&last) = ids.last() {
+        ids.resize(ids.len().next_power_of_two(), last);
+    }
+    ids
 }
 
-/// The attempt log with one entry appended (a `JSON_OBJECT(..)`
-/// expression), trimmed to the newest 20 ([`executor_core::MAX_ATTEMPT_LOG`]):
-/// the value of `SET attempt_log = ` in the statement of the transition that
-/// ends the attempt. A column that is not a JSON array (NULL, or edited by
-/// hand with the checks off) starts afresh rather than failing the
-/// statement. MySQL assigns left to right, so it comes first in a `SET`,
-/// before the columns it reads (`attempts`, `worker`, `started_at`) change.
-macro_rules! log_append {
-    ($entry:expr) => {
-        concat!(
-            "JSON_ARRAY_APPEND(CASE WHEN JSON_VALID(attempt_log) THEN CASE WHEN JSON_TYPE(attempt_log) = 'ARRAY' \
-             THEN CASE WHEN JSON_LENGTH(attempt_log) >= 20 THEN JSON_REMOVE(attempt_log, '$[0]') \
-             ELSE attempt_log END ELSE '[]' END ELSE '[]' END, '$', ",
-            $entry,
-            ")"
-        )
-    };
+/// Binds every value of `values`, in order.
+pub(crate) fn bind_all<'q>(
+    mut q: sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>,
+    values: &[&str],
+) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
+    for v in values {
+        q = q.bind((*v).to_owned());
+    }
+    q
 }
 
-/// Longest error text, in characters, one attempt log entry keeps
-/// ([`executor_core::MAX_ERROR_LEN`], counted in characters by `LEFT`).
-macro_rules! log_error_chars {
-    () => {
-        "8192"
-    };
-}
-
-/// A condition on one task by primary key that is exact: the `_bin`
-/// collations pad with spaces, so `id = 'pad'` alone also matches a row
-/// whose id was edited to `'pad '`. `TaskId` refuses whitespace, so only a
-/// hand-edited row can differ in trailing spaces; comparing the byte length
-/// too costs nothing once the primary key found the row. Binds: ns, id,
-/// id length (see [`bind_task`]).
-macro_rules! by_task {
-    () => {
-        "ns = ? AND id = ? AND LENGTH(id) = ?"
-    };
-}
-
-/// Whether the queues row `p` holds any limit column: such a queue is
-/// claimed only through the limited transaction (`limits.rs`), a corrupt
-/// one included (it then claims nothing until its limits are set again).
-macro_rules! limited {
-    () => {
-        "(p.concurrency IS NOT NULL OR p.rate_starts IS NOT NULL OR p.rate_per_ms IS NOT NULL OR p.rate_burst IS NOT NULL)"
-    };
-}
-
-pub(crate) use {
-    by_task, leaders, limited, log_append, log_error_chars, now_ms, queues, ranks, schedules, task_columns,
-    task_columns_with_log, tasks, workers,
-};
-
-/// Binds the three values of [`by_task!`].
+/// Binds a task's key as the statements compare it: namespace, id and the
+/// id's length in bytes. The `_bin` collations pad with spaces, so
+/// `id = 'pad'` alone also matches a row whose id was edited to `'pad '`;
+/// `TaskId` refuses whitespace, so only a hand-edited row can differ in
+/// trailing spaces, and comparing the byte length too costs nothing once
+/// the primary key found the row.
 pub(crate) fn bind_task<'q>(
     q: sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>,
     ns: &'q executor_core::Namespace,
@@ -138,15 +175,8 @@ pub(crate) fn bind_task<'q>(
 }
 
 /// Run once on every connection the storage takes from the pool, in one
-/// round trip. READ COMMITTED: the claim's and the reap's locking reads
-/// take no gap locks, so they never block a concurrent INSERT. A lock wait
-/// of 2 s instead of the server's 50 s: no statement of this crate holds
-/// locks across a client round trip, so a wait longer than a statement
-/// means a foreign holder (a DBA's open transaction, a process of an older
-/// release); the statement fails with a retryable 1205 instead of stalling
-/// heartbeats and finishes behind it (invariant 9).
-pub(crate) const SESSION_SETUP: &str =
-    "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION innodb_lock_wait_timeout = 2";
+/// round trip (see the file).
+pub(crate) const SESSION_SETUP: &str = sql!("conn/session_setup");
 
 /// Columns the store holds for values the core types bound more loosely.
 pub(crate) const ID_COLUMN_CHARS: usize = 191;
@@ -194,28 +224,6 @@ pub(crate) fn token() -> u64 {
     seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-/// Appends `(?, ?, ...)` binding `ids`. The list is padded to a power of
-/// two by repeating its last id (harmless in `IN`), so a statement takes at
-/// most a dozen shapes and stays in sqlx's prepared-statement cache instead
-/// of being prepared anew for every batch size.
-pub(crate) fn push_in_list<'a>(
-    qb: &mut sqlx::QueryBuilder<sqlx::MySql>,
-    ids: impl IntoIterator<Item = &'a str>,
-) {
-    let ids: Vec<&str> = ids.into_iter().collect();
-    qb.push("(");
-    let mut sep = qb.separated(", ");
-    for id in &ids {
-        sep.push_bind((*id).to_owned());
-    }
-    if let Some(last) = ids.last() {
-        for _ in ids.len()..ids.len().next_power_of_two() {
-            sep.push_bind((*last).to_owned());
-        }
-    }
-    qb.push(")");
-}
-
 /// Longest `last_error` stored, in bytes: the column is a `TEXT` (65,535
 /// bytes), and an over-long value would fail the statement under strict
 /// mode (leaving the task `RUNNING` until its lease expired) or be cut
@@ -252,9 +260,57 @@ mod tests {
     fn in_lists_are_padded_to_a_power_of_two() {
         for (n, placeholders) in [(1, 1), (2, 2), (3, 4), (5, 8), (64, 64), (65, 128)] {
             let ids: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
-            let mut qb = sqlx::QueryBuilder::<sqlx::MySql>::new("SELECT 1 WHERE id IN ");
-            push_in_list(&mut qb, ids.iter().map(String::as_str));
-            assert_eq!(qb.sql().as_str().matches('?').count(), placeholders, "{n} ids");
+            let padded = padded(ids.iter().map(String::as_str));
+            assert_eq!(padded.len(), placeholders, "{n} ids");
+            assert_eq!(padded.last(), ids.last().map(String::as_str).as_ref());
+            let text = slice("SELECT 1 WHERE id IN (/*SLICE:ids*/?)", "ids", padded.len());
+            assert_eq!(text.matches('?').count(), placeholders, "{n} ids");
         }
+    }
+
+    #[test]
+    fn markers_expand() {
+        assert_eq!(slice("a IN (/*SLICE:ids*/?) AND b", "ids", 3), "a IN (?, ?, ?) AND b");
+        assert_eq!(slice("(id, f) IN (/*SLICE:p*/(?, ')'))", "p", 2), "(id, f) IN ((?, ')'), (?, ')'))");
+        assert_eq!(
+            union("FROM (/*UNION:s*/(SELECT x LIMIT ?)) n", "s", 2),
+            "FROM ((SELECT x LIMIT ?) UNION ALL (SELECT x LIMIT ?)) n"
+        );
+        assert_eq!(literals("r IN /*LITERALS:r*/(0, 1, 2) AND", "r", "4, 7"), "r IN (4, 7) AND");
+        assert_eq!(only("a\n  b -- if x\n  c -- if y\nd", &["y"]), "a\n  c\nd");
+        assert_eq!(body("-- what\n-- ?1 ns\nSELECT 1\nFROM t\n"), "SELECT 1\nFROM t");
+    }
+
+    /// Every statement file is run by the code: each one's name appears in
+    /// a `sql!(..)` call under `src/`, so no dead statement file stays.
+    #[test]
+    fn every_statement_file_is_used() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut code = String::new();
+        for entry in std::fs::read_dir(root.join("src")).into_iter().flatten().flatten() {
+            code.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("sql")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "sql") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 50, "{} statement files found", files.len());
+        let unused: Vec<String> = files
+            .iter()
+            .filter_map(|path| {
+                let name = path.strip_prefix(root.join("sql")).ok()?.with_extension("");
+                let name = name.to_str()?.replace('\\', "/");
+                (!code.contains(&format!("sql!(\"{name}\")"))).then_some(name)
+            })
+            .collect();
+        assert!(unused.is_empty(), "statement files no code runs: {unused:?}");
     }
 }

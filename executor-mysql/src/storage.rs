@@ -14,6 +14,7 @@ use crate::{
     MySqlOptions,
     conn::{Conns, RunOn},
     error,
+    sql::sql,
 };
 
 /// Name of the table that records which migrations ran.
@@ -64,12 +65,10 @@ pub struct MySqlStorage {
 /// `last_error` when the row is read back).
 const PACKET_OVERHEAD: usize = 128 * 1024;
 
-/// Takes the migration lock; `GET_LOCK` names are server-wide and at most
-/// 64 characters in MySQL, so the database's name is hashed into it.
-const TAKE_MIGRATION_LOCK: &str = "SELECT CAST(GET_LOCK(CONCAT('reliable_executor_migrate_', \
-     SHA1(COALESCE(DATABASE(), ''))), 10) AS SIGNED) AS granted";
-const RELEASE_MIGRATION_LOCK: &str =
-    "SELECT RELEASE_LOCK(CONCAT('reliable_executor_migrate_', SHA1(COALESCE(DATABASE(), ''))))";
+/// Takes the migration lock (see the file).
+const TAKE_MIGRATION_LOCK: &str = sql!("storage/take_migration_lock");
+/// Releases it.
+const RELEASE_MIGRATION_LOCK: &str = sql!("storage/release_migration_lock");
 
 /// Waits for the migration lock, in 10 s rounds, up to 10 minutes (a
 /// migration that rebuilds a large table takes a while). `GET_LOCK` answers
@@ -180,31 +179,12 @@ impl MySqlStorage {
     /// migrations are off, and [`MySqlStorage::migrate`] after migrating.
     pub(crate) async fn check_schema(&self) -> Result<()> {
         for probe in [
-            concat!(
-                "SELECT ",
-                crate::sql::task_columns_with_log!(),
-                ", claim_token, ready_at, waiting_key, queue_rank, submit_nonce FROM ",
-                crate::sql::tasks!(),
-                " LIMIT 0"
-            ),
-            concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
-            concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
-            concat!(
-                "SELECT ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, \
-                 tokens_at, throttled FROM ",
-                crate::sql::queues!(),
-                " LIMIT 0"
-            ),
-            concat!(
-                "SELECT ns, name, definition, paused, cursor_ms, fence, last_task FROM ",
-                crate::sql::schedules!(),
-                " LIMIT 0"
-            ),
-            concat!(
-                "SELECT ns, minute, name, succeeded, failed FROM ",
-                crate::history::history!(),
-                " LIMIT 0"
-            ),
+            sql!("storage/probe_tasks"),
+            sql!("storage/probe_leaders"),
+            sql!("storage/probe_workers"),
+            sql!("storage/probe_queues"),
+            sql!("storage/probe_schedules"),
+            sql!("storage/probe_history"),
         ] {
             if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
                 // Unknown table (1146) or column (1054): not something a
@@ -238,7 +218,7 @@ impl MySqlStorage {
     pub(crate) async fn packet_size(&self) -> Result<usize> {
         self.packet
             .get_or_try_init(|| async {
-                let row = sqlx::query("SELECT CAST(@@max_allowed_packet AS SIGNED) AS packet")
+                let row = sqlx::query(sql!("storage/max_allowed_packet"))
                     .fetch_one_on(&self.conns)
                     .await
                     .map_err(error::storage)?;
@@ -260,23 +240,22 @@ impl MySqlStorage {
     pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
         let mut deleted = 0;
         loop {
-            let done =
-                sqlx::query(concat!("DELETE FROM ", crate::sql::tasks!(), " WHERE ns = ? LIMIT 10000"))
-                    .bind(ns.as_str())
-                    .execute_on(&self.conns)
-                    .await
-                    .map_err(error::storage)?;
+            let done = sqlx::query(sql!("storage/purge_tasks"))
+                .bind(ns.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
             deleted += done.rows_affected();
             if done.rows_affected() == 0 {
                 break;
             }
         }
         for table in [
-            concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = ?"),
-            concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = ?"),
-            concat!("DELETE FROM ", crate::sql::schedules!(), " WHERE ns = ?"),
-            concat!("DELETE FROM ", crate::sql::queues!(), " WHERE ns = ?"),
-            concat!("DELETE FROM ", crate::history::history!(), " WHERE ns = ?"),
+            sql!("storage/purge_leaders"),
+            sql!("storage/purge_workers"),
+            sql!("storage/purge_schedules"),
+            sql!("storage/purge_queues"),
+            sql!("storage/purge_history"),
         ] {
             sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         }

@@ -5,13 +5,13 @@ use executor_core::{
     Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
     storage::{Debounce, Due, NewTask, SubmitMode},
 };
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::{MySql, Row, mysql::MySqlArguments, query::Query};
 
 use crate::{
     MySqlStorage,
     conn::{RunOn, execute_sent},
     error,
-    sql::{ID_COLUMN_CHARS, NAME_COLUMN_CHARS, by_task, ms, now_ms, tasks, ts},
+    sql::{self, ID_COLUMN_CHARS, NAME_COLUMN_CHARS, ms, sql, ts},
 };
 
 /// Most rows in one multi-row INSERT.
@@ -251,9 +251,7 @@ impl MySqlStorage {
                  until the caller commits); submit it after the commit, or use PostgreSQL",
             ));
         }
-        let mut qb = insert_head();
-        qb.push_values(std::iter::once(&row), |mut b, r| push_row(&mut b, ns, r));
-        match qb.build().execute(&mut *conn).await {
+        match insert(ns, std::iter::once(&row)).execute(&mut *conn).await {
             Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
             Err(e) if error::is_duplicate(&e) => match row.mode {
                 SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
@@ -269,9 +267,7 @@ impl MySqlStorage {
 /// very submit stored the task (a resend whose first try's answer was lost:
 /// [`created_by`]) and [`Error::DuplicateId`] otherwise.
 async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
-    let mut qb = insert_head();
-    qb.push_values(std::iter::once(row), |mut b, r| push_row(&mut b, ns, r));
-    match execute_sent(qb.build(), &s.conns).await {
+    match execute_sent(insert(ns, std::iter::once(row)), &s.conns).await {
         Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
         Err(e) if error::is_duplicate(&e.error) => match row.mode {
             SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
@@ -287,15 +283,11 @@ async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<S
 /// leaves that question open: [`Error::OutcomeUnknown`], so the caller
 /// sends the same submit again rather than one under a new id.
 async fn created_by(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
-    let stored = crate::sql::bind_task(
-        sqlx::query(concat!("SELECT submit_nonce FROM ", tasks!(), " WHERE ", by_task!())),
-        ns,
-        &row.id,
-    )
-    .fetch_optional_on(&s.conns)
-    .await
-    .and_then(|r| r.map(|r| r.try_get::<Option<u64>, _>("submit_nonce")).transpose())
-    .map_err(|e| Error::outcome_unknown(row.id.clone(), e))?;
+    let stored = crate::sql::bind_task(sqlx::query(sql!("submit/nonce")), ns, &row.id)
+        .fetch_optional_on(&s.conns)
+        .await
+        .and_then(|r| r.map(|r| r.try_get::<Option<u64>, _>("submit_nonce")).transpose())
+        .map_err(|e| Error::outcome_unknown(row.id.clone(), e))?;
     if stored.flatten() == Some(row.nonce) {
         Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created))
     } else {
@@ -303,36 +295,29 @@ async fn created_by(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<S
     }
 }
 
-fn insert_head() -> QueryBuilder<MySql> {
-    QueryBuilder::new(concat!(
-        "INSERT INTO ",
-        tasks!(),
-        " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-         debounce_key, queue, priority, submit_nonce) "
-    ))
-}
-
-fn push_row(b: &mut sqlx::query_builder::Separated<'_, MySql, &'static str>, ns: &Namespace, r: &Checked) {
-    b.push_bind(ns.as_str().to_owned())
-        .push_bind(r.id.as_str().to_owned())
-        .push_bind(r.name.clone())
-        .push("'CREATED'")
-        .push_bind(r.payload.clone())
-        .push_bind(r.max_attempts)
-        .push(now_ms!())
-        .push("COALESCE(")
-        .push_bind_unseparated(r.due_abs)
-        .push_unseparated(concat!(", ", now_ms!(), " + "))
-        .push_bind_unseparated(r.due_offset)
-        .push_unseparated(")")
-        .push(concat!(now_ms!(), " + "))
-        .push_bind_unseparated(r.max_duration)
-        .push_bind(r.timeout)
-        .push_bind(r.retry.clone())
-        .push("NULL")
-        .push_bind(r.queue.clone())
-        .push_bind(r.priority)
-        .push_bind(r.nonce);
+/// The INSERT of `rows`, one row per task (see the file).
+fn insert<'a>(
+    ns: &Namespace,
+    rows: impl ExactSizeIterator<Item = &'a Checked>,
+) -> Query<'static, MySql, MySqlArguments> {
+    let mut q = sql::query(sql::slice(sql!("submit/insert"), "rows", rows.len()));
+    for r in rows {
+        q = q
+            .bind(ns.as_str().to_owned())
+            .bind(r.id.as_str().to_owned())
+            .bind(r.name.clone())
+            .bind(r.payload.clone())
+            .bind(r.max_attempts)
+            .bind(r.due_abs)
+            .bind(r.due_offset)
+            .bind(r.max_duration)
+            .bind(r.timeout)
+            .bind(r.retry.clone())
+            .bind(r.queue.clone())
+            .bind(r.priority)
+            .bind(r.nonce);
+    }
+    q
 }
 
 async fn insert_chunk(
@@ -341,9 +326,7 @@ async fn insert_chunk(
     chunk: Vec<(usize, Checked)>,
     out: &mut [Option<Result<Submitted>>],
 ) {
-    let mut qb = insert_head();
-    qb.push_values(chunk.iter(), |mut b, (_, r)| push_row(&mut b, ns, r));
-    match execute_sent(qb.build(), &s.conns).await {
+    match execute_sent(insert(ns, chunk.iter().map(|(_, r)| r)), &s.conns).await {
         Ok(_) => {
             for (i, r) in chunk {
                 out[i] = Some(Ok(Submitted::new(r.id, SubmitOutcome::Created)));
@@ -420,33 +403,22 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
             }
             continue;
         }
-        let inserted = sqlx::query(concat!(
-            "INSERT INTO ",
-            tasks!(),
-            " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-             debounce_key, queue, priority, submit_nonce) VALUES (?, ?, ?, 'CREATED', ?, ?, ",
-            now_ms!(),
-            ", ",
-            now_ms!(),
-            " + LEAST(?, COALESCE(?, ?)), ",
-            now_ms!(),
-            " + ?, ?, ?, ?, ?, ?, ?)"
-        ))
-        .bind(ns.as_str())
-        .bind(row.id.as_str())
-        .bind(&row.name)
-        .bind(&row.payload)
-        .bind(row.max_attempts)
-        .bind(window)
-        .bind(max_wait)
-        .bind(window)
-        .bind(row.max_duration)
-        .bind(row.timeout)
-        .bind(&row.retry)
-        .bind(&d.key)
-        .bind(&row.queue)
-        .bind(row.priority)
-        .bind(row.nonce);
+        let inserted = sqlx::query(sql!("submit/insert_debounced"))
+            .bind(ns.as_str())
+            .bind(row.id.as_str())
+            .bind(&row.name)
+            .bind(&row.payload)
+            .bind(row.max_attempts)
+            .bind(window)
+            .bind(max_wait)
+            .bind(window)
+            .bind(row.max_duration)
+            .bind(row.timeout)
+            .bind(&row.retry)
+            .bind(&d.key)
+            .bind(&row.queue)
+            .bind(row.priority)
+            .bind(row.nonce);
         match execute_sent(inserted, &s.conns).await {
             Ok(_) => return Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
             // The id is taken. If that task waits under this key, the next
@@ -477,21 +449,8 @@ async fn move_waiting(
     row: &Checked,
     d: &Debounce,
 ) -> Result<bool> {
-    let q = sqlx::query(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET due_at = LEAST(",
-        now_ms!(),
-        " + ?, COALESCE(created_at + ?, ",
-        now_ms!(),
-        " + ?)), payload = ? WHERE ",
-        by_task!(),
-        " AND waiting_key = ?"
-    ))
-    .bind(window)
-    .bind(max_wait)
-    .bind(window)
-    .bind(&row.payload);
+    let q =
+        sqlx::query(sql!("submit/move_waiting")).bind(window).bind(max_wait).bind(window).bind(&row.payload);
     let done = execute_sent(crate::sql::bind_task(q, ns, id).bind(&d.key), &s.conns)
         .await
         .map_err(|e| error::written(e, &row.id))?;
@@ -500,13 +459,12 @@ async fn move_waiting(
 
 /// The task waiting under `key`, if any, and the nonce of its submit.
 async fn waiting_under(s: &MySqlStorage, ns: &Namespace, key: &str) -> Result<Option<(TaskId, Option<u64>)>> {
-    let row =
-        sqlx::query(concat!("SELECT id, submit_nonce FROM ", tasks!(), " WHERE ns = ? AND waiting_key = ?"))
-            .bind(ns.as_str())
-            .bind(key)
-            .fetch_optional_on(&s.conns)
-            .await
-            .map_err(error::storage)?;
+    let row = sqlx::query(sql!("submit/waiting_under"))
+        .bind(ns.as_str())
+        .bind(key)
+        .fetch_optional_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     match row {
         None => Ok(None),
         Some(r) => {
@@ -520,14 +478,10 @@ async fn waiting_under(s: &MySqlStorage, ns: &Namespace, key: &str) -> Result<Op
 
 /// The key `id` waits under, if it waits under one.
 async fn waiting_key_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<String>> {
-    let row = crate::sql::bind_task(
-        sqlx::query(concat!("SELECT waiting_key FROM ", tasks!(), " WHERE ", by_task!())),
-        ns,
-        id,
-    )
-    .fetch_optional_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+    let row = crate::sql::bind_task(sqlx::query(sql!("submit/waiting_key")), ns, id)
+        .fetch_optional_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     match row {
         None => Ok(None),
         Some(r) => r.try_get("waiting_key").map_err(error::storage),

@@ -2,25 +2,22 @@
 //! one of its tiers (MySQL is the seed's cold tier for long delays).
 
 use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp, storage::MAX_FENCE};
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::Row;
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error, row,
     sql::{
-        ID_COLUMN_CHARS, MAX_ATTEMPTS_COLUMN, NAME_COLUMN_CHARS, bind_task, by_task, clip_error, ms, now_ms,
-        push_in_list, ranks, task_columns_with_log, tasks, ts,
+        self, ID_COLUMN_CHARS, MAX_ATTEMPTS_COLUMN, NAME_COLUMN_CHARS, bind_task, clip_error, ms, padded,
+        sql, ts,
     },
 };
 
 impl MySqlStorage {
     /// The server's clock.
     pub(crate) async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
-        let r = sqlx::query(concat!("SELECT ", now_ms!(), " AS now_ms"))
-            .fetch_one_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+        let r = sqlx::query(sql!("tier/now")).fetch_one_on(&self.conns).await.map_err(error::storage)?;
         let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
         Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
     }
@@ -42,25 +39,13 @@ impl MySqlStorage {
         if waiting.is_empty() {
             return Ok(Vec::new());
         }
-        let mut qb: QueryBuilder<MySql> = QueryBuilder::new(concat!(
-            "SELECT ",
-            task_columns_with_log!(),
-            " FROM ",
-            tasks!(),
-            " JOIN (SELECT id AS due_id FROM ",
-            tasks!(),
-            " WHERE ns = "
-        ));
-        qb.push_bind(ns.as_str().to_owned()).push(" AND queue IN ");
-        push_in_list(&mut qb, waiting.iter().map(String::as_str));
-        qb.push(concat!(" AND queue_rank IN ", ranks!(), " AND ready_at < "))
-            .push_bind(ts(before))
-            .push(" ORDER BY ready_at LIMIT ")
-            .push_bind(u32::try_from(limit.min(10_000)).unwrap_or(10_000))
-            .push(") due ON id = due.due_id WHERE ns = ")
-            .push_bind(ns.as_str().to_owned())
-            .push(" ORDER BY ready_at");
-        let rows = qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)?;
+        let queues = padded(waiting.iter().map(String::as_str));
+        let text = sql::slice(sql!("tier/due_before"), "queues", queues.len());
+        let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues)
+            .bind(ts(before))
+            .bind(u32::try_from(limit.min(10_000)).unwrap_or(10_000))
+            .bind(ns.as_str().to_owned());
+        let rows = q.fetch_all_on(&self.conns).await.map_err(error::storage)?;
         // A row no tier could take (counters at their column's maximum, or
         // fields that do not parse) is moved to ERROR with the reason, as
         // claim does, so it is dead-lettered instead of waiting for ever in
@@ -116,39 +101,32 @@ impl MySqlStorage {
         };
         let mut key = record.debounce_key.clone();
         loop {
-            let done = sqlx::query(concat!(
-                "INSERT INTO ",
-                tasks!(),
-                " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
-                 finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-                 debounce_key, queue, priority, attempt_log) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            ))
-            .bind(ns.as_str())
-            .bind(record.id.as_str())
-            .bind(&record.name)
-            .bind(record.state.as_str())
-            .bind(&record.payload)
-            .bind(record.attempts)
-            .bind(record.max_attempts)
-            .bind(record.fence)
-            .bind(ts(record.created_at))
-            .bind(ts(record.due_at))
-            .bind(record.started_at.map(ts))
-            .bind(record.finished_at.map(ts))
-            .bind(record.deadline.map(ts))
-            .bind(record.timeout.map(ms))
-            .bind(&retry)
-            .bind(record.last_error.as_deref().map(|e| clip_error(e).into_owned()))
-            .bind(record.worker.as_ref().map(|w| w.as_str()))
-            .bind(record.lease_until.map(ts))
-            .bind(record.cancel_requested)
-            .bind(&key)
-            .bind(record.queue.as_str())
-            .bind(record.priority)
-            .bind(&log)
-            .execute_on(&self.conns)
-            .await;
+            let done = sqlx::query(sql!("tier/import"))
+                .bind(ns.as_str())
+                .bind(record.id.as_str())
+                .bind(&record.name)
+                .bind(record.state.as_str())
+                .bind(&record.payload)
+                .bind(record.attempts)
+                .bind(record.max_attempts)
+                .bind(record.fence)
+                .bind(ts(record.created_at))
+                .bind(ts(record.due_at))
+                .bind(record.started_at.map(ts))
+                .bind(record.finished_at.map(ts))
+                .bind(record.deadline.map(ts))
+                .bind(record.timeout.map(ms))
+                .bind(&retry)
+                .bind(record.last_error.as_deref().map(|e| clip_error(e).into_owned()))
+                .bind(record.worker.as_ref().map(|w| w.as_str()))
+                .bind(record.lease_until.map(ts))
+                .bind(record.cancel_requested)
+                .bind(&key)
+                .bind(record.queue.as_str())
+                .bind(record.priority)
+                .bind(&log)
+                .execute_on(&self.conns)
+                .await;
             match done {
                 Ok(_) => {
                     if record.state.is_waiting() {
@@ -171,20 +149,14 @@ impl MySqlStorage {
     /// Deletes the task if it still waits with this fence: one conditional
     /// DELETE, so a task claimed meanwhile is never removed under its worker.
     pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        let q = sqlx::query(concat!(
-            "DELETE FROM ",
-            tasks!(),
-            " WHERE ",
-            by_task!(),
-            " AND fence = ? AND state IN ('CREATED', 'PENDING')"
-        ));
+        let q = sqlx::query(sql!("tier/remove"));
         let done = bind_task(q, ns, id).bind(fence).execute_on(&self.conns).await.map_err(error::storage)?;
         Ok(done.rows_affected() > 0)
     }
 }
 
 async fn exists(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
-    let q = sqlx::query(concat!("SELECT 1 FROM ", tasks!(), " WHERE ", by_task!()));
+    let q = sqlx::query(sql!("tier/exists"));
     let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     Ok(r.is_some())
 }

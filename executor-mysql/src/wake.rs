@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use executor_core::{Namespace, QueueName, Result};
-use sqlx::{MySql, QueryBuilder, Row};
+use sqlx::{MySql, Row, mysql::MySqlArguments, query::Query};
 use tokio::time::Instant;
 
 use crate::{
     MySqlStorage,
     conn::RunOn,
     error,
-    sql::{now_ms, push_in_list, queues, tasks},
+    sql::{self, padded, sql},
 };
 
 impl MySqlStorage {
@@ -56,8 +56,7 @@ impl MySqlStorage {
             let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
                 None
             } else {
-                let row =
-                    next_due(ns, queues).build().fetch_one_on(&self.conns).await.map_err(error::storage)?;
+                let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
                 row.try_get("wait_ms").map_err(error::storage)?
             };
             let until_due = match wait_ms {
@@ -92,56 +91,15 @@ impl MySqlStorage {
 /// find it at their next poll (`poll_max` at the most). The inner
 /// query is a loose index scan of `ix_queue` (`Using index for group-by`):
 /// one dive per waiting (queue, rank), whatever the number of tasks.
-fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> QueryBuilder<MySql> {
-    // With queues: a queue whose bucket holds less than one token counts
-    // from when its next token is earned (plus a millisecond, so the wake
-    // finds it earned), as the memory store's `next_claimable`.
-    let mut qb: QueryBuilder<MySql> = QueryBuilder::new(if queues.is_some() {
-        concat!(
-            "SELECT CAST(MIN(IF(p.rate_starts IS NULL, d.due, GREATEST(d.due, p.tokens_at + CEIL((1 - \
-             LEAST(GREATEST(p.tokens, 0), 1)) * p.rate_per_ms / p.rate_starts) + 1))) AS SIGNED) - ",
-            now_ms!(),
-            " AS wait_ms FROM (SELECT queue, MIN(ready_at) AS due FROM ",
-            tasks!(),
-            " WHERE ns = "
-        )
-    } else {
-        concat!(
-            "SELECT MIN(d.due) - ",
-            now_ms!(),
-            " AS wait_ms FROM (SELECT queue, MIN(ready_at) AS due FROM ",
-            tasks!(),
-            " WHERE ns = "
-        )
-    });
-    qb.push_bind(ns.as_str().to_owned());
+fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> Query<'static, MySql, MySqlArguments> {
     match queues {
-        None => {
-            qb.push(" AND queue_rank <= 9 GROUP BY ns, queue, queue_rank) d");
-        }
+        None => sqlx::query(sql!("wake/next_due")).bind(ns.as_str().to_owned()),
         Some(queues) => {
-            qb.push(" AND queue IN ");
-            push_in_list(&mut qb, queues.iter().map(QueueName::as_str));
-            qb.push(concat!(
-                " AND queue_rank <= 9 GROUP BY ns, queue, queue_rank) d LEFT JOIN ",
-                queues!(),
-                " p ON p.ns = "
-            ))
-            .push_bind(ns.as_str().to_owned())
-            .push(concat!(
-                " AND p.queue = d.queue WHERE p.queue IS NULL OR (p.paused = 0 AND (p.concurrency IS NULL OR \
-                 (p.concurrency <= 1000000 AND p.concurrency > (SELECT COUNT(*) FROM ",
-                tasks!(),
-                " r WHERE r.ns = "
-            ))
-            .push_bind(ns.as_str().to_owned())
-            .push(
-                " AND r.state = 'RUNNING' AND r.queue = d.queue))) AND (p.rate_starts IS NULL OR \
-                 (p.rate_starts BETWEEN 1 AND 1000000 AND p.rate_burst BETWEEN 1 AND 1000000 AND \
-                 p.rate_per_ms BETWEEN 1 AND 86400000)) AND (p.rate_starts IS NOT NULL OR \
-                 (p.rate_per_ms IS NULL AND p.rate_burst IS NULL)))",
-            );
+            let queues = padded(queues.iter().map(QueueName::as_str));
+            let text = sql::slice(sql!("wake/next_due_of_queues"), "queues", queues.len());
+            sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues)
+                .bind(ns.as_str().to_owned())
+                .bind(ns.as_str().to_owned())
         }
     }
-    qb
 }

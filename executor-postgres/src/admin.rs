@@ -4,12 +4,7 @@
 use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
 use sqlx::Row;
 
-use crate::{
-    PostgresStorage,
-    conn::RunOn,
-    error, row,
-    sql::{log_append, log_error_chars, now_ms, tasks},
-};
+use crate::{PostgresStorage, conn::RunOn, error, row, sql::sql};
 
 impl PostgresStorage {
     /// Cancels a waiting task, or flags a running one for its worker's next
@@ -19,15 +14,7 @@ impl PostgresStorage {
         // A task can move between waiting and running while we look (a release,
         // a claim): a few rounds settle it.
         for _ in 0..5 {
-            let done = sqlx::query(concat!(
-                "UPDATE ",
-                tasks!(),
-                " SET finished_at = ",
-                now_ms!(),
-                ", state = 'CANCELLED' WHERE ",
-                "ns = $1 AND id = $2",
-                " AND state IN ('CREATED', 'PENDING')"
-            ));
+            let done = sqlx::query(sql!("admin/cancel_waiting"));
             let done = done
                 .bind(ns.as_str())
                 .bind(id.as_str())
@@ -37,13 +24,7 @@ impl PostgresStorage {
             if done.rows_affected() > 0 {
                 return Ok(CancelOutcome::Cancelled);
             }
-            let done = sqlx::query(concat!(
-                "UPDATE ",
-                tasks!(),
-                " SET cancel_requested = TRUE WHERE ",
-                "ns = $1 AND id = $2",
-                " AND state = 'RUNNING'"
-            ));
+            let done = sqlx::query(sql!("admin/request_cancel"));
             let done = done
                 .bind(ns.as_str())
                 .bind(id.as_str())
@@ -68,25 +49,7 @@ impl PostgresStorage {
     /// with the attempt that dead-lettered it appended to its attempt log
     /// (`dead`) in the same statement.
     pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        let done = sqlx::query(concat!(
-            "UPDATE ",
-            tasks!(),
-            " t SET attempt_log = ",
-            log_append!(concat!(
-                "jsonb_build_object('attempt', t.attempts, 'worker', NULL, 'started_at', t.started_at, 'ended_at', \
-                 COALESCE(t.finished_at, ",
-                now_ms!(),
-                "), 'outcome', 'dead', 'error', left(t.last_error, ",
-                log_error_chars!(),
-                "))"
-            )),
-            ", due_at = ",
-            now_ms!(),
-            ", attempts = 0, finished_at = NULL, worker = NULL, lease_until = NULL, cancel_requested = FALSE, \
-             state = 'PENDING' WHERE ",
-            "ns = $1 AND id = $2",
-            " AND state IN ('FAILED', 'TIMEOUT', 'ERROR')"
-        ));
+        let done = sqlx::query(sql!("admin/requeue"));
         let done =
             done.bind(ns.as_str()).bind(id.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
@@ -103,16 +66,7 @@ impl PostgresStorage {
     /// UPDATE by primary key. A task already due keeps its due time, so its
     /// place; anything but `CREATED`/`PENDING` is refused with its state.
     pub(crate) async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        let q = sqlx::query(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET due_at = ",
-            now_ms!(),
-            " WHERE ",
-            "ns = $1 AND id = $2",
-            " AND state IN ('CREATED', 'PENDING') AND due_at > ",
-            now_ms!()
-        ));
+        let q = sqlx::query(sql!("admin/run_now"));
         let done =
             q.bind(ns.as_str()).bind(id.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
@@ -132,7 +86,7 @@ impl PostgresStorage {
     /// row matches the fence).
     pub(crate) async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async move {
-            let q = sqlx::query(concat!("DELETE FROM ", tasks!(), " WHERE ", "ns = $1 AND id = $2"));
+            let q = sqlx::query(sql!("admin/delete"));
             q.bind(ns.as_str()).bind(id.as_str()).execute_on(&self.conns).await.map_err(error::storage)
         })
         .await?;
@@ -141,7 +95,7 @@ impl PostgresStorage {
 }
 
 async fn state_of(s: &PostgresStorage, ns: &Namespace, id: &TaskId) -> Result<Option<TaskState>> {
-    let q = sqlx::query(concat!("SELECT state FROM ", tasks!(), " WHERE ", "ns = $1 AND id = $2"));
+    let q = sqlx::query(sql!("admin/state"));
     let r =
         q.bind(ns.as_str()).bind(id.as_str()).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
     match r {

@@ -12,100 +12,18 @@ use crate::{
     PostgresStorage,
     conn::RunOn,
     error, limits, row,
-    sql::{big, clip_error, limited, ms, now_ms, queues, t_task_columns, tasks, waiting},
+    sql::{big, clip_error, ms, sql},
 };
 
 /// Most tasks one claim or heartbeat statement names.
 const MAX_BATCH: usize = 1000;
 
-/// A waiting row whose counters are at their column's maximum: bumping
-/// them would fail the claim "out of range", every time; the claim moves it
-/// to `ERROR` instead (invariant 6).
-macro_rules! at_max {
-    () => {
-        "(t.attempts >= 2147483647 OR t.fence >= 9223372036854775807)"
-    };
-}
-
-/// The SET of a claim's UPDATE of the tasks aliased `t`: `RUNNING` with the
-/// fence and attempts bumped and the lease (`$4` ms, worker `$5`) on the
-/// server's clock, or `ERROR` with the reason for a row at its counters'
-/// maximum ([`at_max!`]).
-macro_rules! claim_set {
-    () => {
-        concat!(
-            " t SET state = CASE WHEN ",
-            at_max!(),
-            " THEN 'ERROR' ELSE 'RUNNING' END, fence = CASE WHEN ",
-            at_max!(),
-            " THEN t.fence ELSE t.fence + 1 END, attempts = CASE WHEN ",
-            at_max!(),
-            " THEN t.attempts ELSE t.attempts + 1 END, cancel_requested = FALSE, started_at = ",
-            now_ms!(),
-            ", finished_at = CASE WHEN ",
-            at_max!(),
-            " THEN ",
-            now_ms!(),
-            " END, last_error = CASE WHEN ",
-            at_max!(),
-            " THEN 'corrupt record: attempts ' || t.attempts || ' or fence ' || t.fence || ' is at its column''s maximum' \
-     ELSE t.last_error END, lease_until = CASE WHEN ",
-            at_max!(),
-            " THEN NULL ELSE ",
-            now_ms!(),
-            " + $4 END, worker = CASE WHEN ",
-            at_max!(),
-            " THEN NULL ELSE $5 END"
-        )
-    };
-}
-
-pub(crate) use {at_max, claim_set};
-
-/// The claim of one queue, in one statement:
-///
-/// 1. `c`: up to `$3` due tasks of the queue in claim order (priority high
-///    first, due time, id) from the `ix_waiting` index, `FOR UPDATE SKIP
-///    LOCKED`: rows another claimer is taking right now are skipped, not
-///    waited for, and a row that changed since the statement's snapshot is
-///    checked again under its lock (so a task claimed meanwhile is left
-///    out); none from a paused queue or one with limits (the pause is read
-///    by the claim itself, so it holds from the next claim statement on);
-/// 2. `u`: those rows to `RUNNING` with the fence and attempts bumped, the
-///    lease on the server's clock, returned. Found by their `ctid` (a TID
-///    scan) and nothing else: `c` locked them in this statement, so they
-///    cannot move, and a condition on `ns` would let the planner pick an
-///    index by the namespace's estimate. A namespace the statistics do not
-///    know yet (new since the last `ANALYZE`) is estimated at one row, and
-///    the join by id then walked the whole namespace for every claim (1.27 s
-///    per claim of 64 with 40,000 rows; 3.1 ms by `ctid`);
-/// 3. the result: the claimed rows, each with `lim`, whether the queue has
-///    limits (then it is claimed through `limits.rs`); one row of NULLs and
-///    `lim` when nothing was claimed.
+/// The claim of one queue, in one statement (see the file): the due tasks
+/// in claim order, skipping rows another claimer holds, moved to `RUNNING`
+/// by `ctid`, and whether the queue has limits.
 ///
 /// Binds: ns, queue, limit, lease ms, worker.
-const CLAIM_SQL: &str = concat!(
-    "WITH c AS (SELECT ctid FROM ",
-    tasks!(),
-    " WHERE ns = $1 AND queue = $2 AND ",
-    waiting!(),
-    " AND due_at <= ",
-    now_ms!(),
-    " AND NOT EXISTS (SELECT 1 FROM ",
-    queues!(),
-    " p WHERE p.ns = $1 AND p.queue = $2 AND (p.paused OR ",
-    limited!(),
-    ")) ORDER BY priority DESC, due_at, id LIMIT $3 FOR UPDATE SKIP LOCKED), u AS (UPDATE ",
-    tasks!(),
-    claim_set!(),
-    " WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM c)) RETURNING ",
-    t_task_columns!(),
-    ") SELECT x.lim, u.* FROM (SELECT EXISTS (SELECT 1 FROM ",
-    queues!(),
-    " p WHERE p.ns = $1 AND p.queue = $2 AND NOT p.paused AND ",
-    limited!(),
-    ") AS lim) x LEFT JOIN u ON TRUE"
-);
+const CLAIM_SQL: &str = sql!("claim/claim_queue");
 
 /// What one claim of one queue took, and whether the queue has limits.
 struct Round {
@@ -260,21 +178,14 @@ impl PostgresStorage {
             // Ids as an array the rows are looked up by, each row's fence
             // found by its position: no join for the planner to turn into a
             // walk of the namespace when its statistics are stale.
-            let rows = sqlx::query(concat!(
-                "UPDATE ",
-                tasks!(),
-                " SET lease_until = ",
-                now_ms!(),
-                " + $2 WHERE ns = $1 AND id = ANY($3::TEXT[]) AND state = 'RUNNING' \
-                 AND fence = ($4::BIGINT[])[array_position($3::TEXT[], id)] RETURNING id, cancel_requested"
-            ))
-            .bind(ns.as_str())
-            .bind(ms(lease))
-            .bind(chunk.iter().map(|l| l.id.as_str().to_owned()).collect::<Vec<_>>())
-            .bind(chunk.iter().map(|l| big(l.fence)).collect::<Vec<_>>())
-            .fetch_all_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+            let rows = sqlx::query(sql!("claim/renew_leases"))
+                .bind(ns.as_str())
+                .bind(ms(lease))
+                .bind(chunk.iter().map(|l| l.id.as_str().to_owned()).collect::<Vec<_>>())
+                .bind(chunk.iter().map(|l| big(l.fence)).collect::<Vec<_>>())
+                .fetch_all_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
             let mut renewed = std::collections::HashMap::with_capacity(rows.len());
             for r in rows {
                 let id: String = r.try_get("id").map_err(error::storage)?;
@@ -369,20 +280,13 @@ pub(crate) async fn to_error(
     reason: &str,
 ) -> Result<()> {
     tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
-    sqlx::query(concat!(
-        "UPDATE ",
-        tasks!(),
-        " SET finished_at = ",
-        now_ms!(),
-        ", last_error = $1, worker = NULL, lease_until = NULL, state = 'ERROR' WHERE ns = $2 AND id = $3 AND \
-         CASE WHEN $4::BIGINT IS NULL THEN state IN ('CREATED', 'PENDING') ELSE state = 'RUNNING' AND fence = $4 END"
-    ))
-    .bind(clip_error(&format!("corrupt record: {reason}")))
-    .bind(ns.as_str())
-    .bind(raw_id)
-    .bind(fence)
-    .execute_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+    sqlx::query(sql!("claim/move_to_error"))
+        .bind(clip_error(&format!("corrupt record: {reason}")))
+        .bind(ns.as_str())
+        .bind(raw_id)
+        .bind(fence)
+        .execute_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     Ok(())
 }

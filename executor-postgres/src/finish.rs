@@ -19,7 +19,7 @@ use crate::{
     PostgresStorage,
     conn::{Conns, RunOn},
     error,
-    sql::{big, clip_error, log_append, log_error_chars, ms, now_ms, tasks},
+    sql::{big, clip_error, ms, sql},
     wake::Wakes,
 };
 
@@ -32,37 +32,12 @@ const MAX_BATCH: usize = 1000;
 /// task is `RUNNING` with the lease's fence, so a worker that lost its lease
 /// cannot overwrite a newer attempt (invariant 2). Every duration bound here
 /// was validated ([`Finish::validate`]), so `now + delay` stays in range.
-const FINISH_SQL: &str = concat!(
-    "UPDATE ",
-    tasks!(),
-    " SET due_at = CASE WHEN $1::BIGINT IS NULL THEN due_at ELSE ",
-    now_ms!(),
-    " + $1 END, finished_at = CASE WHEN $2 THEN ",
-    now_ms!(),
-    " END, last_error = COALESCE($3, last_error), \
-     attempts = CASE WHEN $4 THEN GREATEST(attempts, 1) - 1 ELSE attempts END, worker = NULL, \
-     lease_until = NULL, state = $5 WHERE ns = $6 AND id = $7 AND fence = $8 AND state = 'RUNNING'"
-);
+const FINISH_SQL: &str = sql!("finish/finish");
 
 /// [`FINISH_SQL`] for a retry: the same change, and the attempt that ended
 /// appended to the attempt log in the same statement. Only retries pay for
 /// the log; completions run `FINISH_SQL` or the batch UPDATE, as before.
-const RETRY_SQL: &str = concat!(
-    "UPDATE ",
-    tasks!(),
-    " t SET attempt_log = ",
-    log_append!(concat!(
-        "jsonb_build_object('attempt', t.attempts, 'worker', $1::TEXT, 'started_at', t.started_at, 'ended_at', ",
-        now_ms!(),
-        ", 'outcome', 'failed', 'error', left($2, ",
-        log_error_chars!(),
-        "))"
-    )),
-    ", due_at = ",
-    now_ms!(),
-    " + $3, finished_at = NULL, last_error = $2, worker = NULL, lease_until = NULL, state = 'PENDING' \
-     WHERE ns = $4 AND id = $5 AND fence = $6 AND state = 'RUNNING'"
-);
+const RETRY_SQL: &str = sql!("finish/retry");
 
 fn finish_query<'a>(
     ns: &'a Namespace,
@@ -257,33 +232,25 @@ async fn complete_batch(conns: &Conns, ns: &Namespace, leases: &[&Lease]) -> Res
     let changed = error::retry_lock_conflicts(|| async move {
         // Ids as an array, each row's fence found by its position (see the
         // heartbeat in `claim.rs`).
-        sqlx::query(concat!(
-            "UPDATE ",
-            tasks!(),
-            " SET finished_at = ",
-            now_ms!(),
-            ", worker = NULL, lease_until = NULL, state = 'COMPLETED' WHERE ns = $1 AND id = ANY($2::TEXT[]) \
-             AND state = 'RUNNING' AND fence = ($3::BIGINT[])[array_position($2::TEXT[], id)]"
-        ))
-        .bind(ns.as_str())
-        .bind(ids)
-        .bind(fences)
-        .execute_on(conns)
-        .await
-        .map_err(error::storage)
+        sqlx::query(sql!("finish/complete_batch"))
+            .bind(ns.as_str())
+            .bind(ids)
+            .bind(fences)
+            .execute_on(conns)
+            .await
+            .map_err(error::storage)
     })
     .await?
     .rows_affected();
     if changed == leases.len() as u64 {
         return Ok(leases.iter().map(|_| Landed::Yes).collect());
     }
-    let rows =
-        sqlx::query(concat!("SELECT id, fence, state FROM ", tasks!(), " WHERE ns = $1 AND id = ANY($2)"))
-            .bind(ns.as_str())
-            .bind(ids)
-            .fetch_all_on(conns)
-            .await
-            .map_err(error::storage)?;
+    let rows = sqlx::query(sql!("finish/read_batch"))
+        .bind(ns.as_str())
+        .bind(ids)
+        .fetch_all_on(conns)
+        .await
+        .map_err(error::storage)?;
     let mut current: HashMap<String, (u64, String)> = HashMap::with_capacity(rows.len());
     for r in rows {
         let id: String = r.try_get("id").map_err(error::storage)?;

@@ -12,15 +12,7 @@ use executor_core::{
 };
 use sqlx::postgres::PgRow;
 
-use crate::{PostgresStorage, conn::RunOn, error, row::col, sql::now_ms};
-
-/// The history table.
-macro_rules! history {
-    () => {
-        "reliable_executor_history"
-    };
-}
-pub(crate) use history;
+use crate::{PostgresStorage, conn::RunOn, error, row::col, sql::sql};
 
 /// One row as a bucket, or why it is left out.
 fn bucket(r: &PgRow) -> Result<HistoryBucket, String> {
@@ -55,24 +47,14 @@ impl PostgresStorage {
         let succeeded: Vec<i64> = merged.values().map(|v| v.0).collect();
         let failed: Vec<i64> = merged.values().map(|v| v.1).collect();
         error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!(
-                "INSERT INTO ",
-                history!(),
-                " AS t (ns, minute, name, succeeded, failed) SELECT $1, (",
-                now_ms!(),
-                " / 60000) * 60000, u.name, u.succeeded, u.failed \
-                 FROM UNNEST($2::text[], $3::bigint[], $4::bigint[]) AS u(name, succeeded, failed) \
-                 ORDER BY u.name COLLATE \"C\" \
-                 ON CONFLICT (ns, minute, name) DO UPDATE SET succeeded = t.succeeded + EXCLUDED.succeeded, \
-                 failed = t.failed + EXCLUDED.failed"
-            ))
-            .bind(ns.as_str())
-            .bind(&names)
-            .bind(&succeeded)
-            .bind(&failed)
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)
+            sqlx::query(sql!("history/add"))
+                .bind(ns.as_str())
+                .bind(&names)
+                .bind(&succeeded)
+                .bind(&failed)
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
         })
         .await
         .map(drop)
@@ -83,16 +65,12 @@ impl PostgresStorage {
     /// out with a warning.
     pub(crate) async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
         let since = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
-        let rows = sqlx::query(concat!(
-            "SELECT minute, name, succeeded, failed FROM ",
-            history!(),
-            " WHERE ns = $1 AND minute >= $2 ORDER BY minute, name"
-        ))
-        .bind(ns.as_str())
-        .bind(since)
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("history/read"))
+            .bind(ns.as_str())
+            .bind(since)
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             match bucket(r) {
@@ -107,7 +85,7 @@ impl PostgresStorage {
     pub(crate) async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         let before = i64::try_from(before.as_millis()).unwrap_or(i64::MAX);
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!("DELETE FROM ", history!(), " WHERE ns = $1 AND minute < $2"))
+            sqlx::query(sql!("history/trim"))
                 .bind(ns.as_str())
                 .bind(before)
                 .execute_on(&self.conns)

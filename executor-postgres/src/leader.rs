@@ -11,7 +11,7 @@ use crate::{
     PostgresStorage,
     conn::RunOn,
     error,
-    sql::{big, leaders, ms, now_ms, workers},
+    sql::{big, ms, sql},
 };
 
 impl PostgresStorage {
@@ -26,27 +26,13 @@ impl PostgresStorage {
     ) -> Result<Option<Leadership>> {
         error::retry_lock_conflicts(|| async {
             // Every SET expression reads the row as it was (`l.`).
-            let row = sqlx::query(concat!(
-                "INSERT INTO ",
-                leaders!(),
-                " AS l (ns, worker, token, until_ms) VALUES ($1, $2, 1, ",
-                now_ms!(),
-                " + $3) ON CONFLICT (ns) DO UPDATE SET token = CASE WHEN l.until_ms <= ",
-                now_ms!(),
-                " THEN l.token + 1 ELSE l.token END, worker = CASE WHEN l.until_ms <= ",
-                now_ms!(),
-                " THEN $2 ELSE l.worker END, until_ms = CASE WHEN l.until_ms <= ",
-                now_ms!(),
-                " OR l.worker = $2 THEN ",
-                now_ms!(),
-                " + $3 ELSE l.until_ms END RETURNING worker, token, until_ms"
-            ))
-            .bind(ns.as_str())
-            .bind(worker.as_str())
-            .bind(ms(ttl))
-            .fetch_one_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+            let row = sqlx::query(sql!("leader/acquire"))
+                .bind(ns.as_str())
+                .bind(worker.as_str())
+                .bind(ms(ttl))
+                .fetch_one_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
             match term(&row)? {
                 t if &t.worker == worker => Ok(Some(t)),
                 _ => Ok(None),
@@ -58,32 +44,23 @@ impl PostgresStorage {
     /// Ends the term early if `term` still holds it; the row stays so the next
     /// term's token is larger.
     pub(crate) async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
-        sqlx::query(concat!(
-            "UPDATE ",
-            leaders!(),
-            " SET until_ms = 0 WHERE ns = $1 AND worker = $2 AND token = $3"
-        ))
-        .bind(ns.as_str())
-        .bind(term.worker.as_str())
-        .bind(big(term.token))
-        .execute_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        sqlx::query(sql!("leader/release"))
+            .bind(ns.as_str())
+            .bind(term.worker.as_str())
+            .bind(big(term.token))
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         Ok(())
     }
 
     /// The unexpired term, if any.
     pub(crate) async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
-        let row = sqlx::query(concat!(
-            "SELECT worker, token, until_ms FROM ",
-            leaders!(),
-            " WHERE ns = $1 AND until_ms > ",
-            now_ms!()
-        ))
-        .bind(ns.as_str())
-        .fetch_optional_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let row = sqlx::query(sql!("leader/current"))
+            .bind(ns.as_str())
+            .fetch_optional_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         row.map(|r| term(&r)).transpose()
     }
 
@@ -99,20 +76,14 @@ impl PostgresStorage {
         let names =
             serde_json::to_string(names).map_err(|e| Error::invalid("handler names", e.to_string()))?;
         error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!(
-                "INSERT INTO ",
-                workers!(),
-                " (ns, worker, names, until_ms) VALUES ($1, $2, $3, ",
-                now_ms!(),
-                " + $4) ON CONFLICT (ns, worker) DO UPDATE SET names = EXCLUDED.names, until_ms = EXCLUDED.until_ms"
-            ))
-            .bind(ns.as_str())
-            .bind(worker.as_str())
-            .bind(&names)
-            .bind(ms(ttl))
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)
+            sqlx::query(sql!("leader/announce"))
+                .bind(ns.as_str())
+                .bind(worker.as_str())
+                .bind(&names)
+                .bind(ms(ttl))
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
         })
         .await
         .map(drop)
@@ -121,21 +92,16 @@ impl PostgresStorage {
     /// Deletes the lapsed rows of `ns`, then reads the others; a row that does
     /// not parse is left out.
     pub(crate) async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
-        sqlx::query(concat!("DELETE FROM ", workers!(), " WHERE ns = $1 AND until_ms <= ", now_ms!()))
+        sqlx::query(sql!("leader/delete_lapsed_workers"))
             .bind(ns.as_str())
             .execute_on(&self.conns)
             .await
             .map_err(error::storage)?;
-        let rows = sqlx::query(concat!(
-            "SELECT worker, names, until_ms FROM ",
-            workers!(),
-            " WHERE ns = $1 AND until_ms > ",
-            now_ms!()
-        ))
-        .bind(ns.as_str())
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("leader/workers"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         Ok(rows
             .iter()
             .filter_map(|r| {

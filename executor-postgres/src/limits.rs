@@ -27,14 +27,18 @@ use sqlx::{Row, postgres::PgRow};
 
 use crate::{
     PostgresStorage,
-    claim::{at_max, claim_set, read_claimed, sort_claim_order},
+    claim::{read_claimed, sort_claim_order},
     conn::RunOn,
     error,
-    sql::{ms, now_ms, queues, tasks, waiting},
+    sql::{ms, sql},
 };
 
 /// Opens the limited claim's transaction with the bound on idleness.
-const BEGIN: &str = "BEGIN; SET LOCAL idle_in_transaction_session_timeout = '2s'";
+const BEGIN: &str = sql!("limits/begin");
+/// Ends it, taking the claims.
+const COMMIT: &str = sql!("limits/commit");
+/// Ends it, undoing.
+const ROLLBACK: &str = sql!("limits/rollback");
 
 /// How a limited claim of one queue ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,23 +120,18 @@ impl PostgresStorage {
     ) -> Result<()> {
         limits.validate()?;
         if limits.is_none() {
-            sqlx::query(concat!("DELETE FROM ", queues!(), " WHERE ns = $1 AND queue = $2 AND NOT paused"))
+            sqlx::query(sql!("limits/delete_unlimited"))
                 .bind(ns.as_str())
                 .bind(queue.as_str())
                 .execute_on(&self.conns)
                 .await
                 .map_err(error::storage)?;
-            sqlx::query(concat!(
-                "UPDATE ",
-                queues!(),
-                " SET concurrency = NULL, rate_starts = NULL, rate_per_ms = NULL, rate_burst = NULL, \
-                 tokens = 0, throttled = 0 WHERE ns = $1 AND queue = $2"
-            ))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+            sqlx::query(sql!("limits/clear"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
             self.forget_limited(ns, queue);
             self.announce_work(ns).await?;
             return Ok(());
@@ -143,30 +142,17 @@ impl PostgresStorage {
         let full = f64::from(limits.rate.map_or(0, |r| r.burst));
         // The SET reads the row as it was (`q.`): the tokens are refilled
         // under the old rate and time before they are replaced.
-        sqlx::query(concat!(
-            "INSERT INTO ",
-            queues!(),
-            " AS q (ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, \
-             throttled) VALUES ($1, $2, FALSE, $3, $4, $5, $6, $7, ",
-            now_ms!(),
-            ", 0) ON CONFLICT (ns, queue) DO UPDATE SET tokens = CASE WHEN $4::INTEGER IS NULL THEN 0 \
-             WHEN q.rate_starts > 0 AND q.rate_per_ms > 0 AND q.rate_burst > 0 THEN LEAST($7, q.rate_burst, \
-             LEAST(GREATEST(q.tokens, 0), q.rate_burst) + GREATEST(",
-            now_ms!(),
-            " - q.tokens_at, 0)::DOUBLE PRECISION * q.rate_starts / q.rate_per_ms) ELSE $7 END, tokens_at = ",
-            now_ms!(),
-            ", concurrency = $3, rate_starts = $4, rate_per_ms = $5, rate_burst = $6"
-        ))
-        .bind(ns.as_str())
-        .bind(queue.as_str())
-        .bind(limits.concurrency.map(crate::sql::int))
-        .bind(starts)
-        .bind(per)
-        .bind(burst)
-        .bind(full)
-        .execute_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        sqlx::query(sql!("limits/set"))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .bind(limits.concurrency.map(crate::sql::int))
+            .bind(starts)
+            .bind(per)
+            .bind(burst)
+            .bind(full)
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         self.remember_limited(ns, queue);
         // A raised limit may let waiting claimers anywhere take more.
         self.announce_work(ns).await?;
@@ -217,28 +203,22 @@ impl PostgresStorage {
     ) -> Result<(Vec<TaskRecord>, Outcome)> {
         let mut c = self.conns.get().await.map_err(error::storage)?;
         sqlx::raw_sql(BEGIN).execute(&mut *c).await.map_err(error::storage)?;
-        let locked = sqlx::query(concat!(
-            "SELECT paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled, ",
-            now_ms!(),
-            " AS now FROM ",
-            queues!(),
-            " WHERE ns = $1 AND queue = $2 FOR UPDATE NOWAIT"
-        ))
-        .bind(ns.as_str())
-        .bind(queue.as_str())
-        .fetch_optional(&mut *c)
-        .await;
+        let locked = sqlx::query(sql!("limits/lock_queue"))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .fetch_optional(&mut *c)
+            .await;
         let row = match locked {
             Ok(row) => row,
             Err(e) if error::is_lock_not_available(&e) => {
-                sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+                sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
                 c.done();
                 return Ok((Vec::new(), Outcome::Busy));
             }
             Err(e) => return Err(error::storage(e)),
         };
         let Some(row) = row else {
-            sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+            sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
             c.done();
             return Ok((Vec::new(), Outcome::Unlimited));
         };
@@ -247,7 +227,7 @@ impl PostgresStorage {
         let limits = match stored.limits() {
             _ if stored.paused => None,
             _ if !stored.has_limits() => {
-                sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+                sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
                 c.done();
                 return Ok((Vec::new(), Outcome::Unlimited));
             }
@@ -260,25 +240,21 @@ impl PostgresStorage {
             }
         };
         let Some(limits) = limits else {
-            sqlx::raw_sql("ROLLBACK").execute(&mut *c).await.map_err(error::storage)?;
+            sqlx::raw_sql(ROLLBACK).execute(&mut *c).await.map_err(error::storage)?;
             c.done();
             return Ok((Vec::new(), Outcome::Done));
         };
 
         let mut allowed = upto;
         if let Some(n) = limits.concurrency {
-            let running: i64 = sqlx::query(concat!(
-                "SELECT COUNT(*) AS running FROM ",
-                tasks!(),
-                " WHERE ns = $1 AND state = 'RUNNING' AND queue = $2"
-            ))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .fetch_one(&mut *c)
-            .await
-            .map_err(error::storage)?
-            .try_get("running")
-            .map_err(error::storage)?;
+            let running: i64 = sqlx::query(sql!("limits/count_running"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .fetch_one(&mut *c)
+                .await
+                .map_err(error::storage)?
+                .try_get("running")
+                .map_err(error::storage)?;
             let left = u64::from(n).saturating_sub(u64::try_from(running).unwrap_or(0));
             allowed = allowed.min(usize::try_from(left).unwrap_or(usize::MAX));
         }
@@ -294,68 +270,44 @@ impl PostgresStorage {
         // then whether more were due than the limit let it take.
         let mut claimed_rows: Vec<PgRow> = Vec::new();
         if allowed > 0 {
-            claimed_rows = sqlx::query(concat!(
-                "WITH c AS (SELECT ctid FROM ",
-                tasks!(),
-                " WHERE ns = $1 AND queue = $2 AND ",
-                waiting!(),
-                " AND due_at <= ",
-                now_ms!(),
-                " ORDER BY priority DESC, due_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) UPDATE ",
-                tasks!(),
-                claim_set!(),
-                " WHERE t.ctid = ANY(ARRAY(SELECT ctid FROM c)) RETURNING t.*"
-            ))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .bind(i64::try_from(allowed).unwrap_or(i64::MAX))
-            .bind(ms(lease))
-            .bind(worker.as_str())
-            .fetch_all(&mut *c)
-            .await
-            .map_err(error::storage)?;
+            claimed_rows = sqlx::query(sql!("limits/claim_queue"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .bind(i64::try_from(allowed).unwrap_or(i64::MAX))
+                .bind(ms(lease))
+                .bind(worker.as_str())
+                .fetch_all(&mut *c)
+                .await
+                .map_err(error::storage)?;
         }
         let cut = allowed < upto && {
             // Inside the transaction the rows just claimed are RUNNING: any
             // other due row is one the limit held back.
-            let more: bool = sqlx::query(concat!(
-                "SELECT EXISTS (SELECT 1 FROM ",
-                tasks!(),
-                " WHERE ns = $1 AND queue = $2 AND ",
-                waiting!(),
-                " AND due_at <= ",
-                now_ms!(),
-                ") AS more"
-            ))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .fetch_one(&mut *c)
-            .await
-            .map_err(error::storage)?
-            .try_get("more")
-            .map_err(error::storage)?;
+            let more: bool = sqlx::query(sql!("limits/more_due"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .fetch_one(&mut *c)
+                .await
+                .map_err(error::storage)?
+                .try_get("more")
+                .map_err(error::storage)?;
             more
         };
 
         let spent = claimed_rows.len();
         if tokens.is_some() || cut {
             let left = tokens.map_or(stored.tokens, |t| (t - spent as f64).max(0.0));
-            sqlx::query(concat!(
-                "UPDATE ",
-                queues!(),
-                " SET tokens = $1, tokens_at = $2, throttled = LEAST(throttled, 9223372036854775806) + $3 \
-                 WHERE ns = $4 AND queue = $5"
-            ))
-            .bind(if left.is_finite() { left } else { 0.0 })
-            .bind(if tokens.is_some() { now } else { stored.tokens_at })
-            .bind(i64::from(cut))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .execute(&mut *c)
-            .await
-            .map_err(error::storage)?;
+            sqlx::query(sql!("limits/spend_tokens"))
+                .bind(if left.is_finite() { left } else { 0.0 })
+                .bind(if tokens.is_some() { now } else { stored.tokens_at })
+                .bind(i64::from(cut))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute(&mut *c)
+                .await
+                .map_err(error::storage)?;
         }
-        sqlx::raw_sql("COMMIT").execute(&mut *c).await.map_err(error::storage)?;
+        sqlx::raw_sql(COMMIT).execute(&mut *c).await.map_err(error::storage)?;
         c.done();
 
         let mut tasks = Vec::with_capacity(claimed_rows.len());
@@ -381,15 +333,11 @@ pub(crate) struct Shown {
 
 /// Every row of `ns` in the queues table.
 pub(crate) async fn rows(s: &PostgresStorage, ns: &Namespace) -> Result<Vec<Shown>> {
-    let rows = sqlx::query(concat!(
-        "SELECT queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, tokens_at, throttled FROM ",
-        queues!(),
-        " WHERE ns = $1"
-    ))
-    .bind(ns.as_str())
-    .fetch_all_on(&s.conns)
-    .await
-    .map_err(error::storage)?;
+    let rows = sqlx::query(sql!("limits/rows"))
+        .bind(ns.as_str())
+        .fetch_all_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let name: String = r.try_get("queue").map_err(error::storage)?;

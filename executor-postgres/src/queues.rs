@@ -4,15 +4,9 @@
 use std::collections::BTreeMap;
 
 use executor_core::{Namespace, QueueInfo, QueueName, Result, Timestamp};
-use sqlx::{Postgres, QueryBuilder, Row};
+use sqlx::Row;
 
-use crate::{
-    PostgresStorage,
-    conn::RunOn,
-    error, limits,
-    sql::{limited, now_ms, queues, tasks, waiting},
-    wake::push_waiting_queues,
-};
+use crate::{PostgresStorage, conn::RunOn, error, limits, sql::sql};
 
 impl PostgresStorage {
     /// Pauses or resumes `queue`: a row in the queues table while it is
@@ -23,23 +17,9 @@ impl PostgresStorage {
     /// claimers.
     pub(crate) async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         let statements: &[&'static str] = if paused {
-            &[concat!(
-                "INSERT INTO ",
-                queues!(),
-                " (ns, queue, paused, tokens_at) VALUES ($1, $2, TRUE, ",
-                now_ms!(),
-                ") ON CONFLICT (ns, queue) DO UPDATE SET paused = TRUE"
-            )]
+            &[sql!("queues/pause")]
         } else {
-            &[
-                concat!(
-                    "DELETE FROM ",
-                    queues!(),
-                    " p WHERE p.ns = $1 AND p.queue = $2 AND NOT ",
-                    limited!()
-                ),
-                concat!("UPDATE ", queues!(), " SET paused = FALSE WHERE ns = $1 AND queue = $2"),
-            ]
+            &[sql!("queues/resume_delete"), sql!("queues/resume")]
         };
         for statement in statements {
             sqlx::query(*statement)
@@ -63,21 +43,9 @@ impl PostgresStorage {
     /// not a valid queue name (a hand-edited row) is left out and logged.
     pub(crate) async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
         let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
-        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("");
-        push_waiting_queues(&mut qb, ns);
-        qb.push(concat!(
-            "SELECT q.queue, f.waiting, f.due, f.oldest_due FROM (SELECT queue FROM wq WHERE queue IS NOT NULL) q \
-             CROSS JOIN LATERAL (SELECT COUNT(*) AS waiting, COUNT(*) FILTER (WHERE t.due_at <= ",
-            now_ms!(),
-            ") AS due, MIN(t.due_at) FILTER (WHERE t.due_at <= ",
-            now_ms!(),
-            ") AS oldest_due FROM ",
-            tasks!(),
-            " t WHERE t.ns = "
-        ))
-        .push_bind(ns.as_str().to_owned())
-        .push(concat!(" AND t.queue = q.queue AND t.", waiting!(), ") f"));
-        for r in qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)? {
+        let figures =
+            sqlx::query(sql!("queues/figures")).bind(ns.as_str()).bind(ns.as_str()).bind(ns.as_str());
+        for r in figures.fetch_all_on(&self.conns).await.map_err(error::storage)? {
             let name: String = r.try_get("queue").map_err(error::storage)?;
             let Some(queue) = valid(&name) else { continue };
             let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
@@ -88,15 +56,11 @@ impl PostgresStorage {
             info.due += u64::try_from(due).unwrap_or(0);
             info.oldest_due = oldest.and_then(|t| u64::try_from(t).ok()).map(Timestamp::from_millis);
         }
-        let running = sqlx::query(concat!(
-            "SELECT queue, COUNT(*) AS running FROM ",
-            tasks!(),
-            " WHERE ns = $1 AND state = 'RUNNING' GROUP BY queue"
-        ))
-        .bind(ns.as_str())
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let running = sqlx::query(sql!("queues/running"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         for r in running {
             let name: String = r.try_get("queue").map_err(error::storage)?;
             let Some(queue) = valid(&name) else { continue };

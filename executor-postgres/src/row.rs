@@ -6,22 +6,24 @@
 use executor_core::{Error, QueueName, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
 use sqlx::{Row, postgres::PgRow};
 
-/// The attempt log of a row selected with `task_columns_with_log!()`, read
-/// leniently ([`executor_core::storage::attempt_log_from_column`]): NULL, or a
-/// value that does not parse, reads as empty, so the task stays readable.
+/// The attempt log of a row that selected it (`sql/query/get.sql`, the tier
+/// moves), read leniently
+/// ([`executor_core::storage::attempt_log_from_column`]): NULL, or a value
+/// that does not parse, reads as empty, so the task stays readable.
 pub(crate) fn attempt_log(row: &PgRow, id: &TaskId) -> Vec<executor_core::AttemptRecord> {
     executor_core::storage::attempt_log_from_column(id, row.try_get::<Option<String>, _>("attempt_log"))
 }
 
-/// [`task_from_row`] of a row selected with `task_columns_with_log!()`,
-/// its attempt log included.
+/// [`task_from_row`] of a row that selected the attempt log too, the log
+/// included.
 pub(crate) fn task_with_log(row: &PgRow) -> Result<TaskRecord, String> {
     let mut task = task_from_row(row)?;
     task.attempt_log = attempt_log(row, &task.id);
     Ok(task)
 }
 
-/// Reads one row selected with `task_columns!()`.
+/// Reads one row selected with the task columns the claim and list
+/// statements name (`sql/claim/claim_queue.sql`).
 pub(crate) fn task_from_row(row: &PgRow) -> Result<TaskRecord, String> {
     let id: String = col(row, "id")?;
     let id = TaskId::new(id).map_err(|e| e.to_string())?;

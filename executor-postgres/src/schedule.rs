@@ -10,13 +10,7 @@ use executor_core::{
 };
 use sqlx::postgres::PgRow;
 
-use crate::{
-    PostgresStorage,
-    conn::RunOn,
-    error,
-    row::col,
-    sql::{now_ms, schedules},
-};
+use crate::{PostgresStorage, conn::RunOn, error, row::col, sql::sql};
 
 impl PostgresStorage {
     /// Inserts `schedule` with its cursor at the server's now, or replaces
@@ -32,19 +26,13 @@ impl PostgresStorage {
             return Err(Error::PayloadTooLarge { size: definition.len(), limit });
         }
         error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!(
-                "INSERT INTO ",
-                schedules!(),
-                " (ns, name, definition, paused, cursor_ms, fence, last_task) VALUES ($1, $2, $3, FALSE, ",
-                now_ms!(),
-                ", 0, NULL) ON CONFLICT (ns, name) DO UPDATE SET definition = EXCLUDED.definition"
-            ))
-            .bind(ns.as_str())
-            .bind(schedule.name.as_str())
-            .bind(definition.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)
+            sqlx::query(sql!("schedule/put"))
+                .bind(ns.as_str())
+                .bind(schedule.name.as_str())
+                .bind(definition.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
         })
         .await
         .map(drop)
@@ -55,15 +43,11 @@ impl PostgresStorage {
     /// bad last task) is left out with a warning, so one bad row does not
     /// stop every other schedule from firing.
     pub(crate) async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
-        let rows = sqlx::query(concat!(
-            "SELECT name, definition, paused, cursor_ms, fence, last_task FROM ",
-            schedules!(),
-            " WHERE ns = $1 ORDER BY name"
-        ))
-        .bind(ns.as_str())
-        .fetch_all_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let rows = sqlx::query(sql!("schedule/all"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         Ok(rows
             .iter()
             .filter_map(|r| match entry(r) {
@@ -80,7 +64,7 @@ impl PostgresStorage {
     /// Deletes schedule `name`; whether it existed.
     pub(crate) async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!("DELETE FROM ", schedules!(), " WHERE ns = $1 AND name = $2"))
+            sqlx::query(sql!("schedule/remove"))
                 .bind(ns.as_str())
                 .bind(name)
                 .execute_on(&self.conns)
@@ -96,7 +80,7 @@ impl PostgresStorage {
     /// `true`).
     pub(crate) async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!("UPDATE ", schedules!(), " SET paused = $1 WHERE ns = $2 AND name = $3"))
+            sqlx::query(sql!("schedule/pause"))
                 .bind(paused)
                 .bind(ns.as_str())
                 .bind(name)
@@ -120,21 +104,16 @@ impl PostgresStorage {
     ) -> Result<bool> {
         let task = advance.task.as_ref().map(TaskId::as_str);
         let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(concat!(
-                "UPDATE ",
-                schedules!(),
-                " SET cursor_ms = $1, fence = $2, last_task = COALESCE($3, last_task) WHERE ns = $4 AND name = $5 \
-                 AND cursor_ms = $6 AND fence <= $2"
-            ))
-            .bind(crate::sql::ts(advance.to))
-            .bind(crate::sql::big(advance.token))
-            .bind(task)
-            .bind(ns.as_str())
-            .bind(name)
-            .bind(crate::sql::ts(advance.from))
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)
+            sqlx::query(sql!("schedule/advance"))
+                .bind(crate::sql::ts(advance.to))
+                .bind(crate::sql::big(advance.token))
+                .bind(task)
+                .bind(ns.as_str())
+                .bind(name)
+                .bind(crate::sql::ts(advance.from))
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)
         })
         .await?;
         Ok(done.rows_affected() == 1)

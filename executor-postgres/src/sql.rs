@@ -1,141 +1,86 @@
-//! SQL fragments shared by the statements: table names, the server clock and
-//! the column list every task read uses. Macros rather than constants so the
-//! statements stay `&'static str` (sqlx 0.9 only runs static or builder SQL).
+//! The statements: each one a file under `sql/`, `sql/<module>/<what it
+//! does>.sql`, loaded at compile time by [`sql!`]. A file starts with a
+//! comment saying what the statement does and what its parameters are;
+//! [`sql!`] leaves that comment out of the text sent. Lists are arrays
+//! (`= ANY($2::TEXT[])`, `UNNEST(..)`), so every statement has one shape but
+//! the list page's, whose optional lines [`only`] picks.
 
-/// The tasks table.
-macro_rules! tasks {
-    () => {
-        "reliable_executor_tasks"
-    };
+/// The statement in `sql/<name>.sql`, without its leading comment, as a
+/// `&'static str`.
+macro_rules! sql {
+    ($name:literal) => {{
+        const TEXT: &str =
+            crate::sql::body(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/", $name, ".sql")));
+        TEXT
+    }};
+}
+pub(crate) use sql;
+
+/// `text` without its leading comment lines and the blank space around it.
+pub(crate) const fn body(text: &str) -> &str {
+    let b = text.as_bytes();
+    let mut start = 0;
+    loop {
+        while start < b.len() && b[start].is_ascii_whitespace() {
+            start += 1;
+        }
+        if start + 1 < b.len() && b[start] == b'-' && b[start + 1] == b'-' {
+            while start < b.len() && b[start] != b'\n' {
+                start += 1;
+            }
+        } else {
+            break;
+        }
+    }
+    let mut end = b.len();
+    while end > start && b[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    let (_, rest) = text.split_at(start);
+    rest.split_at(end - start).0
 }
 
-/// The leadership table.
-macro_rules! leaders {
-    () => {
-        "reliable_executor_leaders"
-    };
+/// `text` without the lines ending in `-- if name` whose name is not in
+/// `on`, and without that comment on the others; the placeholders left are
+/// numbered `$1, $2, ..` in the order they appear (a file numbers them as
+/// if every line were sent, and each appears once).
+pub(crate) fn only(text: &str, on: &[&str]) -> String {
+    let mut kept: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        match line.split_once(" -- if ") {
+            Some((line, name)) if on.contains(&name.trim()) => kept.push(line.trim_end()),
+            Some(_) => {}
+            None => kept.push(line),
+        }
+    }
+    let kept = kept.join("\n");
+    let mut out = String::with_capacity(kept.len());
+    let (mut n, mut quoted) = (0, false);
+    let mut chars = kept.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        if c == '$' && !quoted && chars.peek().is_some_and(char::is_ascii_digit) {
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            n += 1;
+            out.push_str(&format!("${n}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
-/// The workers' announcements.
-macro_rules! workers {
-    () => {
-        "reliable_executor_workers"
-    };
-}
-
-/// The cron schedules.
-macro_rules! schedules {
-    () => {
-        "reliable_executor_schedules"
-    };
-}
-
-/// The queues that are paused or have limits.
-macro_rules! queues {
-    () => {
-        "reliable_executor_queues"
-    };
-}
-
-/// The server's clock in epoch milliseconds: `statement_timestamp()`, the
-/// start of the current statement. Not `now()`, which is the start of the
-/// transaction (a statement inside a user's long transaction would stamp an
-/// old time), and not `clock_timestamp()`, which is volatile: it changes
-/// during the statement, so the planner cannot use `due_at <= it` as an
-/// index bound and every row would see another "now". `statement_timestamp()`
-/// is stable within a statement, so it bounds index ranges like a constant.
-macro_rules! now_ms {
-    () => {
-        "(FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT)"
-    };
-}
-
-/// The waiting states, as the partial indexes name them.
-macro_rules! waiting {
-    () => {
-        "state IN ('CREATED', 'PENDING')"
-    };
-}
-
-/// Every column [`crate::row::task_from_row`] reads, in one place.
-macro_rules! task_columns {
-    () => {
-        "id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
-         finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-         debounce_key, queue, priority"
-    };
-}
-
-/// [`task_columns!`] and the attempt log as text: what `get` and the tier
-/// moves read. Claims and list pages leave the log out, so they read what
-/// they did before it existed.
-macro_rules! task_columns_with_log {
-    () => {
-        concat!(crate::sql::task_columns!(), ", attempt_log::text AS attempt_log")
-    };
-}
-
-/// The attempt log of the row aliased `t` with one entry appended (a
-/// `jsonb_build_object(..)` expression), trimmed to the newest 20
-/// ([`executor_core::MAX_ATTEMPT_LOG`]): the value of `SET attempt_log = `
-/// in the statement of the transition that ends the attempt. A value that
-/// is not an array (NULL, or edited by hand) starts afresh.
-macro_rules! log_append {
-    ($entry:expr) => {
-        concat!(
-            "(CASE WHEN jsonb_typeof(t.attempt_log) = 'array' THEN CASE WHEN jsonb_array_length(t.attempt_log) >= 20 \
-             THEN t.attempt_log - 0 ELSE t.attempt_log END ELSE '[]'::jsonb END) || jsonb_build_array(",
-            $entry,
-            ")"
-        )
-    };
-}
-
-/// Longest error text, in characters, one attempt log entry keeps
-/// ([`executor_core::MAX_ERROR_LEN`], counted in characters by `left`).
-macro_rules! log_error_chars {
-    () => {
-        "8192"
-    };
-}
-
-/// [`task_columns!`] of the table aliased `t`.
-macro_rules! t_task_columns {
-    () => {
-        "t.id, t.name, t.state, t.payload, t.attempts, t.max_attempts, t.fence, t.created_at, t.due_at, \
-         t.started_at, t.finished_at, t.deadline, t.timeout_ms, t.retry, t.last_error, t.worker, \
-         t.lease_until, t.cancel_requested, t.debounce_key, t.queue, t.priority"
-    };
-}
-
-/// Whether the queues row `p` holds any limit column: such a queue is
-/// claimed only through the limited transaction (`limits.rs`), a corrupt
-/// one included (it then claims nothing until its limits are set again).
-macro_rules! limited {
-    () => {
-        "(p.concurrency IS NOT NULL OR p.rate_starts IS NOT NULL OR p.rate_per_ms IS NOT NULL OR p.rate_burst IS NOT NULL)"
-    };
-}
-
-pub(crate) use {
-    leaders, limited, log_append, log_error_chars, now_ms, queues, schedules, t_task_columns, task_columns,
-    task_columns_with_log, tasks, waiting, workers,
-};
-
-/// Run once on every connection the storage takes from the pool. A lock
-/// wait of 2 s at most: no statement of this crate holds locks across a
-/// client round trip (but the limited claim, itself bounded by the idle
-/// timeout of its transaction), so a longer wait means a foreign holder (a
-/// DBA's open transaction); the statement fails with a retryable error
-/// instead of stalling heartbeats and finishes behind it (invariant 9).
-/// READ COMMITTED is PostgreSQL's default and is what the statements
-/// assume; it is set in case the server's default is another.
-pub(crate) const SESSION_SETUP: &str = "SET lock_timeout = '2s'; \
-     SET default_transaction_isolation = 'read committed'; SET application_name = 'reliable-executor'";
+/// Run once on every connection the storage takes from the pool (see the
+/// file).
+pub(crate) const SESSION_SETUP: &str = sql!("conn/session_setup");
 
 /// Largest `attempts` (`INTEGER`): a row at it cannot be claimed without an
 /// out-of-range error, so the claim moves it to `ERROR` instead (as it does
-/// a fence at `BIGINT`'s maximum: `claim.rs`, `at_max!`).
+/// a fence at `BIGINT`'s maximum: `sql/claim/claim_queue.sql`).
 pub(crate) const MAX_ATTEMPTS_COLUMN: u32 = i32::MAX as u32;
 
 /// Milliseconds of a duration as the signed BIGINT the columns hold, capped
@@ -187,6 +132,47 @@ pub(crate) fn clip_error(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn optional_lines_and_their_placeholders() {
+        let text = "SELECT 1 WHERE a = $1\n  AND b = $2 -- if b\n  AND c = '$3' AND d = $4 -- if d\nLIMIT $5";
+        assert_eq!(only(text, &[]), "SELECT 1 WHERE a = $1\nLIMIT $2");
+        assert_eq!(only(text, &["d"]), "SELECT 1 WHERE a = $1\n  AND c = '$3' AND d = $2\nLIMIT $3");
+        assert_eq!(body("-- what\n-- $1 ns\nSELECT 1\nFROM t\n"), "SELECT 1\nFROM t");
+    }
+
+    /// Every statement file is run by the code: each one's name appears in
+    /// a `sql!(..)` call under `src/`, so no dead statement file stays.
+    #[test]
+    fn every_statement_file_is_used() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut code = String::new();
+        for entry in std::fs::read_dir(root.join("src")).into_iter().flatten().flatten() {
+            code.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("sql")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "sql") {
+                    files.push(path);
+                }
+            }
+        }
+        assert!(files.len() > 50, "{} statement files found", files.len());
+        let unused: Vec<String> = files
+            .iter()
+            .filter_map(|path| {
+                let name = path.strip_prefix(root.join("sql")).ok()?.with_extension("");
+                let name = name.to_str()?.replace('\\', "/");
+                (!code.contains(&format!("sql!(\"{name}\")"))).then_some(name)
+            })
+            .collect();
+        assert!(unused.is_empty(), "statement files no code runs: {unused:?}");
+    }
 
     #[test]
     fn long_errors_are_cut_on_a_char_boundary_and_nul_is_escaped() {

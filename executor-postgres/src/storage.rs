@@ -13,6 +13,7 @@ use crate::{
     PostgresOptions,
     conn::{Conns, RunOn},
     error,
+    sql::sql,
     wake::{Listener, Wakes},
 };
 
@@ -69,7 +70,7 @@ async fn migration_lock(conn: &mut sqlx::PgConnection) -> Result<()> {
     let give_up = tokio::time::Instant::now() + Duration::from_secs(600);
     let mut said = false;
     loop {
-        let row = sqlx::query("SELECT pg_try_advisory_lock($1) AS granted")
+        let row = sqlx::query(sql!("storage/take_migration_lock"))
             .bind(MIGRATION_LOCK_KEY)
             .fetch_one(&mut *conn)
             .await
@@ -154,8 +155,10 @@ impl PostgresStorage {
             other => executor_core::Error::storage(other, false),
         });
         // Closing the connection releases the lock too.
-        let unlocked =
-            sqlx::query("SELECT pg_advisory_unlock($1)").bind(MIGRATION_LOCK_KEY).execute(&mut *conn).await;
+        let unlocked = sqlx::query(sql!("storage/release_migration_lock"))
+            .bind(MIGRATION_LOCK_KEY)
+            .execute(&mut *conn)
+            .await;
         if unlocked.is_err() {
             conn.close_on_drop();
         }
@@ -169,31 +172,12 @@ impl PostgresStorage {
     /// migrating.
     pub(crate) async fn check_schema(&self) -> Result<()> {
         for probe in [
-            concat!(
-                "SELECT ",
-                crate::sql::task_columns_with_log!(),
-                ", submit_nonce FROM ",
-                crate::sql::tasks!(),
-                " LIMIT 0"
-            ),
-            concat!("SELECT ns, worker, token, until_ms FROM ", crate::sql::leaders!(), " LIMIT 0"),
-            concat!("SELECT ns, worker, names, until_ms FROM ", crate::sql::workers!(), " LIMIT 0"),
-            concat!(
-                "SELECT ns, queue, paused, concurrency, rate_starts, rate_per_ms, rate_burst, tokens, \
-                 tokens_at, throttled FROM ",
-                crate::sql::queues!(),
-                " LIMIT 0"
-            ),
-            concat!(
-                "SELECT ns, name, definition, paused, cursor_ms, fence, last_task FROM ",
-                crate::sql::schedules!(),
-                " LIMIT 0"
-            ),
-            concat!(
-                "SELECT ns, minute, name, succeeded, failed FROM ",
-                crate::history::history!(),
-                " LIMIT 0"
-            ),
+            sql!("storage/probe_tasks"),
+            sql!("storage/probe_leaders"),
+            sql!("storage/probe_workers"),
+            sql!("storage/probe_queues"),
+            sql!("storage/probe_schedules"),
+            sql!("storage/probe_history"),
         ] {
             if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
                 // Undefined table (42P01) or column (42703): not something a
@@ -233,28 +217,22 @@ impl PostgresStorage {
             // By `ctid`: `id IN (SELECT id ... LIMIT)` became a nested loop
             // comparing every row with every id when the statistics did
             // not know the namespace (296 s for 10,000 rows; 47 ms so).
-            let done = sqlx::query(concat!(
-                "DELETE FROM ",
-                crate::sql::tasks!(),
-                " WHERE ctid = ANY(ARRAY(SELECT ctid FROM ",
-                crate::sql::tasks!(),
-                " WHERE ns = $1 LIMIT 10000))"
-            ))
-            .bind(ns.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+            let done = sqlx::query(sql!("storage/purge_tasks"))
+                .bind(ns.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
             deleted += done.rows_affected();
             if done.rows_affected() == 0 {
                 break;
             }
         }
         for table in [
-            concat!("DELETE FROM ", crate::sql::leaders!(), " WHERE ns = $1"),
-            concat!("DELETE FROM ", crate::sql::workers!(), " WHERE ns = $1"),
-            concat!("DELETE FROM ", crate::sql::schedules!(), " WHERE ns = $1"),
-            concat!("DELETE FROM ", crate::sql::queues!(), " WHERE ns = $1"),
-            concat!("DELETE FROM ", crate::history::history!(), " WHERE ns = $1"),
+            sql!("storage/purge_leaders"),
+            sql!("storage/purge_workers"),
+            sql!("storage/purge_schedules"),
+            sql!("storage/purge_queues"),
+            sql!("storage/purge_history"),
         ] {
             sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
         }
@@ -289,7 +267,7 @@ impl PostgresStorage {
     /// removed): the triggers announce only what happens to tasks.
     pub(crate) async fn announce_work(&self, ns: &Namespace) -> Result<()> {
         self.notify_work(ns);
-        sqlx::query("SELECT pg_notify($1, $2)")
+        sqlx::query(sql!("storage/announce_work"))
             .bind(crate::wake::CHANNEL)
             .bind(ns.as_str())
             .execute_on(&self.conns)

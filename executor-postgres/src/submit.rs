@@ -12,7 +12,7 @@ use crate::{
     PostgresStorage,
     conn::{Conns, RunOn, fetch_all_sent},
     error,
-    sql::{int, ms, now_ms, tasks, ts},
+    sql::{int, ms, sql, ts},
 };
 
 /// Most rows in one INSERT.
@@ -97,22 +97,7 @@ pub(crate) fn validate(task: NewTask, limit: usize) -> Result<Checked> {
 /// CONFLICT DO NOTHING`): the caller tells a duplicate from the ids that
 /// come back. Only the primary key can conflict (the rows carry no
 /// debounce key). Each row keeps its submit's nonce.
-const INSERT_SQL: &str = concat!(
-    "INSERT INTO ",
-    tasks!(),
-    " (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, queue, \
-     priority, submit_nonce) SELECT $1, u.id, u.name, 'CREATED', u.payload, u.max_attempts, ",
-    now_ms!(),
-    ", COALESCE(u.due_abs, ",
-    now_ms!(),
-    " + u.due_offset), ",
-    now_ms!(),
-    " + u.max_duration, u.timeout_ms, u.retry, u.queue, u.priority, u.nonce FROM UNNEST($2::TEXT[], \
-     $3::TEXT[], $4::BYTEA[], $5::INTEGER[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[], \
-     $10::TEXT[], $11::TEXT[], $12::SMALLINT[], $13::BIGINT[]) AS u(id, name, payload, max_attempts, due_abs, \
-     due_offset, max_duration, timeout_ms, retry, queue, priority, nonce) ON CONFLICT (ns, id) DO NOTHING \
-     RETURNING id"
-);
+const INSERT_SQL: &str = sql!("submit/insert");
 
 fn insert_query<'a>(
     ns: &'a Namespace,
@@ -175,20 +160,17 @@ async fn answers_own(
         return out;
     }
     let ids: Vec<String> = taken.iter().map(|&i| rows[i].id.as_str().to_owned()).collect();
-    let found =
-        sqlx::query(concat!("SELECT id, submit_nonce FROM ", tasks!(), " WHERE ns = $1 AND id = ANY($2)"))
-            .bind(ns.as_str())
-            .bind(&ids)
-            .fetch_all_on(conns)
-            .await
-            .and_then(|found| {
-                found
-                    .iter()
-                    .map(|r| {
-                        Ok((r.try_get::<String, _>("id")?, r.try_get::<Option<i64>, _>("submit_nonce")?))
-                    })
-                    .collect::<Result<std::collections::HashMap<String, Option<i64>>, sqlx::Error>>()
-            });
+    let found = sqlx::query(sql!("submit/nonces"))
+        .bind(ns.as_str())
+        .bind(&ids)
+        .fetch_all_on(conns)
+        .await
+        .and_then(|found| {
+            found
+                .iter()
+                .map(|r| Ok((r.try_get::<String, _>("id")?, r.try_get::<Option<i64>, _>("submit_nonce")?)))
+                .collect::<Result<std::collections::HashMap<String, Option<i64>>, sqlx::Error>>()
+        });
     for i in taken {
         let row = rows[i];
         out[i] = match &found {
@@ -406,24 +388,7 @@ async fn insert_chunk(
 /// the id is taken by a task not waiting under this key. The task this very
 /// submit created (its nonce: a resend after a lost answer) is left as it
 /// is, and no row comes back.
-const DEBOUNCE_SQL: &str = concat!(
-    "INSERT INTO ",
-    tasks!(),
-    " AS t (ns, id, name, state, payload, max_attempts, created_at, due_at, deadline, timeout_ms, retry, \
-     debounce_key, queue, priority, submit_nonce) VALUES ($1, $2, $3, 'CREATED', $4, $5, ",
-    now_ms!(),
-    ", ",
-    now_ms!(),
-    " + LEAST($6, COALESCE($7, $6)), ",
-    now_ms!(),
-    " + $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (ns, debounce_key) WHERE state IN ('CREATED', 'PENDING') \
-     AND debounce_key IS NOT NULL DO UPDATE SET due_at = LEAST(",
-    now_ms!(),
-    " + $6, COALESCE(t.created_at + $7, ",
-    now_ms!(),
-    " + $6)), payload = EXCLUDED.payload WHERE t.submit_nonce IS DISTINCT FROM $14 RETURNING t.id, \
-     (t.xmax = 0) AS inserted"
-);
+const DEBOUNCE_SQL: &str = sql!("submit/debounce");
 
 /// The debounce on a connection of the storage's own. The upsert's answer
 /// lost after it was sent is [`Error::OutcomeUnknown`]: sent again, the

@@ -3,23 +3,19 @@
 //! for the near future, PostgreSQL for long delays).
 
 use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp, storage::MAX_FENCE};
-use sqlx::{Postgres, QueryBuilder, Row};
+use sqlx::Row;
 
 use crate::{
     PostgresStorage,
     conn::RunOn,
     error, row,
-    sql::{MAX_ATTEMPTS_COLUMN, big, clip_error, int, ms, now_ms, task_columns_with_log, tasks, ts, waiting},
-    wake::push_waiting_queues,
+    sql::{MAX_ATTEMPTS_COLUMN, big, clip_error, int, ms, sql, ts},
 };
 
 impl PostgresStorage {
     /// The server's clock.
     pub(crate) async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
-        let r = sqlx::query(concat!("SELECT ", now_ms!(), " AS now_ms"))
-            .fetch_one_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
+        let r = sqlx::query(sql!("tier/now")).fetch_one_on(&self.conns).await.map_err(error::storage)?;
         let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
         Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
     }
@@ -37,24 +33,16 @@ impl PostgresStorage {
         limit: usize,
     ) -> Result<Vec<TaskRecord>> {
         let limit = i64::try_from(limit.min(10_000)).unwrap_or(10_000);
-        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("");
-        push_waiting_queues(&mut qb, ns);
-        qb.push(concat!(
-            "SELECT d.* FROM (SELECT queue FROM wq WHERE queue IS NOT NULL) q CROSS JOIN generate_series(0, 9) \
-             AS pr(priority) CROSS JOIN LATERAL (SELECT ",
-            task_columns_with_log!(),
-            " FROM ",
-            tasks!(),
-            " t WHERE t.ns = "
-        ))
-        .push_bind(ns.as_str().to_owned())
-        .push(concat!(" AND t.queue = q.queue AND t.priority = pr.priority AND t.", waiting!(), " AND t.due_at < "))
-        .push_bind(ts(before))
-        .push(" ORDER BY t.due_at LIMIT ")
-        .push_bind(limit)
-        .push(") d ORDER BY d.due_at LIMIT ")
-        .push_bind(limit);
-        let rows = qb.build().fetch_all_on(&self.conns).await.map_err(error::storage)?;
+        let rows = sqlx::query(sql!("tier/due_before"))
+            .bind(ns.as_str())
+            .bind(ns.as_str())
+            .bind(ns.as_str())
+            .bind(ts(before))
+            .bind(limit)
+            .bind(limit)
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         // A row no tier could take (counters at their column's maximum, or
         // fields that do not parse) is moved to ERROR with the reason, as
         // claim does, so it is dead-lettered instead of waiting for ever in
@@ -105,39 +93,32 @@ impl PostgresStorage {
         };
         let mut key = record.debounce_key.clone();
         loop {
-            let done = sqlx::query(concat!(
-                "INSERT INTO ",
-                tasks!(),
-                " (ns, id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at, \
-                 finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested, \
-                 debounce_key, queue, priority, attempt_log) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-                 $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23::jsonb)"
-            ))
-            .bind(ns.as_str())
-            .bind(record.id.as_str())
-            .bind(&record.name)
-            .bind(record.state.as_str())
-            .bind(&record.payload)
-            .bind(int(record.attempts))
-            .bind(int(record.max_attempts))
-            .bind(big(record.fence))
-            .bind(ts(record.created_at))
-            .bind(ts(record.due_at))
-            .bind(record.started_at.map(ts))
-            .bind(record.finished_at.map(ts))
-            .bind(record.deadline.map(ts))
-            .bind(record.timeout.map(ms))
-            .bind(&retry)
-            .bind(record.last_error.as_deref().map(clip_error))
-            .bind(record.worker.as_ref().map(|w| w.as_str()))
-            .bind(record.lease_until.map(ts))
-            .bind(record.cancel_requested)
-            .bind(&key)
-            .bind(record.queue.as_str())
-            .bind(i16::from(record.priority))
-            .bind(&log)
-            .execute_on(&self.conns)
-            .await;
+            let done = sqlx::query(sql!("tier/import"))
+                .bind(ns.as_str())
+                .bind(record.id.as_str())
+                .bind(&record.name)
+                .bind(record.state.as_str())
+                .bind(&record.payload)
+                .bind(int(record.attempts))
+                .bind(int(record.max_attempts))
+                .bind(big(record.fence))
+                .bind(ts(record.created_at))
+                .bind(ts(record.due_at))
+                .bind(record.started_at.map(ts))
+                .bind(record.finished_at.map(ts))
+                .bind(record.deadline.map(ts))
+                .bind(record.timeout.map(ms))
+                .bind(&retry)
+                .bind(record.last_error.as_deref().map(clip_error))
+                .bind(record.worker.as_ref().map(|w| w.as_str()))
+                .bind(record.lease_until.map(ts))
+                .bind(record.cancel_requested)
+                .bind(&key)
+                .bind(record.queue.as_str())
+                .bind(i16::from(record.priority))
+                .bind(&log)
+                .execute_on(&self.conns)
+                .await;
             match done {
                 Ok(_) => {
                     if record.state.is_waiting() {
@@ -160,23 +141,19 @@ impl PostgresStorage {
     /// Deletes the task if it still waits with this fence: one conditional
     /// DELETE, so a task claimed meanwhile is never removed under its worker.
     pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        let done = sqlx::query(concat!(
-            "DELETE FROM ",
-            tasks!(),
-            " WHERE ns = $1 AND id = $2 AND fence = $3 AND state IN ('CREATED', 'PENDING')"
-        ))
-        .bind(ns.as_str())
-        .bind(id.as_str())
-        .bind(big(fence))
-        .execute_on(&self.conns)
-        .await
-        .map_err(error::storage)?;
+        let done = sqlx::query(sql!("tier/remove"))
+            .bind(ns.as_str())
+            .bind(id.as_str())
+            .bind(big(fence))
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
         Ok(done.rows_affected() > 0)
     }
 }
 
 async fn exists(s: &PostgresStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
-    let r = sqlx::query(concat!("SELECT 1 AS one FROM ", tasks!(), " WHERE ns = $1 AND id = $2"))
+    let r = sqlx::query(sql!("tier/exists"))
         .bind(ns.as_str())
         .bind(id.as_str())
         .fetch_optional_on(&s.conns)

@@ -19,15 +19,14 @@ use std::{
 };
 
 use executor_core::{Namespace, QueueName, Result};
-use sqlx::{PgPool, Postgres, QueryBuilder, Row, postgres::PgListener};
+use sqlx::{
+    PgPool, Postgres, Row,
+    postgres::{PgArguments, PgListener},
+    query::Query,
+};
 use tokio::{sync::Notify, time::Instant};
 
-use crate::{
-    PostgresStorage,
-    conn::RunOn,
-    error,
-    sql::{now_ms, queues, tasks, waiting},
-};
+use crate::{PostgresStorage, conn::RunOn, error, sql::sql};
 
 /// The channel the trigger notifies on.
 pub(crate) const CHANNEL: &str = "reliable_executor";
@@ -199,8 +198,7 @@ impl PostgresStorage {
             let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
                 None
             } else {
-                let row =
-                    next_due(ns, queues).build().fetch_one_on(&self.conns).await.map_err(error::storage)?;
+                let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
                 row.try_get("wait_ms").map_err(error::storage)?
             };
             let until_due = match wait_ms {
@@ -227,90 +225,18 @@ impl PostgresStorage {
     }
 }
 
-/// The queues of `ns` with waiting tasks, as a recursive CTE named `wq`
-/// (column `queue`): a skip scan of `ix_waiting`, one probe per queue
-/// however many tasks wait in each (PostgreSQL has no loose index scan of
-/// its own). Binds the namespace twice.
-pub(crate) fn push_waiting_queues(qb: &mut QueryBuilder<Postgres>, ns: &Namespace) {
-    qb.push(concat!("WITH RECURSIVE wq AS ((SELECT queue FROM ", tasks!(), " WHERE ns = "))
-        .push_bind(ns.as_str().to_owned())
-        .push(concat!(
-            " AND ",
-            waiting!(),
-            " ORDER BY queue LIMIT 1) UNION ALL SELECT (SELECT t.queue FROM ",
-            tasks!(),
-            " t WHERE t.ns = "
-        ))
-        .push_bind(ns.as_str().to_owned())
-        .push(concat!(
-            " AND t.",
-            waiting!(),
-            " AND t.queue > wq.queue ORDER BY t.queue LIMIT 1) FROM wq WHERE wq.queue IS NOT NULL) "
-        ));
-}
-
-/// The earliest due time of the queue `q.queue` (ten probes of
-/// `ix_waiting`, one per priority), as a LATERAL join producing `d.due`.
-fn push_earliest(qb: &mut QueryBuilder<Postgres>, ns: &Namespace) {
-    qb.push(concat!(
-        " CROSS JOIN generate_series(0, 9) AS pr(priority) CROSS JOIN LATERAL (SELECT t.due_at AS due FROM ",
-        tasks!(),
-        " t WHERE t.ns = "
-    ))
-    .push_bind(ns.as_str().to_owned())
-    .push(concat!(
-        " AND t.queue = q.queue AND t.priority = pr.priority AND t.",
-        waiting!(),
-        " ORDER BY t.due_at LIMIT 1) d"
-    ));
-}
-
 /// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
 /// `queues` that are not paused, not at their concurrency limit and whose
 /// limits are valid, later for an empty bucket) less now; NULL when none
 /// waits. A queue at its concurrency limit does not count: a finish frees
 /// the slot, and the finishing process claims again itself.
-fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> QueryBuilder<Postgres> {
-    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("");
+fn next_due<'q>(ns: &'q Namespace, queues: Option<&[QueueName]>) -> Query<'q, Postgres, PgArguments> {
     match queues {
-        None => {
-            push_waiting_queues(&mut qb, ns);
-            qb.push(concat!(
-                "SELECT MIN(d.due) - ",
-                now_ms!(),
-                " AS wait_ms FROM (SELECT queue FROM wq WHERE queue IS NOT NULL) q"
-            ));
-            push_earliest(&mut qb, ns);
-        }
-        Some(served) => {
-            // A queue whose bucket holds less than one token counts from
-            // when its next token is earned (plus a millisecond, so the wake
-            // finds it earned), as the memory store's `next_claimable`.
-            qb.push(concat!(
-                "SELECT (MIN(CASE WHEN p.rate_starts IS NULL THEN d.due ELSE GREATEST(d.due, p.tokens_at + \
-                 CEIL((1 - LEAST(GREATEST(p.tokens, 0), 1)) * p.rate_per_ms / p.rate_starts)::BIGINT + 1) END) - ",
-                now_ms!(),
-                ")::BIGINT AS wait_ms FROM (SELECT DISTINCT queue FROM UNNEST("
-            ))
-            .push_bind(served.iter().map(|q| q.as_str().to_owned()).collect::<Vec<String>>())
-            .push("::TEXT[]) AS u(queue)) q");
-            push_earliest(&mut qb, ns);
-            qb.push(concat!(" LEFT JOIN ", queues!(), " p ON p.ns = "))
-                .push_bind(ns.as_str().to_owned())
-                .push(concat!(
-                    " AND p.queue = q.queue WHERE p.queue IS NULL OR (NOT p.paused AND (p.concurrency IS NULL OR \
-                     (p.concurrency BETWEEN 1 AND 1000000 AND p.concurrency > (SELECT COUNT(*) FROM ",
-                    tasks!(),
-                    " r WHERE r.ns = "
-                ))
-                .push_bind(ns.as_str().to_owned())
-                .push(
-                    " AND r.state = 'RUNNING' AND r.queue = q.queue))) AND (p.rate_starts IS NULL OR \
-                     (p.rate_starts BETWEEN 1 AND 1000000 AND p.rate_burst BETWEEN 1 AND 1000000 AND \
-                     p.rate_per_ms BETWEEN 1 AND 86400000)) AND (p.rate_starts IS NOT NULL OR \
-                     (p.rate_per_ms IS NULL AND p.rate_burst IS NULL)))",
-                );
-        }
+        None => sqlx::query(sql!("wake/next_due")).bind(ns.as_str()).bind(ns.as_str()).bind(ns.as_str()),
+        Some(served) => sqlx::query(sql!("wake/next_due_of_queues"))
+            .bind(served.iter().map(|q| q.as_str().to_owned()).collect::<Vec<String>>())
+            .bind(ns.as_str())
+            .bind(ns.as_str())
+            .bind(ns.as_str()),
     }
-    qb
 }

@@ -1,0 +1,6 @@
+-- The namespace's leadership row, expired or not: who holds the term after
+-- acquire.sql.
+-- ?1 namespace.
+SELECT worker, token, until_ms
+FROM reliable_executor_leaders
+WHERE ns = ?

@@ -1,0 +1,6 @@
+-- The unexpired announcements of a namespace.
+-- ?1 namespace.
+SELECT worker, names, until_ms
+FROM reliable_executor_workers
+WHERE ns = ?
+  AND until_ms > CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)

@@ -1,0 +1,6 @@
+-- Tasks per state, from the `ix_finished` index alone.
+-- ?1 namespace.
+SELECT state, COUNT(*) AS n
+FROM reliable_executor_tasks
+WHERE ns = ?
+GROUP BY state

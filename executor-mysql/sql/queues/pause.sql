@@ -1,0 +1,7 @@
+-- Pauses a queue: its row in the queues table, created or flagged. Every claim
+-- statement reads it, so the pause holds for every process from the next
+-- claim on.
+-- ?1 namespace, ?2 queue.
+INSERT INTO reliable_executor_queues (ns, queue, paused, tokens_at)
+VALUES (?, ?, 1, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED))
+ON DUPLICATE KEY UPDATE paused = 1

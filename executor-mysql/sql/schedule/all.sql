@@ -1,0 +1,6 @@
+-- Every schedule of a namespace, by name.
+-- ?1 namespace.
+SELECT name, definition, paused, cursor_ms, fence, last_task
+FROM reliable_executor_schedules
+WHERE ns = ?
+ORDER BY name

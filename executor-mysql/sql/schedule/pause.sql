@@ -1,0 +1,8 @@
+-- Sets the pause flag of one schedule and nothing else. The matched row counts
+-- (sqlx connects with CLIENT_FOUND_ROWS), so pausing a paused one still does.
+-- ?1 paused, ?2 namespace, ?3 name, ?4 the name's length in bytes.
+UPDATE reliable_executor_schedules
+SET paused = ?
+WHERE ns = ?
+  AND name = ?
+  AND LENGTH(name) = ?

@@ -1,0 +1,2 @@
+-- The server's `max_allowed_packet`, in bytes.
+SELECT CAST(@@max_allowed_packet AS SIGNED) AS packet

@@ -1,0 +1,5 @@
+-- Purge, 6/6: the namespace's throughput history.
+-- ?1 namespace.
+DELETE
+FROM reliable_executor_history
+WHERE ns = ?

@@ -1,0 +1,5 @@
+-- Purge, 5/6: the namespace's paused and limited queues.
+-- ?1 namespace.
+DELETE
+FROM reliable_executor_queues
+WHERE ns = ?

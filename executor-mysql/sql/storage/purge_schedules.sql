@@ -1,0 +1,5 @@
+-- Purge, 4/6: the namespace's cron schedules.
+-- ?1 namespace.
+DELETE
+FROM reliable_executor_schedules
+WHERE ns = ?

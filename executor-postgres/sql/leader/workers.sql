@@ -1,0 +1,6 @@
+-- The unexpired announcements of a namespace.
+-- $1 namespace.
+SELECT worker, names, until_ms
+FROM reliable_executor_workers
+WHERE ns = $1
+  AND until_ms > (FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT)

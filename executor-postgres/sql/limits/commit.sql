@@ -1,0 +1,2 @@
+-- Commits the limited claim.
+COMMIT

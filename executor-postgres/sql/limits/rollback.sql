@@ -1,0 +1,2 @@
+-- Rolls the limited claim back.
+ROLLBACK

@@ -1,0 +1,9 @@
+-- Resuming a queue, 1/2: deletes its row if it holds no limits (a queue with
+-- limits is claimed only through the limited transaction).
+-- $1 namespace, $2 queue.
+DELETE
+FROM reliable_executor_queues p
+WHERE p.ns = $1
+  AND p.queue = $2
+  AND NOT (p.concurrency IS NOT NULL OR p.rate_starts IS NOT NULL OR p.rate_per_ms IS NOT NULL
+      OR p.rate_burst IS NOT NULL)

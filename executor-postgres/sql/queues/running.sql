@@ -1,0 +1,7 @@
+-- RUNNING tasks per queue (`ix_running`).
+-- $1 namespace.
+SELECT queue, COUNT(*) AS running
+FROM reliable_executor_tasks
+WHERE ns = $1
+  AND state = 'RUNNING'
+GROUP BY queue

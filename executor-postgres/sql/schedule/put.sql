@@ -1,0 +1,9 @@
+-- Inserts a schedule with its cursor at the server's now, or replaces only the
+-- definition of the row already there, so a replaced schedule keeps its pause,
+-- cursor, fence and last task.
+-- $1 namespace, $2 name, $3 the definition (JSON).
+INSERT INTO reliable_executor_schedules (ns, name, definition, paused, cursor_ms, fence, last_task)
+VALUES ($1, $2, $3, FALSE, (FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT), 0,
+    NULL)
+ON CONFLICT (ns, name)
+DO UPDATE SET definition = EXCLUDED.definition
