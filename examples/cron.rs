@@ -96,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-async fn run<S: Storage + Clone>(
+async fn run<S: executor_core::storage::ExecutorStorage + Clone>(
     storage: S,
     ns: String,
     ticks: u32,

@@ -18,9 +18,7 @@ use std::{
 };
 
 use clap::Parser;
-use executor_core::{
-    Executor, Listener, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*, storage::Storage,
-};
+use executor_core::{Executor, Listener, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
 
 // ---- the application's state, given to the executor with `.data(..)` ----
 
@@ -175,7 +173,10 @@ struct Outcome {
     refreshes: u32,
 }
 
-async fn run<S: Storage>(storage: S, namespace: String) -> Result<Outcome, Box<dyn std::error::Error>> {
+async fn run<S: executor_core::storage::ExecutorStorage>(
+    storage: S,
+    namespace: String,
+) -> Result<Outcome, Box<dyn std::error::Error>> {
     let clock = Clock(Instant::now());
     let (crm, stats) = (Crm::default(), Stats::default());
     // Every handler above takes some of these; `build` refuses to start if one is missing.

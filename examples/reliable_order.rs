@@ -14,9 +14,7 @@ use std::sync::{
 };
 
 use clap::Parser;
-use executor_core::{
-    Executor, Listener, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*, storage::Storage,
-};
+use executor_core::{Executor, Listener, SubmitOutcome, TaskId, TaskRecord, TaskState, prelude::*};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct PayOrder {
@@ -93,7 +91,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     run(args.store.connect().await?, ns).await
 }
 
-async fn run<S: Storage>(storage: S, ns: String) -> Result<(), Box<dyn std::error::Error>> {
+async fn run<S: executor_core::storage::ExecutorStorage>(
+    storage: S,
+    ns: String,
+) -> Result<(), Box<dyn std::error::Error>> {
     let gateway = Gateway::default();
     let executor = Executor::builder(storage)
         .namespace(ns)

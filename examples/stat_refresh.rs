@@ -68,7 +68,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     out
 }
 
-async fn run<S: Storage>(storage: S, ns: String, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+async fn run<S: executor_core::storage::ExecutorStorage>(
+    storage: S,
+    ns: String,
+    args: &Args,
+) -> Result<(), Box<dyn std::error::Error>> {
     let store = StatsStore::default();
     let executor =
         Executor::builder(storage).namespace(ns).concurrency(16).data(store.clone()).build().await?;

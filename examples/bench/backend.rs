@@ -2,14 +2,14 @@
 
 use std::future::Future;
 
-use executor_core::{MemoryStorage, Namespace, storage::Storage};
+use executor_core::{MemoryStorage, Namespace};
 use executor_mysql::MySqlStorage;
 use executor_postgres::PostgresStorage;
 use executor_redis::RedisStorage;
 use fred::interfaces::ClientLike;
 
 /// A store the benchmark can run on.
-pub(crate) trait Backend: Storage + Clone {
+pub(crate) trait Backend: executor_core::storage::ExecutorStorage + Clone {
     /// Deletes a namespace's tasks.
     fn drop_namespace(&self, ns: &Namespace) -> impl Future<Output = ()> + Send;
     /// Redis `used_memory`, when the store is Redis.

@@ -16,7 +16,7 @@ use std::{
 
 use executor_core::{
     Executor, Handler, MemoryStorage, Namespace, QueueLimits, QueueName, TaskContext, TaskOptions, TaskState,
-    storage::{Due, Storage},
+    storage::Due,
 };
 
 use crate::{
@@ -159,7 +159,11 @@ pub(crate) async fn child(args: &Args, ns: &str) -> Res<()> {
     }
 }
 
-async fn serve<S: Storage + Clone>(storage: S, ns: &Namespace, args: &Args) -> Res<()> {
+async fn serve<S: executor_core::storage::ExecutorStorage + Clone>(
+    storage: S,
+    ns: &Namespace,
+    args: &Args,
+) -> Res<()> {
     let spans: Arc<Mutex<Vec<(i64, i64)>>> = Arc::default();
     let work = Duration::from_millis(args.limited_ms);
     let handler = {

@@ -3,7 +3,8 @@
 use std::fmt;
 
 use executor_core::{
-    Client, DEFAULT_MAX_PAYLOAD, Executor, Registry, TaskOptions, WorkerId, storage::Storage,
+    Client, DEFAULT_MAX_PAYLOAD, Executor, Registry, TaskOptions, WorkerId,
+    storage::{ExecutorStorage, RunNow},
 };
 
 /// Largest JSON body the admin API reads before answering 413: the core's
@@ -52,7 +53,16 @@ impl<S> fmt::Debug for Admin<S> {
     }
 }
 
-impl<S: Storage> From<Executor<S>> for Admin<S> {
+/// What the admin needs of its store: the core [`executor_core::storage::Storage`] and every
+/// ability one of its routes or pages uses (queues and limits, cron
+/// schedules, history, workers, run now). Implemented for every such
+/// store; serving the admin on a store without one of them is a compile
+/// error, not a `501` at run time.
+pub trait AdminStorage: ExecutorStorage + RunNow {}
+
+impl<S: ExecutorStorage + RunNow> AdminStorage for S {}
+
+impl<S: AdminStorage> From<Executor<S>> for Admin<S> {
     fn from(executor: Executor<S>) -> Self {
         let registry = executor.registry().clone();
         let handlers = registry.names().into_iter().map(str::to_owned).collect();
@@ -66,13 +76,13 @@ impl<S: Storage> From<Executor<S>> for Admin<S> {
     }
 }
 
-impl<S: Storage> From<&Executor<S>> for Admin<S> {
+impl<S: AdminStorage> From<&Executor<S>> for Admin<S> {
     fn from(executor: &Executor<S>) -> Self {
         Self::from(executor.clone())
     }
 }
 
-impl<S: Storage> From<Client<S>> for Admin<S> {
+impl<S: AdminStorage> From<Client<S>> for Admin<S> {
     fn from(client: Client<S>) -> Self {
         // The client keeps its registry private; the handlers linked into
         // this binary are the same inventory, read again for their defaults.
@@ -81,7 +91,7 @@ impl<S: Storage> From<Client<S>> for Admin<S> {
     }
 }
 
-impl<S: Storage> Admin<S> {
+impl<S: AdminStorage> Admin<S> {
     /// Sets the largest request body the API reads (default
     /// [`DEFAULT_BODY_LIMIT`]); larger bodies get `413 payload_too_large`.
     pub fn body_limit(mut self, bytes: usize) -> Self {

@@ -1,6 +1,7 @@
 //! The JSON admin API: submit, get, list, delete, cancel, requeue, counts, info.
 //! Each handler carries its OpenAPI description (`#[utoipa::path]`).
 
+use crate::AdminStorage;
 use std::time::Duration;
 
 use axum::{
@@ -11,9 +12,7 @@ use axum::{
     },
     http::StatusCode,
 };
-use executor_core::{
-    ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState, WorkerInfo, storage::Storage,
-};
+use executor_core::{ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState, WorkerInfo};
 
 use crate::{
     Admin, ApiError, ErrorBody,
@@ -53,7 +52,7 @@ pub(crate) fn task_id(raw: &str) -> ApiResult<TaskId> {
         (status = 422, description = "JSON of the wrong shape, unknown task name, invalid id or option", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn submit<S: Storage>(
+pub(crate) async fn submit<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     body: Result<Json<SubmitRequest>, JsonRejection>,
 ) -> ApiResult<(StatusCode, Json<SubmitResponse>)> {
@@ -93,7 +92,7 @@ pub(crate) async fn submit<S: Storage>(
             Inspect it in the store, or delete it", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn get_task<S: Storage>(
+pub(crate) async fn get_task<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<TaskView>> {
@@ -116,7 +115,7 @@ pub(crate) async fn get_task<S: Storage>(
         (status = 422, description = "Not a valid id", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn delete<S: Storage>(
+pub(crate) async fn delete<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<DeleteResponse>> {
@@ -125,7 +124,7 @@ pub(crate) async fn delete<S: Storage>(
     delete_task(&admin, id).await.map(Json)
 }
 
-pub(crate) async fn delete_task<S: Storage>(admin: &Admin<S>, id: TaskId) -> ApiResult<DeleteResponse> {
+pub(crate) async fn delete_task<S: AdminStorage>(admin: &Admin<S>, id: TaskId) -> ApiResult<DeleteResponse> {
     if admin.client().delete(&id).await? {
         Ok(DeleteResponse { id: id.into_string(), deleted: true })
     } else {
@@ -141,7 +140,7 @@ pub(crate) async fn delete_task<S: Storage>(admin: &Admin<S>, id: TaskId) -> Api
         (status = 422, description = "Bad state, page size, name or cursor", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn list<S: Storage>(
+pub(crate) async fn list<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     query: Result<Query<ListParams>, QueryRejection>,
 ) -> ApiResult<Json<PageView>> {
@@ -170,7 +169,7 @@ pub(crate) async fn list<S: Storage>(
         (status = 500, description = "`corrupt_record`: the stored record does not parse", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn cancel<S: Storage>(
+pub(crate) async fn cancel<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<CancelResponse>> {
@@ -192,7 +191,7 @@ pub(crate) async fn cancel<S: Storage>(
         (status = 500, description = "`corrupt_record`: the stored record does not parse", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn requeue<S: Storage>(
+pub(crate) async fn requeue<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<RequeueResponse>> {
@@ -217,7 +216,7 @@ pub(crate) async fn requeue<S: Storage>(
         (status = 501, description = "The store cannot move a task's due time", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn run_now<S: Storage>(
+pub(crate) async fn run_now<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<RunNowResponse>> {
@@ -242,7 +241,7 @@ pub(crate) async fn run_now<S: Storage>(
         (status = 422, description = "Bad limit", body = ErrorBody),
         (status = 503, description = "Store unavailable before anything was requeued", body = ErrorBody),
     ))]
-pub(crate) async fn requeue_all<S: Storage>(
+pub(crate) async fn requeue_all<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     query: Result<Query<RequeueAllParams>, QueryRejection>,
 ) -> ApiResult<Json<RequeueAllResponse>> {
@@ -260,7 +259,7 @@ pub(crate) async fn requeue_all<S: Storage>(
 /// reported and skipped, never stops the others (invariant 7). The store
 /// failing outright stops the walk: before anything was tried that is the
 /// error; after, the answer says what was done and why it stopped.
-pub(crate) async fn requeue_dead_letter<S: Storage>(
+pub(crate) async fn requeue_dead_letter<S: AdminStorage>(
     admin: &Admin<S>,
     limit: usize,
 ) -> ApiResult<RequeueAllResponse> {
@@ -333,7 +332,7 @@ pub(crate) async fn requeue_dead_letter<S: Storage>(
         (status = 200, description = "Counts", body = CountsView),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn counts<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult<Json<CountsView>> {
+pub(crate) async fn counts<S: AdminStorage>(State(admin): State<Admin<S>>) -> ApiResult<Json<CountsView>> {
     Ok(Json(counts_view(&admin.client().counts().await?)))
 }
 
@@ -343,11 +342,11 @@ pub(crate) async fn counts<S: Storage>(State(admin): State<Admin<S>>) -> ApiResu
         (status = 200, description = "Info", body = InfoView),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn info<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult<Json<InfoView>> {
+pub(crate) async fn info<S: AdminStorage>(State(admin): State<Admin<S>>) -> ApiResult<Json<InfoView>> {
     Ok(Json(info_view(&admin).await?))
 }
 
-pub(crate) async fn info_view<S: Storage>(admin: &Admin<S>) -> ApiResult<InfoView> {
+pub(crate) async fn info_view<S: AdminStorage>(admin: &Admin<S>) -> ApiResult<InfoView> {
     let client = admin.client();
     let leader = client.storage().leader(client.namespace()).await?;
     let worker = admin.worker.as_ref().map(|w| WorkerView {

@@ -3,6 +3,7 @@
 //! filled) so a client can draw it as is. A store that keeps no history
 //! answers `501 unsupported`.
 
+use crate::AdminStorage;
 use std::collections::{BTreeMap, BTreeSet};
 
 use axum::{
@@ -11,7 +12,7 @@ use axum::{
 };
 use executor_core::{
     Error, Timestamp,
-    storage::{HISTORY_MINUTE, Storage, minute_of},
+    storage::{HISTORY_MINUTE, minute_of},
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -78,7 +79,7 @@ pub struct HistoryView {
 
 /// The window of `minutes` ending with the store's current minute, for
 /// task `name` or all, zeros filled.
-pub(crate) async fn window<S: Storage>(
+pub(crate) async fn window<S: AdminStorage>(
     admin: &Admin<S>,
     minutes: u32,
     name: Option<&str>,
@@ -139,7 +140,7 @@ pub(crate) fn minutes(raw: Option<u32>) -> Result<u32, ApiError> {
         (status = 501, description = "`unsupported`: the store keeps no throughput history", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn get<S: Storage>(
+pub(crate) async fn get<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     query: Result<Query<HistoryParams>, QueryRejection>,
 ) -> Result<Json<HistoryView>, ApiError> {

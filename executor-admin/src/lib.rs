@@ -74,7 +74,7 @@ mod router;
 mod schedules;
 mod views;
 
-pub use admin::{Admin, DEFAULT_BODY_LIMIT};
+pub use admin::{Admin, AdminStorage, DEFAULT_BODY_LIMIT};
 pub use error::{ApiError, ErrorBody};
 pub use history::{HistoryPoint, HistoryTotals, HistoryView};
 pub use limits::{QueueLimitsRequest, QueueLimitsView, RateLimitRequest, RateLimitView};

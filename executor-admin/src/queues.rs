@@ -3,6 +3,7 @@
 //! clear its fleet-wide limits. A store without queue controls (or, for
 //! the limits, without queue limits) answers `501 unsupported`.
 
+use crate::AdminStorage;
 use axum::{
     Json,
     extract::{
@@ -11,7 +12,7 @@ use axum::{
     },
     http::StatusCode,
 };
-use executor_core::{QueueInfo, QueueLimits, QueueName, Result, storage::Storage};
+use executor_core::{QueueInfo, QueueLimits, QueueName, Result};
 
 use crate::{Admin, ApiError, ErrorBody, limits::QueueLimitsRequest, views::QueueView};
 
@@ -20,7 +21,7 @@ type ApiResult<T> = std::result::Result<T, ApiError>;
 /// Every queue of the namespace that has waiting or running tasks, is
 /// paused or has limits, by name, with its latency on the store's clock (due times are on it too).
 /// The clock is read only when some queue has a due task.
-pub(crate) async fn views<S: Storage>(admin: &Admin<S>) -> Result<Vec<QueueView>> {
+pub(crate) async fn views<S: AdminStorage>(admin: &Admin<S>) -> Result<Vec<QueueView>> {
     let client = admin.client();
     let listed = client.queues().await?;
     let now = if listed.iter().any(|q| q.oldest_due.is_some()) {
@@ -40,7 +41,7 @@ pub(crate) async fn views<S: Storage>(admin: &Admin<S>) -> Result<Vec<QueueView>
         (status = 501, description = "`unsupported`: the store has no queue controls", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn list<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult<Json<Vec<QueueView>>> {
+pub(crate) async fn list<S: AdminStorage>(State(admin): State<Admin<S>>) -> ApiResult<Json<Vec<QueueView>>> {
     Ok(Json(views(&admin).await?))
 }
 
@@ -57,7 +58,7 @@ pub(crate) async fn list<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult
         (status = 501, description = "`unsupported`: the store has no queue controls", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn pause<S: Storage>(
+pub(crate) async fn pause<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: std::result::Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<QueueView>> {
@@ -77,7 +78,7 @@ pub(crate) async fn pause<S: Storage>(
         (status = 501, description = "`unsupported`: the store has no queue controls", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn resume<S: Storage>(
+pub(crate) async fn resume<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: std::result::Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<QueueView>> {
@@ -87,7 +88,7 @@ pub(crate) async fn resume<S: Storage>(
 
 /// Pauses or resumes queue `name` and reads it back. A resumed queue with
 /// no waiting task is not listed by the store; it reads as empty.
-pub(crate) async fn set_paused<S: Storage>(
+pub(crate) async fn set_paused<S: AdminStorage>(
     admin: &Admin<S>,
     name: &str,
     paused: bool,
@@ -120,7 +121,7 @@ pub(crate) async fn set_paused<S: Storage>(
         (status = 501, description = "`unsupported`: the store has no queue limits", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn put_limits<S: Storage>(
+pub(crate) async fn put_limits<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: std::result::Result<Path<String>, PathRejection>,
     body: std::result::Result<Json<serde_json::Map<String, serde_json::Value>>, JsonRejection>,
@@ -138,7 +139,7 @@ pub(crate) async fn put_limits<S: Storage>(
 
 /// Sets (or, with no limit in `limits`, clears) `queue`'s limits and reads
 /// the queue back.
-pub(crate) async fn set_limits<S: Storage>(
+pub(crate) async fn set_limits<S: AdminStorage>(
     admin: &Admin<S>,
     queue: QueueName,
     limits: QueueLimits,
@@ -149,7 +150,7 @@ pub(crate) async fn set_limits<S: Storage>(
 
 /// `queue` as the store lists it now. A queue the store no longer lists
 /// (no task, not paused, no limits) reads as empty.
-async fn view<S: Storage>(admin: &Admin<S>, queue: QueueName) -> ApiResult<QueueView> {
+async fn view<S: AdminStorage>(admin: &Admin<S>, queue: QueueName) -> ApiResult<QueueView> {
     let found = views(admin).await?.into_iter().find(|v| v.queue == queue.as_str());
     Ok(found.unwrap_or_else(|| QueueView::new(QueueInfo::new(queue), None)))
 }

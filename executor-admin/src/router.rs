@@ -1,6 +1,7 @@
 //! The admin router: every route registered once, in a table the OpenAPI
 //! test compares with the document.
 
+use crate::AdminStorage;
 use axum::{
     Router,
     extract::DefaultBodyLimit,
@@ -8,7 +9,7 @@ use axum::{
     http::StatusCode,
     routing::{MethodFilter, on},
 };
-use executor_core::{MemoryStorage, storage::Storage};
+use executor_core::MemoryStorage;
 
 use crate::{Admin, ApiError, api, dashboard, history, openapi, queues, schedules};
 
@@ -17,7 +18,7 @@ struct Routes<S> {
     table: Vec<(&'static str, &'static str)>,
 }
 
-impl<S: Storage> Routes<S> {
+impl<S: AdminStorage> Routes<S> {
     fn add<H, T>(mut self, method: &'static str, path: &'static str, handler: H) -> Self
     where
         H: Handler<T, Admin<S>>,
@@ -35,7 +36,7 @@ impl<S: Storage> Routes<S> {
     }
 }
 
-fn routes<S: Storage>() -> Routes<S> {
+fn routes<S: AdminStorage>() -> Routes<S> {
     Routes { router: Router::new(), table: Vec::new() }
         .add("POST", "/api/tasks", api::submit::<S>)
         .add("GET", "/api/tasks", api::list::<S>)
@@ -98,7 +99,7 @@ pub fn admin_routes() -> Vec<(&'static str, &'static str)> {
 /// # Ok(())
 /// # }
 /// ```
-pub fn admin_router<S: Storage>(admin: impl Into<Admin<S>>) -> Router {
+pub fn admin_router<S: AdminStorage>(admin: impl Into<Admin<S>>) -> Router {
     let admin = admin.into();
     let limit = admin.body_limit;
     let read_only = admin.read_only;

@@ -1,12 +1,12 @@
 //! The JSON admin API of cron schedules: list, pause, resume, remove.
 //! A store that keeps no schedules answers `501 unsupported` on each.
 
+use crate::AdminStorage;
 use axum::{
     Json,
     extract::{Path, State, rejection::PathRejection},
     http::StatusCode,
 };
-use executor_core::storage::Storage;
 
 use crate::{
     Admin, ApiError, ErrorBody,
@@ -28,7 +28,9 @@ pub(crate) fn no_schedule(name: &str) -> ApiError {
         (status = 501, description = "`unsupported`: the store keeps no cron schedules", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn list<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult<Json<Vec<ScheduleView>>> {
+pub(crate) async fn list<S: AdminStorage>(
+    State(admin): State<Admin<S>>,
+) -> ApiResult<Json<Vec<ScheduleView>>> {
     let listed = admin.client().schedules().list().await?;
     Ok(Json(listed.into_iter().map(ScheduleView::from).collect()))
 }
@@ -45,7 +47,7 @@ pub(crate) async fn list<S: Storage>(State(admin): State<Admin<S>>) -> ApiResult
         (status = 501, description = "`unsupported`: the store keeps no cron schedules", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn pause<S: Storage>(
+pub(crate) async fn pause<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ScheduleView>> {
@@ -64,7 +66,7 @@ pub(crate) async fn pause<S: Storage>(
         (status = 501, description = "`unsupported`: the store keeps no cron schedules", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn resume<S: Storage>(
+pub(crate) async fn resume<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ScheduleView>> {
@@ -74,7 +76,7 @@ pub(crate) async fn resume<S: Storage>(
 
 /// Pauses or resumes `name` and reads it back. Removed between the two
 /// (by another process) is `404`, as if it had not existed.
-pub(crate) async fn set_paused<S: Storage>(
+pub(crate) async fn set_paused<S: AdminStorage>(
     admin: &Admin<S>,
     name: &str,
     paused: bool,
@@ -102,7 +104,7 @@ pub(crate) async fn set_paused<S: Storage>(
         (status = 501, description = "`unsupported`: the store keeps no cron schedules", body = ErrorBody),
         (status = 503, description = "Store unavailable", body = ErrorBody),
     ))]
-pub(crate) async fn delete<S: Storage>(
+pub(crate) async fn delete<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     path: Result<Path<String>, PathRejection>,
 ) -> ApiResult<Json<ScheduleDeleteResponse>> {

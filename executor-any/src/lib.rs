@@ -23,6 +23,7 @@
 //! no dynamic dispatch. The Redis, MySQL and PostgreSQL drivers are Cargo
 //! features (`redis`, `mysql`, `postgres`, all on by default).
 
+use executor_core::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::time::Duration;
 
 use executor_core::{
@@ -304,10 +305,6 @@ impl Storage for AnyStorage {
         each!(self, s => s.requeue(ns, id).await)
     }
 
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        each!(self, s => s.run_now(ns, id).await)
-    }
-
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         each!(self, s => s.reap(ns, limit).await)
     }
@@ -331,52 +328,6 @@ impl Storage for AnyStorage {
 
     async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
         each!(self, s => s.leader(ns).await)
-    }
-
-    async fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> Result<()> {
-        each!(self, s => s.announce(ns, worker, names, ttl).await)
-    }
-
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
-        each!(self, s => s.workers(ns).await)
-    }
-
-    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
-        each!(self, s => s.put_schedule(ns, schedule).await)
-    }
-
-    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
-        each!(self, s => s.schedules(ns).await)
-    }
-
-    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
-        each!(self, s => s.remove_schedule(ns, name).await)
-    }
-
-    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
-        each!(self, s => s.pause_schedule(ns, name, paused).await)
-    }
-
-    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
-        each!(self, s => s.advance_schedule(ns, name, advance).await)
-    }
-
-    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
-        each!(self, s => s.add_history(ns, counts).await)
-    }
-
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-        each!(self, s => s.history(ns, since).await)
-    }
-
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        each!(self, s => s.trim_history(ns, before).await)
     }
 
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
@@ -408,7 +359,9 @@ impl Storage for AnyStorage {
     ) -> Result<Vec<TaskRecord>> {
         each!(self, s => s.claim_queues(ns, worker, plan, lease).await)
     }
+}
 
+impl QueueControl for AnyStorage {
     async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         each!(self, s => s.pause_queue(ns, queue, paused).await)
     }
@@ -419,6 +372,64 @@ impl Storage for AnyStorage {
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
         each!(self, s => s.queues(ns).await)
+    }
+}
+
+impl RunNow for AnyStorage {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        each!(self, s => s.run_now(ns, id).await)
+    }
+}
+
+impl Presence for AnyStorage {
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        each!(self, s => s.announce(ns, worker, names, ttl).await)
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
+        each!(self, s => s.workers(ns).await)
+    }
+}
+
+impl ScheduleStore for AnyStorage {
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+        each!(self, s => s.put_schedule(ns, schedule).await)
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        each!(self, s => s.schedules(ns).await)
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        each!(self, s => s.remove_schedule(ns, name).await)
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        each!(self, s => s.pause_schedule(ns, name, paused).await)
+    }
+
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
+        each!(self, s => s.advance_schedule(ns, name, advance).await)
+    }
+}
+
+impl HistoryStore for AnyStorage {
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        each!(self, s => s.add_history(ns, counts).await)
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        each!(self, s => s.history(ns, since).await)
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        each!(self, s => s.trim_history(ns, before).await)
     }
 }
 

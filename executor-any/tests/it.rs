@@ -3,6 +3,7 @@
 //! round trip through each server URL; unknown schemes and dead servers get
 //! one clear error.
 
+use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{

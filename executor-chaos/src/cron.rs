@@ -55,7 +55,7 @@ use std::{
 use executor_core::{
     Client, Namespace, TaskId, TaskRecord, TaskState, Timestamp,
     schedule::{Misfire, Schedule},
-    storage::Storage,
+    storage::ScheduleStore,
 };
 
 use crate::{
@@ -182,7 +182,7 @@ pub struct CronReport {
 ///
 /// # Errors
 /// No leader in time, a bad expression, the store refused the schedule.
-pub async fn start<S: Storage + Clone>(
+pub async fn start<S: ScheduleStore + Clone>(
     storage: &S,
     ns: &Namespace,
     expression: &str,
@@ -200,7 +200,7 @@ pub async fn start<S: Storage + Clone>(
     Ok((schedule, cursor))
 }
 
-async fn cursor<S: Storage>(storage: &S, ns: &Namespace) -> executor_core::Result<Option<Timestamp>> {
+async fn cursor<S: ScheduleStore>(storage: &S, ns: &Namespace) -> executor_core::Result<Option<Timestamp>> {
     Ok(storage.schedules(ns).await?.into_iter().find(|e| e.schedule.name == SCHEDULE).map(|e| e.cursor))
 }
 
@@ -213,7 +213,7 @@ async fn cursor<S: Storage>(storage: &S, ns: &Namespace) -> executor_core::Resul
 /// at the earlier answer and a `stall_end` at the later one: while neither
 /// this process nor the store ran, no worker could renew a lease or fire a
 /// tick either, and the checks count the window like a store fault.
-pub async fn watch_leader<S: Storage>(
+pub async fn watch_leader<S: ScheduleStore>(
     storage: S,
     ns: Namespace,
     on: Arc<AtomicBool>,
@@ -259,7 +259,7 @@ pub async fn watch_leader<S: Storage>(
 /// and every tick task up to `end` is terminal (at most lease + recovery +
 /// 5 s more: a task of a killed worker waits for its lease to run out).
 /// Answers the window's last tick: the latest at or before `end`.
-pub async fn settle<S: Storage>(
+pub async fn settle<S: ScheduleStore>(
     storage: &S,
     ns: &Namespace,
     schedule: &Schedule,

@@ -4,7 +4,10 @@
 
 use std::{future::Future, time::Duration};
 
-use executor_core::{ListQuery, Namespace, Result, StateCounts, TaskRecord, TaskState, storage::Storage};
+use executor_core::{
+    ListQuery, Namespace, Result, StateCounts, TaskRecord, TaskState,
+    storage::{ExecutorStorage, Storage},
+};
 use executor_mysql::MySqlStorage;
 use executor_postgres::{PostgresOptions, PostgresStorage};
 use executor_redis::RedisStorage;
@@ -12,7 +15,7 @@ use executor_redis::RedisStorage;
 use crate::victims::Corruption;
 
 /// A store the harness can drive.
-pub trait ChaosStore: Storage + Clone + Sized {
+pub trait ChaosStore: ExecutorStorage + Clone + Sized {
     /// Connects once, with settings that fail fast while the store is down.
     fn connect_once(url: &str) -> impl Future<Output = Result<Self>> + Send;
 

@@ -16,7 +16,10 @@ use crate::{
     listener::Listeners,
     metrics as m,
     resend::Resend,
-    storage::{Debounce, Due, NewTask, Storage, SubmitMode},
+    storage::{
+        Debounce, Due, HistoryStore, NewTask, Presence, QueueControl, RunNow, ScheduleStore, Storage,
+        SubmitMode,
+    },
 };
 
 /// Default payload limit: 1 MiB of JSON. The one setting is
@@ -241,37 +244,6 @@ impl<S: Storage> Client<S> {
         self.inner.storage.requeue(&self.inner.namespace, id).await
     }
 
-    /// Makes a waiting task due now: an operator's "run now" for a delayed
-    /// task, a retry waiting out its backoff or a debounced task. A task
-    /// already due keeps its place.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use reliable_executor::{Client, MemoryStorage, Namespace, TaskBuilder, TaskId, TaskOptions, TaskState};
-    ///
-    /// # tokio::runtime::Runtime::new()?.block_on(async {
-    /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?);
-    /// TaskBuilder::new("report", 7, TaskOptions::new())
-    ///     .id("report-7")
-    ///     .delay(Duration::from_secs(3_600))
-    ///     .submit(&client)
-    ///     .await?;
-    /// let id = TaskId::new("report-7")?;
-    /// client.run_now(&id).await?;
-    /// let task = client.status(&id).await?.ok_or("not found")?;
-    /// assert!(task.due_at <= task.created_at.saturating_add(Duration::from_secs(1)));
-    /// assert_eq!(task.state, TaskState::Created);
-    /// # Ok::<(), Box<dyn std::error::Error>>(()) })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::NotFound`]; [`Error::IllegalTransition`] unless `CREATED` or
-    /// `PENDING`; [`Error::Unsupported`] from a store without it.
-    pub async fn run_now(&self, id: &TaskId) -> Result<()> {
-        self.inner.storage.run_now(&self.inner.namespace, id).await
-    }
-
     /// Deletes one task in any state, readable or not; answers whether it
     /// existed. The way out for a record that no longer parses (a page
     /// lists those in [`Page::unreadable`]). A worker still running a
@@ -299,124 +271,6 @@ impl<S: Storage> Client<S> {
     /// Store failures.
     pub async fn counts(&self) -> Result<StateCounts> {
         self.inner.storage.counts(&self.inner.namespace).await
-    }
-
-    /// The workers of this namespace that announced themselves within the
-    /// last three `counts_interval`s (default 10 s each), with the task
-    /// names each runs; empty on a store that keeps no announcements. The
-    /// leader compares them and warns (and sets
-    /// `reliable_executor_handler_sets`) when they differ.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
-        self.inner.storage.workers(&self.inner.namespace).await
-    }
-
-    /// The throughput history of this namespace: every bucket (a minute,
-    /// a task name, attempts succeeded and failed) whose minute is at or
-    /// after `since`, ordered by minute then name, on the store's clock.
-    /// Executors add to it every `history_interval` (default 5 s), so the
-    /// current minute fills in as they flush.
-    ///
-    /// ```
-    /// use reliable_executor::{Client, MemoryStorage, Namespace, Timestamp, storage::{HistoryCount, Storage}};
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> reliable_executor::Result<()> {
-    /// let store = MemoryStorage::new();
-    /// let ns = Namespace::new("my-app")?;
-    /// store.add_history(&ns, &[HistoryCount::new("send_mail", 3, 1)]).await?;
-    /// let client = Client::new(store, ns)?;
-    /// let hour_ago = Timestamp::now_system().saturating_sub(std::time::Duration::from_secs(3_600));
-    /// let buckets = client.history(hour_ago).await?;
-    /// assert_eq!((buckets[0].succeeded, buckets[0].failed), (3, 1));
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without history.
-    pub async fn history(&self, since: crate::Timestamp) -> Result<Vec<crate::HistoryBucket>> {
-        self.inner.storage.history(&self.inner.namespace, since).await
-    }
-
-    /// Every queue of this namespace that has waiting tasks or is paused:
-    /// depth, due tasks, oldest due time, paused.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without queues.
-    pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
-        self.inner.storage.queues(&self.inner.namespace).await
-    }
-
-    /// Pauses `queue` on every process of this namespace: from the next
-    /// claim round on no task of it starts; running attempts finish, and
-    /// its tasks wait in order until [`Client::resume_queue`].
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), reliable_executor::Error> {
-    /// use reliable_executor::{Client, MemoryStorage, Namespace};
-    ///
-    /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-pause")?)?;
-    /// client.pause_queue("emails").await?;
-    /// assert!(client.queues().await?.iter().any(|q| q.queue.as_str() == "emails" && q.paused));
-    /// client.resume_queue("emails").await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] for a bad queue name; store failures;
-    /// [`Error::Unsupported`] from a store without queues.
-    pub async fn pause_queue(&self, queue: impl Into<String>) -> Result<()> {
-        let queue = QueueName::new(queue)?;
-        self.inner.storage.pause_queue(&self.inner.namespace, &queue, true).await
-    }
-
-    /// Resumes a paused queue: its tasks are claimed again from the next
-    /// claim round on.
-    ///
-    /// # Errors
-    /// As [`Client::pause_queue`].
-    pub async fn resume_queue(&self, queue: impl Into<String>) -> Result<()> {
-        let queue = QueueName::new(queue)?;
-        self.inner.storage.pause_queue(&self.inner.namespace, &queue, false).await
-    }
-
-    /// Sets `queue`'s fleet-wide limits, enforced by the store inside every
-    /// claim of every process: at most `concurrency` of its tasks running
-    /// at once, at most `rate` starts per interval (token bucket).
-    /// [`QueueLimits::default`] removes them.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), reliable_executor::Error> {
-    /// use reliable_executor::{Client, MemoryStorage, Namespace, QueueLimits, RateLimit};
-    ///
-    /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-limits")?)?;
-    /// // At most 4 report builds at once, and 50 payment calls a second, fleet-wide.
-    /// client.set_queue_limits("reports", QueueLimits::new().concurrency(4)).await?;
-    /// client.set_queue_limits("payments", QueueLimits::new().rate(RateLimit::per_second(50)?)).await?;
-    /// let reports = client.queues().await?.into_iter().find(|q| q.queue.as_str() == "reports");
-    /// assert_eq!(reports.map(|q| q.limits.concurrency), Some(Some(4)));
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Invalid`] for a bad queue name or limit; store failures;
-    /// [`Error::Unsupported`] from a store without queue limits.
-    pub async fn set_queue_limits(&self, queue: impl Into<String>, limits: QueueLimits) -> Result<()> {
-        let queue = QueueName::new(queue)?;
-        limits.validate()?;
-        self.inner.storage.set_queue_limits(&self.inner.namespace, &queue, &limits).await
-    }
-
-    /// The cron schedules of this namespace: add, replace, pause, resume,
-    /// remove, list. See [`crate::schedule`].
-    pub fn schedules(&self) -> crate::schedule::Schedules<S> {
-        crate::schedule::Schedules::new(self.clone())
     }
 
     /// Waits until the task reaches a terminal state and returns its record.
@@ -473,6 +327,170 @@ impl<S: Storage> Client<S> {
             return Err(Error::PayloadTooLarge { size: task.payload.len(), limit: max_payload });
         }
         Ok(())
+    }
+}
+
+/// Cron schedules, on a store that keeps them.
+impl<S: ScheduleStore> Client<S> {
+    /// The cron schedules of this namespace: add, replace, pause, resume,
+    /// remove, list. See [`crate::schedule`].
+    pub fn schedules(&self) -> crate::schedule::Schedules<S> {
+        crate::schedule::Schedules::new(self.clone())
+    }
+}
+
+/// Throughput history, on a store that keeps it.
+impl<S: HistoryStore> Client<S> {
+    /// The throughput history of this namespace: every bucket (a minute,
+    /// a task name, attempts succeeded and failed) whose minute is at or
+    /// after `since`, ordered by minute then name, on the store's clock.
+    /// Executors add to it every `history_interval` (default 5 s), so the
+    /// current minute fills in as they flush.
+    ///
+    /// ```
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, Timestamp, storage::{HistoryCount, HistoryStore}};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> reliable_executor::Result<()> {
+    /// let store = MemoryStorage::new();
+    /// let ns = Namespace::new("my-app")?;
+    /// store.add_history(&ns, &[HistoryCount::new("send_mail", 3, 1)]).await?;
+    /// let client = Client::new(store, ns)?;
+    /// let hour_ago = Timestamp::now_system().saturating_sub(std::time::Duration::from_secs(3_600));
+    /// let buckets = client.history(hour_ago).await?;
+    /// assert_eq!((buckets[0].succeeded, buckets[0].failed), (3, 1));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
+    pub async fn history(&self, since: crate::Timestamp) -> Result<Vec<crate::HistoryBucket>> {
+        self.inner.storage.history(&self.inner.namespace, since).await
+    }
+}
+
+/// Worker presence, on a store that keeps it.
+impl<S: Presence> Client<S> {
+    /// The workers of this namespace that announced themselves within the
+    /// last three `counts_interval`s (default 10 s each), with the task
+    /// names each runs; empty on a store that keeps no announcements. The
+    /// leader compares them and warns (and sets
+    /// `reliable_executor_handler_sets`) when they differ.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
+        self.inner.storage.workers(&self.inner.namespace).await
+    }
+}
+
+/// "Run now", on a store that can move a due time.
+impl<S: RunNow> Client<S> {
+    /// Makes a waiting task due now: an operator's "run now" for a delayed
+    /// task, a retry waiting out its backoff or a debounced task. A task
+    /// already due keeps its place.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, TaskBuilder, TaskId, TaskOptions, TaskState};
+    ///
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("app")?);
+    /// TaskBuilder::new("report", 7, TaskOptions::new())
+    ///     .id("report-7")
+    ///     .delay(Duration::from_secs(3_600))
+    ///     .submit(&client)
+    ///     .await?;
+    /// let id = TaskId::new("report-7")?;
+    /// client.run_now(&id).await?;
+    /// let task = client.status(&id).await?.ok_or("not found")?;
+    /// assert!(task.due_at <= task.created_at.saturating_add(Duration::from_secs(1)));
+    /// assert_eq!(task.state, TaskState::Created);
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotFound`]; [`Error::IllegalTransition`] unless `CREATED` or
+    /// `PENDING`; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
+    pub async fn run_now(&self, id: &TaskId) -> Result<()> {
+        self.inner.storage.run_now(&self.inner.namespace, id).await
+    }
+}
+
+/// Queue controls and limits, on a store that has them.
+impl<S: QueueControl> Client<S> {
+    /// Every queue of this namespace that has waiting tasks or is paused:
+    /// depth, due tasks, oldest due time, paused.
+    ///
+    /// # Errors
+    /// Store failures; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
+    pub async fn queues(&self) -> Result<Vec<QueueInfo>> {
+        self.inner.storage.queues(&self.inner.namespace).await
+    }
+
+    /// Pauses `queue` on every process of this namespace: from the next
+    /// claim round on no task of it starts; running attempts finish, and
+    /// its tasks wait in order until [`Client::resume_queue`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), reliable_executor::Error> {
+    /// use reliable_executor::{Client, MemoryStorage, Namespace};
+    ///
+    /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-pause")?)?;
+    /// client.pause_queue("emails").await?;
+    /// assert!(client.queues().await?.iter().any(|q| q.queue.as_str() == "emails" && q.paused));
+    /// client.resume_queue("emails").await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad queue name; store failures;
+    /// [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
+    pub async fn pause_queue(&self, queue: impl Into<String>) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        self.inner.storage.pause_queue(&self.inner.namespace, &queue, true).await
+    }
+
+    /// Resumes a paused queue: its tasks are claimed again from the next
+    /// claim round on.
+    ///
+    /// # Errors
+    /// As [`Client::pause_queue`].
+    pub async fn resume_queue(&self, queue: impl Into<String>) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        self.inner.storage.pause_queue(&self.inner.namespace, &queue, false).await
+    }
+
+    /// Sets `queue`'s fleet-wide limits, enforced by the store inside every
+    /// claim of every process: at most `concurrency` of its tasks running
+    /// at once, at most `rate` starts per interval (token bucket).
+    /// [`QueueLimits::default`] removes them.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), reliable_executor::Error> {
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, QueueLimits, RateLimit};
+    ///
+    /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-limits")?)?;
+    /// // At most 4 report builds at once, and 50 payment calls a second, fleet-wide.
+    /// client.set_queue_limits("reports", QueueLimits::new().concurrency(4)).await?;
+    /// client.set_queue_limits("payments", QueueLimits::new().rate(RateLimit::per_second(50)?)).await?;
+    /// let reports = client.queues().await?.into_iter().find(|q| q.queue.as_str() == "reports");
+    /// assert_eq!(reports.map(|q| q.limits.concurrency), Some(Some(4)));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Invalid`] for a bad queue name or limit; store failures;
+    /// [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
+    pub async fn set_queue_limits(&self, queue: impl Into<String>, limits: QueueLimits) -> Result<()> {
+        let queue = QueueName::new(queue)?;
+        limits.validate()?;
+        self.inner.storage.set_queue_limits(&self.inner.namespace, &queue, &limits).await
     }
 }
 

@@ -3,7 +3,7 @@
 //! and a restart see the same history.
 //!
 //! Executors count finished attempts in memory and add them with one
-//! [`Storage::add_history`](crate::storage::Storage::add_history) call every
+//! [`HistoryStore::add_history`](crate::storage::HistoryStore::add_history) call every
 //! `history_interval`; the store puts them in the bucket of its own current
 //! minute. The leader trims buckets older than `history_keep`.
 
@@ -22,7 +22,7 @@ pub const MAX_HISTORY_COUNT: u64 = i64::MAX as u64;
 
 /// Attempts of one task name that ended since the last flush, added to the
 /// store's current minute by
-/// [`Storage::add_history`](crate::storage::Storage::add_history).
+/// [`HistoryStore::add_history`](crate::storage::HistoryStore::add_history).
 ///
 /// ```
 /// use reliable_executor::storage::HistoryCount;
@@ -79,7 +79,7 @@ impl HistoryCount {
 }
 
 /// One minute of one task name's history, as
-/// [`Storage::history`](crate::storage::Storage::history) answers it.
+/// [`HistoryStore::history`](crate::storage::HistoryStore::history) answers it.
 ///
 /// ```
 /// use reliable_executor::{Timestamp, storage::HistoryBucket};

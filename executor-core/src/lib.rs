@@ -153,11 +153,12 @@ pub use executor_macros::reliable_task;
 /// What an application file needs: `use reliable_executor::prelude::*;`.
 ///
 /// The macro and the types a handler signature names ([`TaskContext`],
-/// [`TaskError`], [`Data`]), the executor and client with their
-/// [`Storage`](crate::storage::Storage) bound and [`Listener`], the records
+/// [`TaskError`], [`Data`]), the executor and client with their bounds
+/// ([`ExecutorStorage`](crate::storage::ExecutorStorage),
+/// [`Storage`](crate::storage::Storage)) and [`Listener`], the records
 /// a status query returns, and serde's derives.
 pub mod prelude {
-    pub use crate::storage::Storage;
+    pub use crate::storage::{ExecutorStorage, Storage};
     pub use crate::{
         Client, Data, Executor, Handler, ListQuery, Listener, MemoryStorage, RetryPolicy, Submit, Submitted,
         TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, reliable_task, shutdown_signal,

@@ -2,7 +2,9 @@
 //!
 //! Applications name [`Storage`] only as a bound (it is in the
 //! [`prelude`](crate::prelude)); the rest of this module is for the authors
-//! of storage crates: the [`Storage`] and [`TierStorage`] traits, the records
+//! of storage crates: the core [`Storage`] trait, one trait per optional
+//! ability ([`QueueControl`], [`ScheduleStore`], [`HistoryStore`],
+//! [`RunNow`], [`Presence`], [`TierStorage`], [`SubmitIn`]), the records
 //! they receive and return ([`NewTask`], [`Lease`], [`Finish`],
 //! [`Heartbeat`], [`Reaped`], [`Leadership`], [`ScheduleEntry`],
 //! [`Advance`], [`HistoryCount`], [`HistoryBucket`]), the shared range checks, the
@@ -18,7 +20,7 @@
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, ClaimPlan, Error, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
     Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
     schedule::Schedule,
 };
@@ -91,82 +93,21 @@ pub trait Storage: Send + Sync + 'static {
         lease: Duration,
     ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
 
-    /// Claims as `plan` says, in one atomic step (issue 16): up to each
+    /// Claims as `plan` says, in one atomic step: up to each
     /// share's quota from its queue, in order, then the rest of
     /// `plan.limit` from the same queues in the same order. A paused queue
     /// gives nothing. Within a queue: highest priority first, then earliest
-    /// due, then id. Otherwise as [`Storage::claim`]. The default serves a
-    /// plan of the default queue alone through [`Storage::claim`] and
-    /// refuses any other.
+    /// due, then id. Otherwise as [`Storage::claim`].
     ///
     /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store with one queue.
+    /// Store failures.
     fn claim_queues(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
         plan: &ClaimPlan,
         lease: Duration,
-    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send {
-        async move {
-            if plan.is_default_only() {
-                self.claim(ns, worker, plan.limit, lease).await
-            } else {
-                Err(Error::unsupported("claim_queues", "this store has the default queue only"))
-            }
-        }
-    }
-
-    /// Pauses (`true`) or resumes (`false`) `queue` for every process: from
-    /// the next claim on, no claim takes its tasks until it is resumed;
-    /// attempts running finish. Kept in the store, whether or not the queue
-    /// has tasks. Resuming a queue that is not paused does nothing.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without queues.
-    fn pause_queue(
-        &self,
-        ns: &Namespace,
-        queue: &QueueName,
-        paused: bool,
-    ) -> impl Future<Output = Result<()>> + Send {
-        let _ = (ns, queue, paused);
-        async { Err(Error::unsupported("pause_queue", "this store has no queue controls")) }
-    }
-
-    /// Sets `queue`'s fleet-wide limits (issue 16), replacing the ones it
-    /// had; [`QueueLimits::default`] removes them. From the next claim on,
-    /// every claim takes no more of the queue's tasks than its concurrency
-    /// limit leaves (tasks `RUNNING` in the store count until they finish
-    /// or are reaped) and than whole tokens are left in its rate bucket
-    /// (refilled on the store's clock; a queue that had no rate starts with
-    /// a full bucket, one that had keeps its tokens, capped at the new
-    /// burst), in the same atomic step that claims. The caller has
-    /// validated `limits`.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without queue
-    /// limits.
-    fn set_queue_limits(
-        &self,
-        ns: &Namespace,
-        queue: &QueueName,
-        limits: &QueueLimits,
-    ) -> impl Future<Output = Result<()>> + Send {
-        let _ = (ns, queue, limits);
-        async { Err(Error::unsupported("set_queue_limits", "this store has no queue limits")) }
-    }
-
-    /// Every queue of `ns` that has waiting or running tasks, is paused or
-    /// has limits, by name: its depth, how many are due, its oldest due
-    /// time, whether paused, its running tasks and its limits.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without queues.
-    fn queues(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send {
-        let _ = ns;
-        async { Err(Error::unsupported("queues", "this store has no queue controls")) }
-    }
+    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
 
     /// Extends every lease in `leases` to `now + lease` and reports the ones
     /// that are lost (fence moved on, task no longer `RUNNING`) and the ones
@@ -256,25 +197,6 @@ pub trait Storage: Send + Sync + 'static {
     /// other state.
     fn requeue(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send;
 
-    /// Makes a waiting task (`CREATED` or `PENDING`) due now on the store's
-    /// clock, as an operator's "run now": a delayed task, a retry waiting
-    /// out its backoff or a debounced task starts at the next claim (a
-    /// paused or limited queue still holds it back). A task already due
-    /// keeps its due time and its place. Attempts, payload and options are
-    /// unchanged; workers waiting for work are woken.
-    ///
-    /// The default answers [`Error::Unsupported`]; a store that implements
-    /// it passes `run_now_conformance_tests!` (feature `testing`).
-    ///
-    /// # Errors
-    /// [`crate::Error::NotFound`]; [`crate::Error::IllegalTransition`] for a
-    /// task that is not waiting (running, finished, dead-lettered: requeue
-    /// those); [`Error::Unsupported`].
-    fn run_now(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send {
-        let _ = (ns, id);
-        async { Err(Error::unsupported("run_now", "this store cannot move a task's due time")) }
-    }
-
     /// Recovers up to `limit` tasks whose lease expired (their worker died):
     /// `TIMEOUT` when past the deadline, `FAILED` when no attempts are left,
     /// else `PENDING` due now. The fence grows so the old worker's late
@@ -325,156 +247,6 @@ pub trait Storage: Send + Sync + 'static {
     /// Store failures.
     fn leader(&self, ns: &Namespace) -> impl Future<Output = Result<Option<Leadership>>> + Send;
 
-    /// Records that `worker` runs the task names `names` in `ns`, until `ttl`
-    /// passes without another call, on the store's clock. Every running
-    /// executor calls it periodically, and the leader compares what
-    /// [`Storage::workers`] answers, warning when processes with different
-    /// handler sets share a namespace. The default keeps nothing (so
-    /// `workers` answers no one and nothing is compared).
-    ///
-    /// # Errors
-    /// Store failures; the executor logs them and tries again.
-    fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> impl Future<Output = Result<()>> + Send {
-        let _ = (ns, worker, names, ttl);
-        async { Ok(()) }
-    }
-
-    /// The workers of `ns` whose announcement has not lapsed, in any order;
-    /// lapsed ones may be deleted on the way, and one that does not parse
-    /// (edited by hand) is left out. The default answers none.
-    ///
-    /// # Errors
-    /// Store failures.
-    fn workers(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<WorkerInfo>>> + Send {
-        let _ = ns;
-        async { Ok(Vec::new()) }
-    }
-
-    // --- schedule: cron schedules (issue 15) ---
-
-    /// Stores `schedule` under its name in `ns`, replacing the definition of
-    /// one already there and keeping its state (paused, cursor, fence, last
-    /// task); a new one starts unpaused with its cursor at the store's now,
-    /// so no tick before it was added fires. The caller has validated it.
-    /// The default stores nothing and answers [`Error::Unsupported`].
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
-    fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> impl Future<Output = Result<()>> + Send {
-        let _ = (ns, schedule);
-        async { Err(Error::unsupported("put_schedule", "this store keeps no cron schedules")) }
-    }
-
-    /// Every schedule of `ns`, by name. One whose stored form does not parse
-    /// (edited by hand) is left out, with a warning.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
-    fn schedules(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<ScheduleEntry>>> + Send {
-        let _ = ns;
-        async { Err(Error::unsupported("schedules", "this store keeps no cron schedules")) }
-    }
-
-    /// Deletes schedule `name`; whether it existed. Tasks it submitted stay.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
-    fn remove_schedule(&self, ns: &Namespace, name: &str) -> impl Future<Output = Result<bool>> + Send {
-        let _ = (ns, name);
-        async { Err(Error::unsupported("remove_schedule", "this store keeps no cron schedules")) }
-    }
-
-    /// Pauses (`true`) or resumes (`false`) schedule `name`; whether it
-    /// exists. While paused the leader moves its cursor past each tick
-    /// without a task, so resuming fires nothing missed.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
-    fn pause_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        paused: bool,
-    ) -> impl Future<Output = Result<bool>> + Send {
-        let _ = (ns, name, paused);
-        async { Err(Error::unsupported("pause_schedule", "this store keeps no cron schedules")) }
-    }
-
-    /// Moves schedule `name`'s cursor as `advance` says, atomically, only if
-    /// [`Advance::applies_to`] the stored entry (its cursor is still
-    /// `advance.from` and no leader with a larger fencing token moved it);
-    /// whether it moved. A deposed leader therefore never moves a schedule
-    /// its successor has moved.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
-    fn advance_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        advance: &Advance,
-    ) -> impl Future<Output = Result<bool>> + Send {
-        let _ = (ns, name, advance);
-        async { Err(Error::unsupported("advance_schedule", "this store keeps no cron schedules")) }
-    }
-
-    // --- history: throughput per minute (issue 18) ---
-
-    /// Adds `counts` into the buckets of the store's current minute (its
-    /// own clock: Redis `TIME`, SQL `NOW(3)` / `statement_timestamp()`), one
-    /// bucket per name, in one round trip. Counts are additive: concurrent
-    /// calls from many processes sum exactly. Names are kept as given
-    /// (distinct bytes, distinct buckets); empty counts add nothing. Every
-    /// count is checked with [`check_history`] first.
-    ///
-    /// The default keeps nothing and answers `Ok(())`, so an executor on a
-    /// store without history runs quietly; [`Storage::history`] tells such
-    /// a store apart by answering [`Error::Unsupported`].
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Invalid`] for a count [`check_history`] refuses.
-    fn add_history(
-        &self,
-        ns: &Namespace,
-        counts: &[HistoryCount],
-    ) -> impl Future<Output = Result<()>> + Send {
-        let _ = (ns, counts);
-        async { Ok(()) }
-    }
-
-    /// Every bucket of `ns` whose minute is at or after `since`, ordered by
-    /// minute, then name. A bucket whose stored form does not parse (edited
-    /// by hand, a negative count) is left out with a warning.
-    ///
-    /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without history.
-    fn history(
-        &self,
-        ns: &Namespace,
-        since: Timestamp,
-    ) -> impl Future<Output = Result<Vec<HistoryBucket>>> + Send {
-        let _ = (ns, since);
-        async { Err(Error::unsupported("history", "this store keeps no throughput history")) }
-    }
-
-    /// Deletes every bucket of `ns` whose minute is before `before`;
-    /// answers how many went (a store may answer buckets or minutes). The
-    /// leader calls it from housekeeping with the store's now less
-    /// `history_keep`. The default deletes nothing.
-    ///
-    /// # Errors
-    /// Store failures.
-    fn trim_history(&self, ns: &Namespace, before: Timestamp) -> impl Future<Output = Result<u64>> + Send {
-        let _ = (ns, before);
-        async { Ok(0) }
-    }
-
     /// The store's clock, for decisions that must not depend on a worker's
     /// clock (Redis `TIME`, MySQL `NOW(3)`). Required: a default on the
     /// worker's clock would break the store-clock rule silently.
@@ -517,27 +289,213 @@ pub trait Storage: Send + Sync + 'static {
     /// As [`Storage::wait_for_work`] for a claimer that serves `queues`
     /// only: due tasks of other queues and of paused ones do not end the
     /// wait at once (they would make it spin), though any wake-up may.
-    /// The default waits as [`Storage::wait_for_work`] when `queues` is the
-    /// default queue alone.
     ///
     /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store with one queue
-    /// asked for others.
+    /// Store failures.
     fn wait_for_queues(
         &self,
         ns: &Namespace,
         queues: &[QueueName],
         max_wait: Duration,
-    ) -> impl Future<Output = Result<()>> + Send {
-        async move {
-            if queues.iter().all(QueueName::is_default) {
-                self.wait_for_work(ns, max_wait).await
-            } else {
-                Err(Error::unsupported("wait_for_queues", "this store has the default queue only"))
-            }
-        }
-    }
+    ) -> impl Future<Output = Result<()>> + Send;
 }
+
+/// Queue controls and fleet-wide limits: pause and resume a queue, set its
+/// concurrency and rate limits, read every queue's depth and state. A store
+/// with it passes `queue_conformance_tests!` and
+/// `queue_limit_conformance_tests!` (feature `testing`); what controls
+/// queues ([`crate::Client::pause_queue`], the admin's queue routes, `rex
+/// queues`) asks for it in its bounds.
+pub trait QueueControl: Storage {
+    /// Pauses (`true`) or resumes (`false`) `queue` for every process: from
+    /// the next claim on, no claim takes its tasks until it is resumed;
+    /// attempts running finish. Kept in the store, whether or not the queue
+    /// has tasks. Resuming a queue that is not paused does nothing.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn pause_queue(
+        &self,
+        ns: &Namespace,
+        queue: &QueueName,
+        paused: bool,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Sets `queue`'s fleet-wide limits (issue 16), replacing the ones it
+    /// had; [`QueueLimits::default`] removes them. From the next claim on,
+    /// every claim takes no more of the queue's tasks than its concurrency
+    /// limit leaves (tasks `RUNNING` in the store count until they finish
+    /// or are reaped) and than whole tokens are left in its rate bucket
+    /// (refilled on the store's clock; a queue that had no rate starts with
+    /// a full bucket, one that had keeps its tokens, capped at the new
+    /// burst), in the same atomic step that claims. The caller has
+    /// validated `limits`.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn set_queue_limits(
+        &self,
+        ns: &Namespace,
+        queue: &QueueName,
+        limits: &QueueLimits,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// Every queue of `ns` that has waiting or running tasks, is paused or
+    /// has limits, by name: its depth, how many are due, its oldest due
+    /// time, whether paused, its running tasks and its limits.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn queues(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send;
+}
+
+/// Moving a waiting task's due time to now ("run now"). A store with it
+/// passes `run_now_conformance_tests!` (feature `testing`).
+pub trait RunNow: Storage {
+    /// Makes a waiting task (`CREATED` or `PENDING`) due now on the store's
+    /// clock, as an operator's "run now": a delayed task, a retry waiting
+    /// out its backoff or a debounced task starts at the next claim (a
+    /// paused or limited queue still holds it back). A task already due
+    /// keeps its due time and its place. Attempts, payload and options are
+    /// unchanged; workers waiting for work are woken.
+    ///
+    /// # Errors
+    /// [`crate::Error::NotFound`]; [`crate::Error::IllegalTransition`] for a
+    /// task that is not waiting (running, finished, dead-lettered: requeue
+    /// those).
+    fn run_now(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Worker presence: which processes serve a namespace and with which
+/// handlers. Every running executor announces itself, and the leader
+/// compares the handler sets it finds.
+pub trait Presence: Storage {
+    /// Records that `worker` runs the task names `names` in `ns`, until `ttl`
+    /// passes without another call, on the store's clock. Every running
+    /// executor calls it periodically, and the leader compares what
+    /// [`Presence::workers`] answers, warning when processes with different
+    /// handler sets share a namespace.
+    ///
+    /// # Errors
+    /// Store failures; the executor logs them and tries again.
+    fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> impl Future<Output = Result<()>> + Send;
+
+    /// The workers of `ns` whose announcement has not lapsed, in any order;
+    /// lapsed ones may be deleted on the way, and one that does not parse
+    /// (edited by hand) is left out.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn workers(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<WorkerInfo>>> + Send;
+}
+
+/// Cron schedules kept in the store, advanced by the elected leader under
+/// its fencing token. A store with it passes `schedule_conformance_tests!`
+/// (feature `testing`).
+pub trait ScheduleStore: Storage {
+    /// Stores `schedule` under its name in `ns`, replacing the definition of
+    /// one already there and keeping its state (paused, cursor, fence, last
+    /// task); a new one starts unpaused with its cursor at the store's now,
+    /// so no tick before it was added fires. The caller has validated it.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> impl Future<Output = Result<()>> + Send;
+
+    /// Every schedule of `ns`, by name. One whose stored form does not parse
+    /// (edited by hand) is left out, with a warning.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn schedules(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<ScheduleEntry>>> + Send;
+
+    /// Deletes schedule `name`; whether it existed. Tasks it submitted stay.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn remove_schedule(&self, ns: &Namespace, name: &str) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Pauses (`true`) or resumes (`false`) schedule `name`; whether it
+    /// exists. While paused the leader moves its cursor past each tick
+    /// without a task, so resuming fires nothing missed.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn pause_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        paused: bool,
+    ) -> impl Future<Output = Result<bool>> + Send;
+
+    /// Moves schedule `name`'s cursor as `advance` says, atomically, only if
+    /// [`Advance::applies_to`] the stored entry (its cursor is still
+    /// `advance.from` and no leader with a larger fencing token moved it);
+    /// whether it moved. A deposed leader therefore never moves a schedule
+    /// its successor has moved.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn advance_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        advance: &Advance,
+    ) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// Throughput per minute and name, kept in the store on its own clock. A
+/// store with it passes `history_conformance_tests!` (feature `testing`).
+pub trait HistoryStore: Storage {
+    /// Adds `counts` into the buckets of the store's current minute (its
+    /// own clock: Redis `TIME`, SQL `NOW(3)` / `statement_timestamp()`), one
+    /// bucket per name, in one round trip. Counts are additive: concurrent
+    /// calls from many processes sum exactly. Names are kept as given
+    /// (distinct bytes, distinct buckets); empty counts add nothing. Every
+    /// count is checked with [`check_history`] first.
+    ///
+    /// # Errors
+    /// Store failures; [`crate::Error::Invalid`] for a count [`check_history`] refuses.
+    fn add_history(&self, ns: &Namespace, counts: &[HistoryCount])
+    -> impl Future<Output = Result<()>> + Send;
+
+    /// Every bucket of `ns` whose minute is at or after `since`, ordered by
+    /// minute, then name. A bucket whose stored form does not parse (edited
+    /// by hand, a negative count) is left out with a warning.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn history(
+        &self,
+        ns: &Namespace,
+        since: Timestamp,
+    ) -> impl Future<Output = Result<Vec<HistoryBucket>>> + Send;
+
+    /// Deletes every bucket of `ns` whose minute is before `before`;
+    /// answers how many went (a store may answer buckets or minutes). The
+    /// leader calls it from housekeeping with the store's now less
+    /// `history_keep`.
+    ///
+    /// # Errors
+    /// Store failures.
+    fn trim_history(&self, ns: &Namespace, before: Timestamp) -> impl Future<Output = Result<u64>> + Send;
+}
+
+/// What an [`crate::Executor`] needs of its store beside [`Storage`]: it
+/// announces its worker ([`Presence`]), records throughput
+/// ([`HistoryStore`]), samples its queues for the gauges ([`QueueControl`])
+/// and fires the cron schedules of its handlers ([`ScheduleStore`]).
+/// Implemented for every store that has these abilities; a store without
+/// one of them can still serve a [`crate::Client`].
+pub trait ExecutorStorage: Storage + Presence + HistoryStore + QueueControl + ScheduleStore {}
+
+impl<S: Storage + Presence + HistoryStore + QueueControl + ScheduleStore> ExecutorStorage for S {}
 
 /// The ability to submit inside the caller's own database transaction:
 /// the task is stored if and only if the transaction commits (the outbox

@@ -6,6 +6,7 @@
 //! registered in every executor of the binary, and must not fire tasks into
 //! other tests' namespaces.
 
+use reliable_executor::storage::ScheduleStore;
 use std::{
     collections::{BTreeSet, HashMap},
     sync::{
@@ -75,7 +76,11 @@ impl<S: Storage> Intercept<S> for Crash {
 
 type Store = Intercepted<MemoryStorage, Crash>;
 
-fn builder<S: Storage>(store: S, ns: &Namespace, worker: String) -> ExecutorBuilder<S> {
+fn builder<S: reliable_executor::storage::ExecutorStorage>(
+    store: S,
+    ns: &Namespace,
+    worker: String,
+) -> ExecutorBuilder<S> {
     Executor::builder(store)
         .namespace(ns.as_str())
         .worker_id(worker)
@@ -88,7 +93,11 @@ fn builder<S: Storage>(store: S, ns: &Namespace, worker: String) -> ExecutorBuil
 }
 
 /// The ids of the tasks named `name` in every state, by listing each.
-async fn ids_of<S: Storage>(store: &S, ns: &Namespace, name: &str) -> Result<Vec<(String, TaskState)>> {
+async fn ids_of<S: reliable_executor::storage::ScheduleStore>(
+    store: &S,
+    ns: &Namespace,
+    name: &str,
+) -> Result<Vec<(String, TaskState)>> {
     let mut out = Vec::new();
     for state in TaskState::ALL {
         let mut cursor = None;

@@ -13,6 +13,7 @@
 //! present and not paused (not in the plan), each the median of `--runs`,
 //! then EXPLAIN and ANALYZE FORMAT=JSON of the claim's SELECT at full size.
 
+use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{ClaimPlan, Namespace, QueueName, WorkerId, storage::Storage};

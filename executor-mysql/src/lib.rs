@@ -47,6 +47,7 @@ mod submit;
 mod tier;
 mod wake;
 
+use executor_core::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::time::Duration;
 
 use executor_core::{
@@ -97,18 +98,6 @@ impl Storage for MySqlStorage {
         MySqlStorage::claim_queues(self, ns, worker, plan, lease).await
     }
 
-    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        MySqlStorage::pause_queue(self, ns, queue, paused).await
-    }
-
-    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        MySqlStorage::set_queue_limits(self, ns, queue, limits).await
-    }
-
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        MySqlStorage::queues(self, ns).await
-    }
-
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
         MySqlStorage::heartbeat(self, ns, leases, lease).await
     }
@@ -149,10 +138,6 @@ impl Storage for MySqlStorage {
         MySqlStorage::requeue(self, ns, id).await
     }
 
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        MySqlStorage::run_now(self, ns, id).await
-    }
-
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         MySqlStorage::reap(self, ns, limit).await
     }
@@ -178,6 +163,44 @@ impl Storage for MySqlStorage {
         MySqlStorage::leader(self, ns).await
     }
 
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        MySqlStorage::now(self, ns).await
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        MySqlStorage::max_payload(self).await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        MySqlStorage::wait_for_work(self, ns, max_wait).await
+    }
+
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        MySqlStorage::wait_for_queues(self, ns, queues, max_wait).await
+    }
+}
+
+impl QueueControl for MySqlStorage {
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        MySqlStorage::pause_queue(self, ns, queue, paused).await
+    }
+
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        MySqlStorage::set_queue_limits(self, ns, queue, limits).await
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        MySqlStorage::queues(self, ns).await
+    }
+}
+
+impl RunNow for MySqlStorage {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        MySqlStorage::run_now(self, ns, id).await
+    }
+}
+
+impl Presence for MySqlStorage {
     async fn announce(
         &self,
         ns: &Namespace,
@@ -191,7 +214,9 @@ impl Storage for MySqlStorage {
     async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
         MySqlStorage::workers(self, ns).await
     }
+}
 
+impl ScheduleStore for MySqlStorage {
     async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
         MySqlStorage::put_schedule(self, ns, schedule).await
     }
@@ -211,7 +236,9 @@ impl Storage for MySqlStorage {
     async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         MySqlStorage::advance_schedule(self, ns, name, advance).await
     }
+}
 
+impl HistoryStore for MySqlStorage {
     async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
         MySqlStorage::add_history(self, ns, counts).await
     }
@@ -222,22 +249,6 @@ impl Storage for MySqlStorage {
 
     async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         MySqlStorage::trim_history(self, ns, before).await
-    }
-
-    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
-        MySqlStorage::now(self, ns).await
-    }
-
-    async fn max_payload(&self) -> Result<usize> {
-        MySqlStorage::max_payload(self).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        MySqlStorage::wait_for_work(self, ns, max_wait).await
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        MySqlStorage::wait_for_queues(self, ns, queues, max_wait).await
     }
 }
 

@@ -57,6 +57,7 @@ mod submit;
 mod tier;
 mod wake;
 
+use executor_core::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::time::Duration;
 
 use executor_core::{
@@ -107,18 +108,6 @@ impl Storage for PostgresStorage {
         PostgresStorage::claim_queues(self, ns, worker, plan, lease).await
     }
 
-    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        PostgresStorage::pause_queue(self, ns, queue, paused).await
-    }
-
-    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        PostgresStorage::set_queue_limits(self, ns, queue, limits).await
-    }
-
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        PostgresStorage::queues(self, ns).await
-    }
-
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
         PostgresStorage::heartbeat(self, ns, leases, lease).await
     }
@@ -159,10 +148,6 @@ impl Storage for PostgresStorage {
         PostgresStorage::requeue(self, ns, id).await
     }
 
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        PostgresStorage::run_now(self, ns, id).await
-    }
-
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         PostgresStorage::reap(self, ns, limit).await
     }
@@ -188,6 +173,44 @@ impl Storage for PostgresStorage {
         PostgresStorage::leader(self, ns).await
     }
 
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        PostgresStorage::now(self, ns).await
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        PostgresStorage::max_payload(self).await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        PostgresStorage::wait_for_work(self, ns, max_wait).await
+    }
+
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        PostgresStorage::wait_for_queues(self, ns, queues, max_wait).await
+    }
+}
+
+impl QueueControl for PostgresStorage {
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        PostgresStorage::pause_queue(self, ns, queue, paused).await
+    }
+
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        PostgresStorage::set_queue_limits(self, ns, queue, limits).await
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        PostgresStorage::queues(self, ns).await
+    }
+}
+
+impl RunNow for PostgresStorage {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        PostgresStorage::run_now(self, ns, id).await
+    }
+}
+
+impl Presence for PostgresStorage {
     async fn announce(
         &self,
         ns: &Namespace,
@@ -201,7 +224,9 @@ impl Storage for PostgresStorage {
     async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
         PostgresStorage::workers(self, ns).await
     }
+}
 
+impl ScheduleStore for PostgresStorage {
     async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
         PostgresStorage::put_schedule(self, ns, schedule).await
     }
@@ -221,7 +246,9 @@ impl Storage for PostgresStorage {
     async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         PostgresStorage::advance_schedule(self, ns, name, advance).await
     }
+}
 
+impl HistoryStore for PostgresStorage {
     async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
         PostgresStorage::add_history(self, ns, counts).await
     }
@@ -232,22 +259,6 @@ impl Storage for PostgresStorage {
 
     async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         PostgresStorage::trim_history(self, ns, before).await
-    }
-
-    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
-        PostgresStorage::now(self, ns).await
-    }
-
-    async fn max_payload(&self) -> Result<usize> {
-        PostgresStorage::max_payload(self).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        PostgresStorage::wait_for_work(self, ns, max_wait).await
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        PostgresStorage::wait_for_queues(self, ns, queues, max_wait).await
     }
 }
 

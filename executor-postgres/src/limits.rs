@@ -107,7 +107,7 @@ impl Stored {
 }
 
 impl PostgresStorage {
-    /// Sets `queue`'s limits (see `Storage::set_queue_limits`) in one
+    /// Sets `queue`'s limits (see `QueueControl::set_queue_limits`) in one
     /// statement; [`QueueLimits::new`] removes them, and the row with them
     /// unless the queue is paused. The bucket: full for a queue that had no
     /// rate, else its tokens refilled to now under the old rate and capped

@@ -10,6 +10,7 @@
 //! `REDIS_URL` (default `redis://127.0.0.1:6379`). The namespace is purged
 //! at the end.
 
+use executor_core::storage::QueueControl;
 use std::time::{Duration, Instant};
 
 use executor_core::{

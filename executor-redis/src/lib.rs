@@ -39,6 +39,7 @@ mod submit;
 mod tier;
 mod wake;
 
+use executor_core::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::time::Duration;
 
 use executor_core::{
@@ -122,11 +123,6 @@ impl Storage for RedisStorage {
         RedisStorage::requeue(self, ns, id).await
     }
 
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.ingest(ns, Some(id)).await;
-        RedisStorage::run_now(self, ns, id).await
-    }
-
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         RedisStorage::reap(self, ns, limit).await
     }
@@ -152,52 +148,6 @@ impl Storage for RedisStorage {
         RedisStorage::leader(self, ns).await
     }
 
-    async fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> Result<()> {
-        RedisStorage::announce(self, ns, worker, names, ttl).await
-    }
-
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
-        RedisStorage::workers(self, ns).await
-    }
-
-    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
-        RedisStorage::put_schedule(self, ns, schedule).await
-    }
-
-    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
-        RedisStorage::schedules(self, ns).await
-    }
-
-    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
-        RedisStorage::remove_schedule(self, ns, name).await
-    }
-
-    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
-        RedisStorage::pause_schedule(self, ns, name, paused).await
-    }
-
-    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
-        RedisStorage::advance_schedule(self, ns, name, advance).await
-    }
-
-    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
-        RedisStorage::add_history(self, ns, counts).await
-    }
-
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-        RedisStorage::history(self, ns, since).await
-    }
-
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        RedisStorage::trim_history(self, ns, before).await
-    }
-
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         RedisStorage::now(self, ns).await
     }
@@ -220,6 +170,17 @@ impl Storage for RedisStorage {
         RedisStorage::claim_queues(self, ns, worker, plan, lease).await
     }
 
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        RedisStorage::wait_for_queues(self, ns, Some(queues), max_wait).await
+    }
+
+    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
+        self.ingest(ns, None).await;
+        RedisStorage::housekeeping(self, ns).await
+    }
+}
+
+impl QueueControl for RedisStorage {
     async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         RedisStorage::pause_queue(self, ns, queue, paused).await
     }
@@ -229,17 +190,67 @@ impl Storage for RedisStorage {
         RedisStorage::queues(self, ns).await
     }
 
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        RedisStorage::wait_for_queues(self, ns, Some(queues), max_wait).await
-    }
-
     async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
         RedisStorage::set_queue_limits(self, ns, queue, limits).await
     }
+}
 
-    async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
-        self.ingest(ns, None).await;
-        RedisStorage::housekeeping(self, ns).await
+impl RunNow for RedisStorage {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.ingest(ns, Some(id)).await;
+        RedisStorage::run_now(self, ns, id).await
+    }
+}
+
+impl Presence for RedisStorage {
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        RedisStorage::announce(self, ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
+        RedisStorage::workers(self, ns).await
+    }
+}
+
+impl ScheduleStore for RedisStorage {
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+        RedisStorage::put_schedule(self, ns, schedule).await
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        RedisStorage::schedules(self, ns).await
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        RedisStorage::remove_schedule(self, ns, name).await
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        RedisStorage::pause_schedule(self, ns, name, paused).await
+    }
+
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
+        RedisStorage::advance_schedule(self, ns, name, advance).await
+    }
+}
+
+impl HistoryStore for RedisStorage {
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+        RedisStorage::add_history(self, ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+        RedisStorage::history(self, ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        RedisStorage::trim_history(self, ns, before).await
     }
 }
 

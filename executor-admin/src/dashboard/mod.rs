@@ -10,6 +10,7 @@ pub(crate) mod tasks;
 mod throughput;
 mod unreadable;
 
+use crate::AdminStorage;
 use std::fmt::Write as _;
 
 use axum::{
@@ -20,7 +21,7 @@ use axum::{
     http::Uri,
     response::{Html, IntoResponse, Redirect, Response},
 };
-use executor_core::{ListQuery, TaskRecord, TaskState, Timestamp, storage::Storage};
+use executor_core::{ListQuery, TaskRecord, TaskState, Timestamp};
 use serde::Deserialize;
 
 use crate::{Admin, ApiError, api, views::UnreadableView};
@@ -94,7 +95,7 @@ pub(crate) struct Notice {
         (status = 200, description = "Dashboard page", content_type = "text/html", body = String),
         (status = 503, description = "Store unavailable", content_type = "text/html", body = String),
     ))]
-pub(crate) async fn overview<S: Storage>(
+pub(crate) async fn overview<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -304,7 +305,7 @@ pub(crate) async fn overview<S: Storage>(
             content_type = "text/html", body = String),
         (status = 503, description = "Store unavailable", content_type = "text/html", body = String),
     ))]
-pub(crate) async fn task<S: Storage>(
+pub(crate) async fn task<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -425,7 +426,7 @@ where
 #[utoipa::path(post, path = "/tasks/{id}/requeue", tag = "dashboard",
     params(("id" = String, Path, description = "Task id")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn requeue<S: Storage>(
+pub(crate) async fn requeue<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -442,7 +443,7 @@ pub(crate) async fn requeue<S: Storage>(
 #[utoipa::path(post, path = "/tasks/{id}/run-now", tag = "dashboard",
     params(("id" = String, Path, description = "Task id")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn run_now<S: Storage>(
+pub(crate) async fn run_now<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -458,7 +459,7 @@ pub(crate) async fn run_now<S: Storage>(
 #[utoipa::path(post, path = "/tasks/{id}/cancel", tag = "dashboard",
     params(("id" = String, Path, description = "Task id")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn cancel<S: Storage>(
+pub(crate) async fn cancel<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -475,7 +476,7 @@ pub(crate) async fn cancel<S: Storage>(
 #[utoipa::path(post, path = "/tasks/{id}/delete", tag = "dashboard",
     params(("id" = String, Path, description = "Task id")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn delete<S: Storage>(
+pub(crate) async fn delete<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -490,7 +491,7 @@ pub(crate) async fn delete<S: Storage>(
 /// `POST /dead-letter/requeue` (form): requeue the dead letter (bounded).
 #[utoipa::path(post, path = "/dead-letter/requeue", tag = "dashboard",
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn requeue_all<S: Storage>(
+pub(crate) async fn requeue_all<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,

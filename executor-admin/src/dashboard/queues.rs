@@ -3,6 +3,7 @@
 //! the Pause and Resume forms, and the form that sets or clears a queue's
 //! limits.
 
+use crate::AdminStorage;
 use std::{fmt::Write as _, time::Duration};
 
 use axum::{
@@ -14,7 +15,7 @@ use axum::{
     http::Uri,
     response::Redirect,
 };
-use executor_core::{Error, QueueLimits, QueueName, RateLimit, storage::Storage};
+use executor_core::{Error, QueueLimits, QueueName, RateLimit};
 use serde::Deserialize;
 
 use super::{
@@ -109,7 +110,7 @@ pub(super) fn queues_table(
 #[utoipa::path(post, path = "/queues/{name}/pause", tag = "dashboard",
     params(("name" = String, Path, description = "Queue name")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn pause<S: Storage>(
+pub(crate) async fn pause<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -122,7 +123,7 @@ pub(crate) async fn pause<S: Storage>(
 #[utoipa::path(post, path = "/queues/{name}/resume", tag = "dashboard",
     params(("name" = String, Path, description = "Queue name")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn resume<S: Storage>(
+pub(crate) async fn resume<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -131,7 +132,7 @@ pub(crate) async fn resume<S: Storage>(
     set_paused(&admin, &html::base(&original, &uri), path, false).await
 }
 
-async fn set_paused<S: Storage>(
+async fn set_paused<S: AdminStorage>(
     admin: &Admin<S>,
     base: &str,
     path: Result<Path<String>, PathRejection>,
@@ -246,7 +247,7 @@ impl LimitsForm {
         `rate` (starts per second), each empty for no limit; `keep_rate` keeps the current rate while \
         `rate` is empty; `clear` removes both"),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn limits<S: Storage>(
+pub(crate) async fn limits<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,

@@ -1,6 +1,7 @@
 //! Cron schedules on the dashboard: the overview's table of them, and the
 //! Pause and Resume forms.
 
+use crate::AdminStorage;
 use std::fmt::Write as _;
 
 use axum::{
@@ -8,7 +9,7 @@ use axum::{
     http::Uri,
     response::Redirect,
 };
-use executor_core::{Error, schedule::ScheduleInfo, storage::Storage};
+use executor_core::{Error, schedule::ScheduleInfo};
 
 use super::{
     HtmlError, ROWS, back,
@@ -98,7 +99,7 @@ pub(super) fn schedules_table(
 #[utoipa::path(post, path = "/schedules/{name}/pause", tag = "dashboard",
     params(("name" = String, Path, description = "Schedule name")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn pause<S: Storage>(
+pub(crate) async fn pause<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -111,7 +112,7 @@ pub(crate) async fn pause<S: Storage>(
 #[utoipa::path(post, path = "/schedules/{name}/resume", tag = "dashboard",
     params(("name" = String, Path, description = "Schedule name")),
     responses((status = 303, description = "Back to the dashboard with a notice")))]
-pub(crate) async fn resume<S: Storage>(
+pub(crate) async fn resume<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,
@@ -120,7 +121,7 @@ pub(crate) async fn resume<S: Storage>(
     set_paused(&admin, &html::base(&original, &uri), path, false).await
 }
 
-async fn set_paused<S: Storage>(
+async fn set_paused<S: AdminStorage>(
     admin: &Admin<S>,
     base: &str,
     path: Result<Path<String>, PathRejection>,

@@ -3,6 +3,7 @@
 //! (`Client::list`, filtered by name in the store), so the tenth page of a
 //! million costs what the first does.
 
+use crate::AdminStorage;
 use std::fmt::Write as _;
 
 use axum::{
@@ -10,7 +11,7 @@ use axum::{
     http::Uri,
     response::{Html, IntoResponse, Redirect, Response},
 };
-use executor_core::{ListQuery, TaskState, storage::Storage};
+use executor_core::{ListQuery, TaskState};
 use serde::Deserialize;
 
 use super::{
@@ -61,7 +62,7 @@ pub(super) fn find_form(base: &str) -> String {
         (status = 422, description = "A bad state, id, name or cursor, or a query that does not parse", content_type = "text/html", body = String),
         (status = 503, description = "Store unavailable", content_type = "text/html", body = String),
     ))]
-pub(crate) async fn list<S: Storage>(
+pub(crate) async fn list<S: AdminStorage>(
     State(admin): State<Admin<S>>,
     OriginalUri(original): OriginalUri,
     uri: Uri,

@@ -51,7 +51,7 @@ impl Intercept<MemoryStorage> for SlowClaim {
 }
 
 /// An executor of the test's namespace with a 1 s lease, named `worker`.
-async fn executor<S: Storage>(
+async fn executor<S: executor_core::storage::ExecutorStorage>(
     store: S,
     worker: &str,
     running: &Arc<AtomicUsize>,

@@ -98,7 +98,7 @@ fn new_ca(name: &str) -> Result<CertifiedIssuer<'static, KeyPair>, rcgen::Error>
 }
 
 /// Submits `n` tasks on `storage` and waits until an executor ran them all.
-async fn runs_tasks<S: Storage + Clone>(storage: S, n: usize) -> TestResult {
+async fn runs_tasks<S: executor_core::storage::ExecutorStorage + Clone>(storage: S, n: usize) -> TestResult {
     let ran = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&ran);
     let handler = Handler::new("tls_task", move |_i: usize, _ctx| {

@@ -11,19 +11,19 @@ use super::run::{InFlight, Shared, StopReason};
 use crate::{
     Action, Error, MAX_DURATION, MAX_ERROR_LEN, TaskContext, TaskError, TaskId, TaskRecord, TaskState,
     Timestamp, metrics as m,
-    storage::{Finish, Lease, Storage},
+    storage::{ExecutorStorage, Finish, Lease},
 };
 
 /// Removes an attempt's in-flight entry when dropped: however the attempt
 /// ends (returns, or panics in runtime or user code), its lease stops being
 /// renewed and the reaper recovers the task (invariant 7).
-struct InFlightEntry<'a, S: Storage> {
+struct InFlightEntry<'a, S: ExecutorStorage> {
     shared: &'a Shared<S>,
     id: TaskId,
     fence: u64,
 }
 
-impl<S: Storage> Drop for InFlightEntry<'_, S> {
+impl<S: ExecutorStorage> Drop for InFlightEntry<'_, S> {
     fn drop(&mut self) {
         let mut map = self.shared.in_flight();
         if map.get(&self.id).is_some_and(|f| f.lease.fence == self.fence) {
@@ -32,7 +32,7 @@ impl<S: Storage> Drop for InFlightEntry<'_, S> {
     }
 }
 
-pub(super) fn spawn<S: Storage>(
+pub(super) fn spawn<S: ExecutorStorage>(
     shared: &Arc<Shared<S>>,
     task: TaskRecord,
     permit: OwnedSemaphorePermit,
@@ -51,7 +51,7 @@ pub(super) fn spawn<S: Storage>(
 }
 
 /// A claim returned more tasks than slots: give the extras back at once.
-pub(super) async fn release_excess<S: Storage>(shared: &Arc<Shared<S>>, task: TaskRecord) {
+pub(super) async fn release_excess<S: ExecutorStorage>(shared: &Arc<Shared<S>>, task: TaskRecord) {
     if let Some(lease) = task.lease() {
         write(shared, &lease, &mut Finish::Released).await;
     }
@@ -62,7 +62,7 @@ struct Outcome {
     failed_attempt: bool,
 }
 
-async fn run<S: Storage>(
+async fn run<S: ExecutorStorage>(
     shared: &Arc<Shared<S>>,
     task: TaskRecord,
     claim_sent: Instant,
@@ -209,7 +209,7 @@ fn unknown_since(last_error: Option<&str>) -> Option<Timestamp> {
 /// been unknown (a quarter of it, 1 s to 10 s), so the old worker does not
 /// spin on it and a new one picks it up. Only after
 /// `unknown_task_grace` without any worker running it does it end `ERROR`.
-fn unknown_task<S: Storage>(shared: &Arc<Shared<S>>, task: &TaskRecord) -> Outcome {
+fn unknown_task<S: ExecutorStorage>(shared: &Arc<Shared<S>>, task: &TaskRecord) -> Outcome {
     let executor = &shared.executor;
     // The claim's store-clock instant.
     let now = task.started_at.unwrap_or(task.due_at);
@@ -254,7 +254,7 @@ fn unknown_task<S: Storage>(shared: &Arc<Shared<S>>, task: &TaskRecord) -> Outco
 
 /// Runs the handler and decides how the attempt ends. Never panics: a
 /// panicking handler is caught as a failed attempt (invariant 6).
-async fn execute<S: Storage>(
+async fn execute<S: ExecutorStorage>(
     shared: &Arc<Shared<S>>,
     task: &TaskRecord,
     lease: &Lease,
@@ -353,7 +353,7 @@ async fn execute<S: Storage>(
 }
 
 /// Retry by the task's policy, or dead letter when attempts or time run out.
-fn after_failure<S: Storage>(
+fn after_failure<S: ExecutorStorage>(
     shared: &Arc<Shared<S>>,
     task: &TaskRecord,
     e: TaskError,
@@ -424,7 +424,11 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 /// A finish the store refuses as invalid is written as `ERROR` with the
 /// reason instead, so the task never waits for the reaper over bad input;
 /// `finish` is updated to what was written.
-async fn write<S: Storage>(shared: &Arc<Shared<S>>, lease: &Lease, finish: &mut Finish) -> Option<TaskState> {
+async fn write<S: ExecutorStorage>(
+    shared: &Arc<Shared<S>>,
+    lease: &Lease,
+    finish: &mut Finish,
+) -> Option<TaskState> {
     let storage = shared.executor.client().storage_arc();
     let ns = shared.executor.namespace();
     let give_up = Instant::now() + shared.config().lease;

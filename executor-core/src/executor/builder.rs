@@ -5,7 +5,7 @@ use std::{fmt, sync::Arc, time::Duration};
 use super::{Executor, config::Config};
 use crate::{
     Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, QueueName, QueueSet, Registry, Result,
-    Retention, WorkerId, data::DataMap, listener::Listeners, resend::Resend, storage::Storage,
+    Retention, WorkerId, data::DataMap, listener::Listeners, resend::Resend, storage::ExecutorStorage,
 };
 
 /// Builds an [`Executor`]. Start with [`Executor::builder`].
@@ -50,7 +50,7 @@ impl<S> fmt::Debug for ExecutorBuilder<S> {
     }
 }
 
-impl<S: Storage> ExecutorBuilder<S> {
+impl<S: ExecutorStorage> ExecutorBuilder<S> {
     pub(crate) fn new(storage: S) -> Self {
         Self {
             storage,
@@ -168,7 +168,7 @@ impl<S: Storage> ExecutorBuilder<S> {
 
     /// How often this process adds the attempts that finished since the
     /// last time to the store's throughput history (default 5 s; 1 ms to a
-    /// day): one [`Storage::add_history`] call per interval, never one per
+    /// day): one [`HistoryStore::add_history`](crate::storage::HistoryStore::add_history) call per interval, never one per
     /// task, and a last one at shutdown. The dashboard's throughput chart
     /// and `GET /api/history` read it. See
     /// [`ExecutorBuilder::without_history`] to turn it off.
@@ -177,7 +177,7 @@ impl<S: Storage> ExecutorBuilder<S> {
         self
     }
 
-    /// Counts no history in this process: no [`Storage::add_history`]
+    /// Counts no history in this process: no [`HistoryStore::add_history`](crate::storage::HistoryStore::add_history)
     /// calls. Other processes of the namespace may still write it, and the
     /// leader still trims it.
     pub fn without_history(mut self) -> Self {
@@ -187,7 +187,7 @@ impl<S: Storage> ExecutorBuilder<S> {
 
     /// How long the leader keeps throughput history (default 25 hours, so
     /// the last day can always be drawn; 1 minute to 400 days). Older
-    /// minutes are deleted with [`Storage::trim_history`] at every
+    /// minutes are deleted with [`HistoryStore::trim_history`](crate::storage::HistoryStore::trim_history) at every
     /// [`ExecutorBuilder::trim_interval`].
     pub fn history_keep(mut self, keep: Duration) -> Self {
         self.config.history_keep = keep;

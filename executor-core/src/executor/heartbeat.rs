@@ -9,10 +9,10 @@ use tokio_util::sync::CancellationToken;
 use super::run::{Shared, StopReason};
 use crate::{
     TaskId,
-    storage::{Lease, Storage},
+    storage::{ExecutorStorage, Lease},
 };
 
-pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
+pub(super) async fn run<S: ExecutorStorage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
     let config = shared.config().clone();
     let mut tick = tokio::time::interval(config.heartbeat);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

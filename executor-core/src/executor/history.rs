@@ -1,7 +1,7 @@
 //! Counting finished attempts for the store's throughput history (issue
 //! 18): each attempt adds one to its name's tally in memory, and a
 //! background task adds the tally to the store with one
-//! [`Storage::add_history`] call every `history_interval`, and a last time
+//! [`HistoryStore::add_history`](crate::storage::HistoryStore::add_history) call every `history_interval`, and a last time
 //! at shutdown. No store call per task.
 
 use std::{collections::BTreeMap, sync::Arc, time::Duration};
@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::run::Shared;
 use crate::{
     MAX_ID_LEN,
-    storage::{HistoryCount, Storage},
+    storage::{ExecutorStorage, HistoryCount},
 };
 
 /// The most task names one process keeps counts for between flushes; a
@@ -76,7 +76,7 @@ impl Tally {
 
 /// Adds the tally to the store; on failure, keeps it for the next try.
 /// Answers whether the store took it.
-async fn flush<S: Storage>(shared: &Shared<S>) -> bool {
+async fn flush<S: ExecutorStorage>(shared: &Shared<S>) -> bool {
     let (counts, dropped) = shared.tally().take();
     if dropped > 0 {
         tracing::warn!(
@@ -106,7 +106,11 @@ async fn flush<S: Storage>(shared: &Shared<S>) -> bool {
 
 /// Flushes every `every` until `stop`, then once more (the attempts that
 /// drained during shutdown).
-pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, every: Duration, stop: CancellationToken) {
+pub(super) async fn run<S: ExecutorStorage>(
+    shared: Arc<Shared<S>>,
+    every: Duration,
+    stop: CancellationToken,
+) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;

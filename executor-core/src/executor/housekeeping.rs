@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{config::Config, run::Shared};
 use crate::{
     Namespace, TaskState, WorkerInfo, metrics as m,
-    storage::{Leadership, Reaped, Storage},
+    storage::{ExecutorStorage, Leadership, Reaped},
 };
 
 /// What the leader says when the workers of `ns` run different handler
@@ -46,7 +46,7 @@ fn handler_set_warning(ns: &Namespace, sets: &BTreeMap<&[String], usize>) -> Opt
 /// a task dead-lettered by the reaper reaches `on_dead_lettered` like one
 /// dead-lettered by its worker. One read per recovered task, and only when
 /// a listener is registered.
-async fn tell_listeners<S: Storage>(shared: &Shared<S>, reaped: &Reaped) {
+async fn tell_listeners<S: ExecutorStorage>(shared: &Shared<S>, reaped: &Reaped) {
     let listeners = shared.executor.client().listeners();
     if listeners.is_empty() {
         return;
@@ -82,7 +82,7 @@ async fn tell_listeners<S: Storage>(shared: &Shared<S>, reaped: &Reaped) {
 /// or the tick's budget is spent; answers whether a backlog is left (the
 /// last batch was full), so the next tick trims again without waiting for
 /// `trim_every`.
-async fn trim<S: Storage>(storage: &S, ns: &Namespace, config: &Config, budget_end: Instant) -> bool {
+async fn trim<S: ExecutorStorage>(storage: &S, ns: &Namespace, config: &Config, budget_end: Instant) -> bool {
     loop {
         match storage.trim(ns, &config.retention, config.trim_batch).await {
             Ok(n) => {
@@ -102,7 +102,7 @@ async fn trim<S: Storage>(storage: &S, ns: &Namespace, config: &Config, budget_e
 
 /// Deletes the throughput history older than `history_keep`, counted
 /// back from the store's now so every leader agrees on what is kept.
-async fn trim_history<S: Storage>(storage: &S, ns: &Namespace, config: &Config) {
+async fn trim_history<S: ExecutorStorage>(storage: &S, ns: &Namespace, config: &Config) {
     let now = match storage.now(ns).await {
         Ok(now) => now,
         Err(e) => {
@@ -117,7 +117,7 @@ async fn trim_history<S: Storage>(storage: &S, ns: &Namespace, config: &Config) 
     }
 }
 
-pub(super) async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
+pub(super) async fn run<S: ExecutorStorage>(shared: Arc<Shared<S>>, stop: CancellationToken) {
     let config = shared.config().clone();
     let storage = Arc::clone(shared.executor.client().storage_arc());
     let ns = shared.executor.namespace().clone();
@@ -258,7 +258,7 @@ async fn paced(next: &mut Instant, sample: impl Future<Output = ()>) {
 
 /// Samples the queue gauges (depth, due, latency on the store's clock,
 /// paused); a store without queues is skipped quietly.
-async fn sample_queues<S: Storage>(
+async fn sample_queues<S: ExecutorStorage>(
     storage: &S,
     ns: &crate::Namespace,
     seen: &mut std::collections::BTreeSet<crate::QueueName>,

@@ -16,9 +16,8 @@ pub use run::{RunningExecutor, ShutdownReport, StopHandle};
 
 use crate::data::DataMap;
 use crate::{
-    CancelOutcome, Client, ListQuery, Namespace, Page, Registry, Result, StateCounts, Submit, Submitted,
-    TaskId, TaskRecord, WorkerId,
-    storage::{NewTask, Storage},
+    Client, Namespace, Registry, Result, Submit, Submitted, WorkerId,
+    storage::{ExecutorStorage, NewTask},
 };
 use config::Config;
 
@@ -71,7 +70,7 @@ impl<S> fmt::Debug for Executor<S> {
     }
 }
 
-impl<S: Storage> Executor<S> {
+impl<S: ExecutorStorage> Executor<S> {
     /// Starts building an executor on `storage`.
     pub fn builder(storage: S) -> ExecutorBuilder<S> {
         ExecutorBuilder::new(storage)
@@ -92,7 +91,8 @@ impl<S: Storage> Executor<S> {
         &self.inner.data
     }
 
-    /// The client side: submit, status, list, cancel, requeue, counts.
+    /// The client side (the executor also derefs to it): submit, status,
+    /// list, cancel, requeue, run now, counts, queues, schedules, history.
     pub fn client(&self) -> &Client<S> {
         &self.inner.client
     }
@@ -147,94 +147,22 @@ impl<S: Storage> Executor<S> {
         }
         running.shutdown().await
     }
+}
 
-    /// See [`Client::status`].
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn status(&self, id: &TaskId) -> Result<Option<TaskRecord>> {
-        self.inner.client.status(id).await
-    }
+/// An executor is also its namespace's [`Client`]: every client method
+/// (status, list, cancel, requeue, run now, counts, queues and their
+/// limits, schedules, history, `wait_for`, ...) is called on it directly,
+/// with the bounds of the store's abilities, and [`Executor::client`] hands
+/// the client out to keep or clone.
+impl<S> std::ops::Deref for Executor<S> {
+    type Target = Client<S>;
 
-    /// See [`Client::cancel`].
-    ///
-    /// # Errors
-    /// As [`Client::cancel`].
-    pub async fn cancel(&self, id: &TaskId) -> Result<CancelOutcome> {
-        self.inner.client.cancel(id).await
-    }
-
-    /// See [`Client::requeue`].
-    ///
-    /// # Errors
-    /// As [`Client::requeue`].
-    pub async fn requeue(&self, id: &TaskId) -> Result<()> {
-        self.inner.client.requeue(id).await
-    }
-
-    /// See [`Client::submit_many`].
-    pub async fn submit_many(&self, tasks: impl IntoIterator<Item = NewTask>) -> Vec<Result<Submitted>> {
-        self.inner.client.submit_many(tasks).await
-    }
-
-    /// See [`Client::delete`].
-    ///
-    /// # Errors
-    /// As [`Client::delete`].
-    pub async fn delete(&self, id: &TaskId) -> Result<bool> {
-        self.inner.client.delete(id).await
-    }
-
-    /// See [`Client::list`].
-    ///
-    /// # Errors
-    /// As [`Client::list`].
-    pub async fn list(&self, query: ListQuery) -> Result<Page> {
-        self.inner.client.list(query).await
-    }
-
-    /// See [`Client::counts`].
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn counts(&self) -> Result<StateCounts> {
-        self.inner.client.counts().await
-    }
-
-    /// The workers of this namespace and their task names: see
-    /// [`Client::workers`].
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn workers(&self) -> Result<Vec<crate::WorkerInfo>> {
-        self.inner.client.workers().await
-    }
-
-    /// The cron schedules of this namespace: see [`Client::schedules`]. The
-    /// namespace's leader fires them.
-    pub fn schedules(&self) -> crate::schedule::Schedules<S> {
-        self.inner.client.schedules()
-    }
-
-    /// The throughput history of this namespace since `since`: see
-    /// [`Client::history`].
-    ///
-    /// # Errors
-    /// As [`Client::history`].
-    pub async fn history(&self, since: crate::Timestamp) -> Result<Vec<crate::HistoryBucket>> {
-        self.inner.client.history(since).await
-    }
-
-    /// Waits until the task reaches a terminal state and returns its record.
-    ///
-    /// # Errors
-    /// [`crate::Error::NotFound`], [`crate::Error::Timeout`] after `timeout`, store failures.
-    pub async fn wait_for(&self, id: &TaskId, timeout: std::time::Duration) -> Result<TaskRecord> {
-        self.inner.client.wait_for(id, timeout).await
+    fn deref(&self) -> &Client<S> {
+        &self.inner.client
     }
 }
 
-impl<S: Storage> Submit for Executor<S> {
+impl<S: ExecutorStorage> Submit for Executor<S> {
     async fn submit_new(&self, task: NewTask) -> Result<Submitted> {
         self.inner.client.submit_new(task).await
     }

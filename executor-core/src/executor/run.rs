@@ -19,7 +19,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use super::{Executor, attempt, heartbeat, history, housekeeping};
 use crate::{
     Error, QueueName, Result, TaskId,
-    storage::{Lease, Storage},
+    storage::{ExecutorStorage, Lease},
 };
 
 /// Why the runtime stopped an attempt early.
@@ -78,7 +78,7 @@ pub(crate) struct Shared<S> {
     pub(crate) ended_wake: Notify,
 }
 
-impl<S: Storage> Shared<S> {
+impl<S: ExecutorStorage> Shared<S> {
     pub(crate) fn in_flight(&self) -> MutexGuard<'_, HashMap<TaskId, InFlight>> {
         // A panic elsewhere while holding the lock must not stop the runtime.
         self.in_flight.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -233,7 +233,7 @@ impl StopHandle {
     }
 }
 
-pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
+pub(super) fn start<S: ExecutorStorage>(executor: Executor<S>) -> RunningExecutor {
     let stop = CancellationToken::new();
     let concurrency = executor.inner.config.concurrency;
     let shared = Arc::new(Shared {
@@ -253,7 +253,7 @@ pub(super) fn start<S: Storage>(executor: Executor<S>) -> RunningExecutor {
     RunningExecutor { stop, slots, concurrency, join }
 }
 
-async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> ShutdownReport {
+async fn run<S: ExecutorStorage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> ShutdownReport {
     let background = CancellationToken::new();
     let heartbeat = tokio::spawn(heartbeat::run(Arc::clone(&shared), background.clone()));
     let housekeeping = tokio::spawn(housekeeping::run(Arc::clone(&shared), background.clone()));
@@ -304,7 +304,7 @@ async fn run<S: Storage>(shared: Arc<Shared<S>>, stop: CancellationToken) -> Shu
 
 /// Claims only as many tasks as there are free slots (invariant 5: nothing
 /// queues up in memory), then waits for the store's wake-up when idle.
-async fn claim_loop<S: Storage>(shared: &Arc<Shared<S>>, stop: &CancellationToken) {
+async fn claim_loop<S: ExecutorStorage>(shared: &Arc<Shared<S>>, stop: &CancellationToken) {
     let executor = &shared.executor;
     let storage = executor.client().storage_arc();
     let ns = executor.namespace();

@@ -9,6 +9,7 @@ mod space;
 mod tests;
 mod tier;
 
+use crate::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
@@ -224,31 +225,6 @@ impl Storage for MemoryStorage {
         Ok(self.with(ns, |space, now| space.claim(now, worker, plan, lease)))
     }
 
-    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        self.with(ns, |space, _| {
-            if paused {
-                space.paused.insert(queue.clone());
-            } else {
-                space.paused.remove(queue);
-            }
-        });
-        if !paused {
-            self.wake(ns);
-        }
-        Ok(())
-    }
-
-    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        limits.validate()?;
-        self.with(ns, |space, now| space.set_limits(queue, *limits, now));
-        self.wake(ns);
-        Ok(())
-    }
-
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        Ok(self.with(ns, |space, now| space.queues(now)))
-    }
-
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
         Ok(self.with(ns, |space, now| space.heartbeat(now, leases, lease)))
     }
@@ -301,12 +277,6 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.with(ns, |space, now| space.run_now(now, id))?;
-        self.wake(ns);
-        Ok(())
-    }
-
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         let reaped = self.with_release(ns, |space, now| space.reap(now, limit));
         if !reaped.retried.is_empty() {
@@ -337,6 +307,65 @@ impl Storage for MemoryStorage {
         Ok(self.with(ns, |space, now| space.leader(now)))
     }
 
+    /// The process clock (the memory store has no other).
+    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        Ok(MemoryStorage::now(self))
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        Ok(Self::MAX_PAYLOAD)
+    }
+
+    /// Returns at once if a task is due; else sleeps until the earliest due
+    /// time, a wake-up from a submit, retry, release, requeue or reap, or
+    /// `max_wait`, whichever is first (invariant 4).
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.wait(ns, None, max_wait).await
+    }
+
+    /// As `wait_for_work`, looking only at the due times of `queues` that
+    /// are not paused.
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.wait(ns, Some(queues), max_wait).await
+    }
+}
+
+impl QueueControl for MemoryStorage {
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        self.with(ns, |space, _| {
+            if paused {
+                space.paused.insert(queue.clone());
+            } else {
+                space.paused.remove(queue);
+            }
+        });
+        if !paused {
+            self.wake(ns);
+        }
+        Ok(())
+    }
+
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        limits.validate()?;
+        self.with(ns, |space, now| space.set_limits(queue, *limits, now));
+        self.wake(ns);
+        Ok(())
+    }
+
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        Ok(self.with(ns, |space, now| space.queues(now)))
+    }
+}
+
+impl RunNow for MemoryStorage {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.with(ns, |space, now| space.run_now(now, id))?;
+        self.wake(ns);
+        Ok(())
+    }
+}
+
+impl Presence for MemoryStorage {
     async fn announce(
         &self,
         ns: &Namespace,
@@ -352,7 +381,9 @@ impl Storage for MemoryStorage {
     async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
         Ok(self.with(ns, |space, now| space.workers(now)))
     }
+}
 
+impl ScheduleStore for MemoryStorage {
     async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
         self.with(ns, |space, now| match space.schedules.get_mut(&schedule.name) {
             Some(entry) => entry.schedule = schedule.clone(),
@@ -384,7 +415,9 @@ impl Storage for MemoryStorage {
             _ => false,
         }))
     }
+}
 
+impl HistoryStore for MemoryStorage {
     async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
         let counts = check_history(counts)?;
         if !counts.is_empty() {
@@ -399,28 +432,6 @@ impl Storage for MemoryStorage {
 
     async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         Ok(self.with(ns, |space, _| space.trim_history(before)))
-    }
-
-    /// The process clock (the memory store has no other).
-    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
-        Ok(MemoryStorage::now(self))
-    }
-
-    async fn max_payload(&self) -> Result<usize> {
-        Ok(Self::MAX_PAYLOAD)
-    }
-
-    /// Returns at once if a task is due; else sleeps until the earliest due
-    /// time, a wake-up from a submit, retry, release, requeue or reap, or
-    /// `max_wait`, whichever is first (invariant 4).
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As `wait_for_work`, looking only at the due times of `queues` that
-    /// are not paused.
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
     }
 }
 

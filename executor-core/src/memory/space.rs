@@ -314,7 +314,7 @@ impl Space {
             .sum()
     }
 
-    /// Sets or clears `queue`'s limits (see `Storage::set_queue_limits`).
+    /// Sets or clears `queue`'s limits (see `QueueControl::set_queue_limits`).
     pub(super) fn set_limits(&mut self, queue: &QueueName, limits: QueueLimits, now: Timestamp) {
         if limits.is_none() {
             self.limits.remove(queue);

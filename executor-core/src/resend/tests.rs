@@ -118,6 +118,25 @@ impl Storage for Lossy {
         self.inner.trim(ns, retention, limit).await
     }
 
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        w: &WorkerId,
+        plan: &crate::ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.inner.claim_queues(ns, w, plan, lease).await
+    }
+
+    async fn wait_for_queues(
+        &self,
+        ns: &Namespace,
+        queues: &[crate::QueueName],
+        max_wait: Duration,
+    ) -> Result<()> {
+        self.inner.wait_for_queues(ns, queues, max_wait).await
+    }
+
     async fn acquire_leadership(
         &self,
         ns: &Namespace,

@@ -6,7 +6,7 @@ use std::{fmt, marker::PhantomData};
 use serde::Serialize;
 
 use super::{Misfire, Overlap, Schedule, ScheduleEntry};
-use crate::{Client, Error, Result, TaskId, TaskState, Timestamp, storage::Storage};
+use crate::{Client, Error, Result, TaskId, TaskState, Timestamp, storage::ScheduleStore};
 
 /// A schedule as [`Schedules::list`] shows it: what the store keeps, when
 /// it fires next, and the state of the task of its last tick.
@@ -30,8 +30,8 @@ pub struct ScheduleInfo {
 
 /// Adds, replaces, pauses, resumes, removes and lists the cron schedules of
 /// a namespace. They live in the store, so every process sees the same set;
-/// the namespace's leader fires them. From [`Client::schedules`] or
-/// [`crate::Executor::schedules`].
+/// the namespace's leader fires them. From [`Client::schedules`] (an
+/// executor derefs to its client).
 ///
 /// ```
 /// use reliable_executor::{Client, MemoryStorage, Namespace, schedule::{Overlap, Schedule}};
@@ -52,13 +52,13 @@ pub struct Schedules<S> {
     client: Client<S>,
 }
 
-impl<S: Storage> fmt::Debug for Schedules<S> {
+impl<S: ScheduleStore> fmt::Debug for Schedules<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Schedules").field("namespace", self.client.namespace()).finish()
     }
 }
 
-impl<S: Storage> Schedules<S> {
+impl<S: ScheduleStore> Schedules<S> {
     pub(crate) fn new(client: Client<S>) -> Self {
         Self { client }
     }
@@ -71,7 +71,7 @@ impl<S: Storage> Schedules<S> {
     /// [`Error::Invalid`] for a bad schedule; [`Error::UnknownTask`] when the
     /// client checks names and knows no such task;
     /// [`Error::PayloadTooLarge`]; store failures; [`Error::Unsupported`]
-    /// from a store without schedules.
+    /// from a store chosen at run time whose choice keeps none.
     pub async fn put(&self, schedule: impl IntoSchedule) -> Result<()> {
         let schedule = schedule.into_schedule()?;
         schedule.validate()?;
@@ -91,7 +91,7 @@ impl<S: Storage> Schedules<S> {
     /// its last task (one read per schedule that fired).
     ///
     /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    /// Store failures; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
     pub async fn list(&self) -> Result<Vec<ScheduleInfo>> {
         let entries = self.client.storage().schedules(self.client.namespace()).await?;
         let mut out = Vec::with_capacity(entries.len());
@@ -133,7 +133,7 @@ impl<S: Storage> Schedules<S> {
     /// fires none of them. Whether it exists.
     ///
     /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    /// Store failures; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
     pub async fn pause(&self, name: &str) -> Result<bool> {
         self.client.storage().pause_schedule(self.client.namespace(), name, true).await
     }
@@ -141,7 +141,7 @@ impl<S: Storage> Schedules<S> {
     /// Resumes schedule `name` from its next tick. Whether it exists.
     ///
     /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    /// Store failures; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
     pub async fn resume(&self, name: &str) -> Result<bool> {
         self.client.storage().pause_schedule(self.client.namespace(), name, false).await
     }
@@ -151,7 +151,7 @@ impl<S: Storage> Schedules<S> {
     /// process with that attribute starts.
     ///
     /// # Errors
-    /// Store failures; [`Error::Unsupported`] from a store without schedules.
+    /// Store failures; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
     pub async fn remove(&self, name: &str) -> Result<bool> {
         self.client.storage().remove_schedule(self.client.namespace(), name).await
     }

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Misfire, Overlap, Schedule, ScheduleEntry};
 use crate::{
     Error, Namespace, Registry, Result, SubmitOutcome, TaskOptions, Timestamp, metrics as m,
-    storage::{Advance, Leadership, NewTask, Storage, SubmitMode},
+    storage::{Advance, ExecutorStorage, Leadership, NewTask, SubmitMode},
 };
 
 /// What the scheduler needs of the executor.
@@ -32,7 +32,7 @@ pub(crate) struct Scheduler<S> {
     pub(crate) misfire_grace: Duration,
 }
 
-impl<S: Storage> Scheduler<S> {
+impl<S: ExecutorStorage> Scheduler<S> {
     /// Runs until `stop`: stores the attribute schedules, then fires due
     /// ticks whenever `leadership` holds a term.
     pub(crate) async fn run(

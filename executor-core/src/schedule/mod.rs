@@ -7,7 +7,7 @@
 //! - [`Schedule`]: what to submit and when; stored in the store, so every
 //!   process sees the same set.
 //! - [`Schedules`]: add, replace, pause, resume, remove and list them, from
-//!   [`crate::Client::schedules`] or [`crate::Executor::schedules`].
+//!   [`crate::Client::schedules`] (an executor derefs to its client).
 
 mod api;
 mod cron;

@@ -184,7 +184,7 @@ pub async fn fresh_id_clone_is_a_duplicate<S: Storage>(s: &S, ns: &Namespace) {
 
 /// A fresh task keeps its queue and priority: it reads back with them, is
 /// counted in its queue's stats, and only a claim of its queue takes it.
-pub async fn queue_fresh_id_kept<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn queue_fresh_id_kept<S: crate::storage::QueueControl>(s: &S, ns: &Namespace) {
     let mail = crate::QueueName::new("mail").unwrap_or_else(|e| panic!("queue name: {e}"));
     let mut task = fresh(1);
     task.queue = mail.clone();

@@ -5,7 +5,7 @@ use std::{collections::BTreeMap, time::Duration};
 
 use crate::{
     Error, MAX_ID_LEN, Namespace, Timestamp,
-    storage::{HistoryBucket, HistoryCount, Storage, minute_of},
+    storage::{HistoryBucket, HistoryCount, HistoryStore, minute_of},
 };
 
 use super::{
@@ -14,7 +14,7 @@ use super::{
 };
 
 /// Every bucket of `ns` since the epoch.
-async fn all<S: Storage>(s: &S, ns: &Namespace) -> Vec<HistoryBucket> {
+async fn all<S: HistoryStore>(s: &S, ns: &Namespace) -> Vec<HistoryBucket> {
     ok("history", s.history(ns, Timestamp::default()).await)
 }
 
@@ -48,7 +48,7 @@ fn assert_well_formed(buckets: &[HistoryBucket], since: Timestamp) {
 
 /// Counts added are read back in the bucket of the store's current
 /// minute; empty counts add nothing; a fresh namespace has none.
-pub async fn history_adds_read_back_in_the_current_minute<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn history_adds_read_back_in_the_current_minute<S: HistoryStore>(s: &S, ns: &Namespace) {
     assert!(all(s, ns).await.is_empty(), "a fresh namespace has no history");
     let before = ok("now", s.now(ns).await);
     let counts = [
@@ -74,7 +74,7 @@ pub async fn history_adds_read_back_in_the_current_minute<S: Storage>(s: &S, ns:
 }
 
 /// Repeated adds and adds from 8 concurrent callers (50 each) sum exactly.
-pub async fn history_adds_sum_exactly<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn history_adds_sum_exactly<S: HistoryStore>(s: &S, ns: &Namespace) {
     let adder = |k: u64| async move {
         for _ in 0..50 {
             let counts = [HistoryCount::new("hot", 1, 2), HistoryCount::new(format!("own-{k}"), k, 1)];
@@ -95,7 +95,7 @@ pub async fn history_adds_sum_exactly<S: Storage>(s: &S, ns: &Namespace) {
 /// Names that differ only in bytes that other layers treat specially
 /// (separators, spaces, case, unicode) stay distinct buckets; a name of
 /// the longest length is kept; an empty or too long name is refused.
-pub async fn history_names_stay_distinct<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn history_names_stay_distinct<S: HistoryStore>(s: &S, ns: &Namespace) {
     let long = "n".repeat(MAX_ID_LEN);
     let names = [
         "a",
@@ -127,7 +127,7 @@ pub async fn history_names_stay_distinct<S: Storage>(s: &S, ns: &Namespace) {
 }
 
 /// One namespace's history is not another's.
-pub async fn history_namespaces_are_isolated<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn history_namespaces_are_isolated<S: HistoryStore>(s: &S, ns: &Namespace) {
     let other = unique_namespace("hist-other");
     ok("add_history", s.add_history(ns, &[HistoryCount::new("mine", 1, 0)]).await);
     ok("add_history", s.add_history(&other, &[HistoryCount::new("theirs", 0, 1)]).await);
@@ -141,7 +141,7 @@ pub async fn history_namespaces_are_isolated<S: Storage>(s: &S, ns: &Namespace) 
 }
 
 /// `since` keeps the buckets whose minute is at or after it.
-pub async fn history_since_filters<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn history_since_filters<S: HistoryStore>(s: &S, ns: &Namespace) {
     ok("add_history", s.add_history(ns, &[HistoryCount::new("t", 2, 1)]).await);
     let buckets = all(s, ns).await;
     let [bucket] = buckets.as_slice() else { panic!("one add makes one bucket, got {buckets:?}") };
@@ -158,7 +158,7 @@ pub async fn history_since_filters<S: Storage>(s: &S, ns: &Namespace) {
 
 /// `trim_history(before)` deletes the buckets whose minute is before
 /// `before` and keeps the others; an add after a trim starts from zero.
-pub async fn history_trim_removes_older_keeps_newer<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn history_trim_removes_older_keeps_newer<S: HistoryStore>(s: &S, ns: &Namespace) {
     ok("add_history", s.add_history(ns, &[HistoryCount::new("t", 5, 4), HistoryCount::new("u", 1, 0)]).await);
     let buckets = all(s, ns).await;
     let minutes: Vec<Timestamp> = buckets.iter().map(|b| b.minute).collect();

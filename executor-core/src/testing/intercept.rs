@@ -4,6 +4,7 @@
 //! forwards everything else to the store it wraps, so a test double or a recorder keeps only its own
 //! logic instead of re-forwarding the whole trait.
 
+use crate::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::{future::Future, time::Duration};
 
 use crate::{
@@ -130,7 +131,7 @@ pub trait Intercept<S: Storage>: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Result<TaskState>>>> + Send {
         inner.finish_many(ns, items)
     }
-    /// Around [`Storage::add_history`]: the executor's history flush.
+    /// Around [`HistoryStore::add_history`]: the executor's history flush.
     ///
     /// # Errors
     /// Whatever the hook or `inner` answers.
@@ -139,7 +140,10 @@ pub trait Intercept<S: Storage>: Send + Sync {
         inner: &S,
         ns: &Namespace,
         counts: &[crate::storage::HistoryCount],
-    ) -> impl Future<Output = Result<()>> + Send {
+    ) -> impl Future<Output = Result<()>> + Send
+    where
+        S: HistoryStore,
+    {
         inner.add_history(ns, counts)
     }
 
@@ -327,10 +331,6 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.hooks.requeue(&self.inner, ns, id).await
     }
 
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.inner.run_now(ns, id).await
-    }
-
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         self.inner.reap(ns, limit).await
     }
@@ -356,59 +356,8 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.inner.leader(ns).await
     }
 
-    async fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> Result<()> {
-        self.inner.announce(ns, worker, names, ttl).await
-    }
-
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
-        self.inner.workers(ns).await
-    }
-
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         self.inner.now(ns).await
-    }
-
-    async fn put_schedule(&self, ns: &Namespace, schedule: &crate::schedule::Schedule) -> Result<()> {
-        self.inner.put_schedule(ns, schedule).await
-    }
-
-    async fn schedules(&self, ns: &Namespace) -> Result<Vec<crate::storage::ScheduleEntry>> {
-        self.inner.schedules(ns).await
-    }
-
-    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
-        self.inner.remove_schedule(ns, name).await
-    }
-
-    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
-        self.inner.pause_schedule(ns, name, paused).await
-    }
-
-    async fn advance_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        advance: &crate::storage::Advance,
-    ) -> Result<bool> {
-        self.inner.advance_schedule(ns, name, advance).await
-    }
-
-    async fn add_history(&self, ns: &Namespace, counts: &[crate::storage::HistoryCount]) -> Result<()> {
-        self.hooks.add_history(&self.inner, ns, counts).await
-    }
-
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<crate::storage::HistoryBucket>> {
-        self.inner.history(ns, since).await
-    }
-
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        self.inner.trim_history(ns, before).await
     }
 
     async fn max_payload(&self) -> Result<usize> {
@@ -441,7 +390,9 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
     ) -> Result<Vec<TaskRecord>> {
         self.inner.claim_queues(ns, worker, plan, lease).await
     }
+}
 
+impl<S: QueueControl, I: Intercept<S> + 'static> QueueControl for Intercepted<S, I> {
     async fn pause_queue(&self, ns: &Namespace, queue: &crate::QueueName, paused: bool) -> Result<()> {
         self.inner.pause_queue(ns, queue, paused).await
     }
@@ -457,6 +408,69 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::QueueInfo>> {
         self.inner.queues(ns).await
+    }
+}
+
+impl<S: RunNow, I: Intercept<S> + 'static> RunNow for Intercepted<S, I> {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.inner.run_now(ns, id).await
+    }
+}
+
+impl<S: Presence, I: Intercept<S> + 'static> Presence for Intercepted<S, I> {
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        self.inner.announce(ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
+        self.inner.workers(ns).await
+    }
+}
+
+impl<S: ScheduleStore, I: Intercept<S> + 'static> ScheduleStore for Intercepted<S, I> {
+    async fn put_schedule(&self, ns: &Namespace, schedule: &crate::schedule::Schedule) -> Result<()> {
+        self.inner.put_schedule(ns, schedule).await
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<crate::storage::ScheduleEntry>> {
+        self.inner.schedules(ns).await
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        self.inner.remove_schedule(ns, name).await
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        self.inner.pause_schedule(ns, name, paused).await
+    }
+
+    async fn advance_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        advance: &crate::storage::Advance,
+    ) -> Result<bool> {
+        self.inner.advance_schedule(ns, name, advance).await
+    }
+}
+
+impl<S: HistoryStore, I: Intercept<S> + 'static> HistoryStore for Intercepted<S, I> {
+    async fn add_history(&self, ns: &Namespace, counts: &[crate::storage::HistoryCount]) -> Result<()> {
+        self.hooks.add_history(&self.inner, ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<crate::storage::HistoryBucket>> {
+        self.inner.history(ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        self.inner.trim_history(ns, before).await
     }
 }
 

@@ -197,7 +197,7 @@ macro_rules! tier_conformance_tests {
     };
 }
 
-/// Generates the checks of [`crate::storage::Storage::run_now`] (an
+/// Generates the checks of [`crate::storage::RunNow::run_now`] (an
 /// operator's "run now" of a waiting task, issue 18) for a store that
 /// implements it; same arguments as [`storage_conformance_tests!`].
 #[macro_export]

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::{
     Executor, Handler, Namespace, QueueLimits, QueueName, RateLimit, TaskBuilder, TaskContext, TaskOptions,
     TaskRecord, TaskState,
-    storage::{Debounce, Due, Finish, NewTask, Storage, SubmitMode},
+    storage::{Debounce, Due, Finish, NewTask, QueueControl, RunNow, Storage, SubmitMode},
 };
 
 use super::{
@@ -86,14 +86,14 @@ where
     );
 }
 
-async fn set_limits<S: Storage>(s: &S, ns: &Namespace, queue: &str, limits: QueueLimits) {
+async fn set_limits<S: QueueControl>(s: &S, ns: &Namespace, queue: &str, limits: QueueLimits) {
     ok("set_queue_limits", s.set_queue_limits(ns, &q(queue), &limits).await);
 }
 
 /// A slot of a queue at its concurrency limit, freed by a completion, a
 /// dead letter, a reap to a dead letter and a delete, wakes an idle
 /// claimer of that queue, which then claims the next task.
-pub async fn release_freed_slot_wakes_claimers<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn release_freed_slot_wakes_claimers<S: QueueControl>(s: &S, ns: &Namespace) {
     set_limits(s, ns, "slot", QueueLimits::new().concurrency(1)).await;
     for i in 0..5 {
         let mut t = in_queue(&format!("slot-{i}"), "slot");
@@ -138,7 +138,7 @@ pub async fn release_freed_slot_wakes_claimers<S: Storage>(s: &S, ns: &Namespace
 }
 
 /// Raising a concurrency limit, and removing it, wakes an idle claimer.
-pub async fn release_raised_limit_wakes_claimers<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn release_raised_limit_wakes_claimers<S: QueueControl>(s: &S, ns: &Namespace) {
     set_limits(s, ns, "raise", QueueLimits::new().concurrency(1)).await;
     for i in 0..4 {
         submit(s, ns, in_queue(&format!("raise-{i}"), "raise")).await;
@@ -158,7 +158,7 @@ pub async fn release_raised_limit_wakes_claimers<S: Storage>(s: &S, ns: &Namespa
 
 /// An empty rate bucket ends an idle claimer's wait when its next token
 /// is earned, not at the end of the wait.
-pub async fn release_refilled_tokens_wake_claimers<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn release_refilled_tokens_wake_claimers<S: QueueControl>(s: &S, ns: &Namespace) {
     let rate = RateLimit::new(1, Duration::from_secs(1))
         .and_then(|r| r.burst(1))
         .unwrap_or_else(|e| panic!("rate: {e}"));
@@ -175,7 +175,7 @@ pub async fn release_refilled_tokens_wake_claimers<S: Storage>(s: &S, ns: &Names
 }
 
 /// Resuming a paused queue wakes an idle claimer of it.
-pub async fn release_resumed_queue_wakes_claimers<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn release_resumed_queue_wakes_claimers<S: QueueControl>(s: &S, ns: &Namespace) {
     ok("pause", s.pause_queue(ns, &q("held"), true).await);
     submit(s, ns, in_queue("held-0", "held")).await;
     woken_by(s, ns, "held", "a resume", || async {
@@ -186,7 +186,7 @@ pub async fn release_resumed_queue_wakes_claimers<S: Storage>(s: &S, ns: &Namesp
 }
 
 /// Running a delayed task now wakes an idle claimer.
-pub async fn release_run_now_wakes_claimers<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn release_run_now_wakes_claimers<S: RunNow>(s: &S, ns: &Namespace) {
     let mut later = new_task("run-now-later");
     later.due = Due::After(Duration::from_secs(3_600));
     let id = submit(s, ns, later).await;
@@ -261,7 +261,10 @@ type Spans = Arc<Mutex<Vec<(std::time::Instant, std::time::Instant)>>>;
 ///
 /// # Panics
 /// When the limit is exceeded, or the tasks take over 10 s.
-pub async fn limited_queue_uses_freed_slots<S: Storage>(stores: Vec<S>, ns: &Namespace) {
+pub async fn limited_queue_uses_freed_slots<S: crate::storage::ExecutorStorage>(
+    stores: Vec<S>,
+    ns: &Namespace,
+) {
     let spans = Spans::default();
     let handler = || {
         let spans = Arc::clone(&spans);

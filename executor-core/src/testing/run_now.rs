@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::{
     Error, Namespace, TaskId, TaskState,
-    storage::{Due, Finish, Storage},
+    storage::{Due, Finish, RunNow},
 };
 
 use super::{
@@ -17,7 +17,7 @@ const HOUR: Duration = Duration::from_secs(3_600);
 /// A task delayed by an hour is not claimed; after `run_now` it is due on
 /// the store's clock and the next claim takes it, with nothing else about
 /// it changed.
-pub async fn run_now_makes_a_delayed_task_due<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn run_now_makes_a_delayed_task_due<S: RunNow>(s: &S, ns: &Namespace) {
     let mut task = new_task("run-now-later");
     task.due = Due::After(HOUR);
     let id = submit(s, ns, task).await;
@@ -51,7 +51,7 @@ pub async fn run_now_makes_a_delayed_task_due<S: Storage>(s: &S, ns: &Namespace)
 
 /// A retry waiting out an hour's backoff (`PENDING`) runs now, keeping its
 /// attempt count: the next claim is its second attempt.
-pub async fn run_now_cuts_a_retry_backoff<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn run_now_cuts_a_retry_backoff<S: RunNow>(s: &S, ns: &Namespace) {
     let id = submit(s, ns, new_task("run-now-retry")).await;
     let rec = claim_only(s, ns, &id, LONG_LEASE).await;
     let retry = Finish::Retry { delay: HOUR, error: "try again in an hour".to_owned() };
@@ -68,7 +68,7 @@ pub async fn run_now_cuts_a_retry_backoff<S: Storage>(s: &S, ns: &Namespace) {
 
 /// A task already due keeps its due time, so it keeps its place: `run_now`
 /// of the later of two due tasks does not put it before the earlier one.
-pub async fn run_now_keeps_a_due_tasks_place<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn run_now_keeps_a_due_tasks_place<S: RunNow>(s: &S, ns: &Namespace) {
     let first = submit(s, ns, new_task("run-now-first")).await;
     // Due strictly later than the first on any clock.
     let mut second = new_task("run-now-second");
@@ -91,7 +91,7 @@ pub async fn run_now_keeps_a_due_tasks_place<S: Storage>(s: &S, ns: &Namespace) 
 
 /// Finished and dead-lettered tasks are refused with the state they are
 /// in (a dead letter is requeued, not run now).
-pub async fn run_now_refuses_finished_tasks<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn run_now_refuses_finished_tasks<S: RunNow>(s: &S, ns: &Namespace) {
     for state in [TaskState::Completed, TaskState::Failed, TaskState::Cancelled] {
         let id = task_in_state(s, ns, &format!("run-now-{}", state.as_str().to_lowercase()), state).await;
         let e = err(&format!("run_now of a {state} task"), s.run_now(ns, &id).await);
@@ -109,7 +109,7 @@ pub async fn run_now_refuses_finished_tasks<S: Storage>(s: &S, ns: &Namespace) {
 /// is claimed exactly once (a run now never hands a running or finished
 /// task out again) and completes; the only refusals are for tasks no
 /// longer waiting.
-pub async fn run_now_races_claims_without_double_runs<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn run_now_races_claims_without_double_runs<S: RunNow>(s: &S, ns: &Namespace) {
     const N: usize = 200;
     let ids: Vec<TaskId> = (0..N).map(|i| tid(&format!("race-{i:03}"))).collect();
     let tasks = ids

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::{
     Namespace, TaskId, Timestamp,
     schedule::{Misfire, Overlap, Schedule},
-    storage::{Advance, MAX_FENCE, ScheduleEntry, Storage},
+    storage::{Advance, MAX_FENCE, ScheduleEntry, ScheduleStore},
 };
 
 use super::support::ok;
@@ -15,7 +15,7 @@ fn schedule(name: &str, cron: &str) -> Schedule {
     Schedule::new(name, "report", cron, "Europe/Berlin").unwrap_or_else(|e| panic!("test schedule: {e}"))
 }
 
-async fn entry<S: Storage>(s: &S, ns: &Namespace, name: &str) -> ScheduleEntry {
+async fn entry<S: ScheduleStore>(s: &S, ns: &Namespace, name: &str) -> ScheduleEntry {
     ok("schedules", s.schedules(ns).await)
         .into_iter()
         .find(|e| e.schedule.name == name)
@@ -29,7 +29,7 @@ fn id(s: &str) -> TaskId {
 /// Stored schedules read back field for field, listed by name; a new one's
 /// cursor is the store's now; a replaced one keeps its state; removing
 /// answers whether it existed.
-pub async fn schedule_put_list_replace_remove<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn schedule_put_list_replace_remove<S: ScheduleStore>(s: &S, ns: &Namespace) {
     assert!(ok("schedules", s.schedules(ns).await).is_empty(), "a fresh namespace has none");
     let before = ok("now", s.now(ns).await);
     let b = schedule("b.nightly:report-é", "0 0 2 * * *")
@@ -75,7 +75,7 @@ pub async fn schedule_put_list_replace_remove<S: Storage>(s: &S, ns: &Namespace)
 
 /// Pause and resume answer whether the schedule exists and change only the
 /// flag.
-pub async fn schedule_pause_resume<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn schedule_pause_resume<S: ScheduleStore>(s: &S, ns: &Namespace) {
     assert!(!ok("pause", s.pause_schedule(ns, "missing", true).await), "no such schedule");
     let sc = schedule("pausable", "* * * * *");
     ok("put", s.put_schedule(ns, &sc).await);
@@ -96,7 +96,7 @@ pub async fn schedule_pause_resume<S: Storage>(s: &S, ns: &Namespace) {
 /// `advance_schedule` moves the cursor only from the cursor it names and
 /// only for a fencing token at least the stored one; a move without a task
 /// keeps the last task; concurrent moves from one cursor: exactly one wins.
-pub async fn schedule_advance_is_fenced_and_conditional<S: Storage>(s: &S, ns: &Namespace) {
+pub async fn schedule_advance_is_fenced_and_conditional<S: ScheduleStore>(s: &S, ns: &Namespace) {
     let sc = schedule("fenced", "* * * * *");
     ok("put", s.put_schedule(ns, &sc).await);
     let c0 = entry(s, ns, "fenced").await.cursor;

@@ -4,6 +4,7 @@
 
 mod promote;
 
+use crate::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::{fmt, time::Duration};
 
 use crate::{
@@ -381,22 +382,6 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         }
     }
 
-    /// The hot copy when there is one; else the cold one, moved to hot at
-    /// once by a promotion round (it is now among the earliest due; should
-    /// the round fail, the promoter's next one moves it).
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        match self.hot.run_now(ns, id).await {
-            Err(Error::NotFound(_)) => {
-                self.cold.run_now(ns, id).await?;
-                if let Err(e) = self.promote(ns).await {
-                    tracing::warn!(error = %e, task.id = %id, "promoting a task run now failed; the promoter retries");
-                }
-                Ok(())
-            }
-            other => other,
-        }
-    }
-
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         self.hot.reap(ns, limit).await
     }
@@ -422,65 +407,8 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         self.hot.leader(ns).await
     }
 
-    async fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> Result<()> {
-        self.hot.announce(ns, worker, names, ttl).await
-    }
-
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
-        self.hot.workers(ns).await
-    }
-
     async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
         self.hot.now(ns).await
-    }
-
-    // Schedules live beside the leadership whose fencing tokens guard them,
-    // and on the clock that computes their ticks: the hot store's.
-
-    async fn put_schedule(&self, ns: &Namespace, schedule: &crate::schedule::Schedule) -> Result<()> {
-        self.hot.put_schedule(ns, schedule).await
-    }
-
-    async fn schedules(&self, ns: &Namespace) -> Result<Vec<crate::storage::ScheduleEntry>> {
-        self.hot.schedules(ns).await
-    }
-
-    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
-        self.hot.remove_schedule(ns, name).await
-    }
-
-    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
-        self.hot.pause_schedule(ns, name, paused).await
-    }
-
-    async fn advance_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        advance: &crate::storage::Advance,
-    ) -> Result<bool> {
-        self.hot.advance_schedule(ns, name, advance).await
-    }
-
-    // History is counted on the clock of the hot store, beside the
-    // leadership whose leader trims it.
-
-    async fn add_history(&self, ns: &Namespace, counts: &[crate::storage::HistoryCount]) -> Result<()> {
-        self.hot.add_history(ns, counts).await
-    }
-
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<crate::storage::HistoryBucket>> {
-        self.hot.history(ns, since).await
-    }
-
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        self.hot.trim_history(ns, before).await
     }
 
     /// The lower of the two tiers' limits: a task may live in either.
@@ -516,7 +444,9 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
     ) -> Result<Vec<TaskRecord>> {
         self.hot.claim_queues(ns, worker, plan, lease).await
     }
+}
 
+impl<H: TierStorage + QueueControl, C: TierStorage + QueueControl> QueueControl for TieredStorage<H, C> {
     async fn pause_queue(&self, ns: &Namespace, queue: &crate::QueueName, paused: bool) -> Result<()> {
         self.hot.pause_queue(ns, queue, paused).await
     }
@@ -550,5 +480,86 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         }
         out.sort_by(|a, b| a.queue.cmp(&b.queue));
         Ok(out)
+    }
+}
+
+impl<H: TierStorage + RunNow, C: TierStorage + RunNow> RunNow for TieredStorage<H, C> {
+    /// The hot copy when there is one; else the cold one, moved to hot at
+    /// once by a promotion round (it is now among the earliest due; should
+    /// the round fail, the promoter's next one moves it).
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        match self.hot.run_now(ns, id).await {
+            Err(Error::NotFound(_)) => {
+                self.cold.run_now(ns, id).await?;
+                if let Err(e) = self.promote(ns).await {
+                    tracing::warn!(error = %e, task.id = %id, "promoting a task run now failed; the promoter retries");
+                }
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl<H: TierStorage + Presence, C: TierStorage> Presence for TieredStorage<H, C> {
+    async fn announce(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        names: &[String],
+        ttl: Duration,
+    ) -> Result<()> {
+        self.hot.announce(ns, worker, names, ttl).await
+    }
+
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
+        self.hot.workers(ns).await
+    }
+}
+
+impl<H: TierStorage + ScheduleStore, C: TierStorage> ScheduleStore for TieredStorage<H, C> {
+    // Schedules live beside the leadership whose fencing tokens guard them,
+    // and on the clock that computes their ticks: the hot store's.
+
+    async fn put_schedule(&self, ns: &Namespace, schedule: &crate::schedule::Schedule) -> Result<()> {
+        self.hot.put_schedule(ns, schedule).await
+    }
+
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<crate::storage::ScheduleEntry>> {
+        self.hot.schedules(ns).await
+    }
+
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+        self.hot.remove_schedule(ns, name).await
+    }
+
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+        self.hot.pause_schedule(ns, name, paused).await
+    }
+
+    async fn advance_schedule(
+        &self,
+        ns: &Namespace,
+        name: &str,
+        advance: &crate::storage::Advance,
+    ) -> Result<bool> {
+        self.hot.advance_schedule(ns, name, advance).await
+    }
+}
+
+impl<H: TierStorage + HistoryStore, C: TierStorage> HistoryStore for TieredStorage<H, C> {
+    // History is counted on the clock of the hot store, beside the
+    // leadership whose leader trims it.
+
+    async fn add_history(&self, ns: &Namespace, counts: &[crate::storage::HistoryCount]) -> Result<()> {
+        self.hot.add_history(ns, counts).await
+    }
+
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<crate::storage::HistoryBucket>> {
+        self.hot.history(ns, since).await
+    }
+
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+        self.hot.trim_history(ns, before).await
     }
 }

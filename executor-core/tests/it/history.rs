@@ -16,7 +16,7 @@ use std::{
 use reliable_executor::{
     Error, Executor, ExecutorBuilder, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext,
     TaskError, TaskOptions, Timestamp,
-    storage::{HistoryCount, Storage},
+    storage::{HistoryCount, HistoryStore},
     testing::{self, Intercept, Intercepted},
 };
 
@@ -34,7 +34,7 @@ impl Flushes {
     }
 }
 
-impl<S: Storage> Intercept<S> for Flushes {
+impl<S: HistoryStore> Intercept<S> for Flushes {
     async fn add_history(&self, inner: &S, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
         let failing =
             self.fail.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();

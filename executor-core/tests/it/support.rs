@@ -67,7 +67,7 @@ pub(crate) fn unexpected(e: impl std::fmt::Display) -> Error {
 }
 
 /// Waits until the task is in `state` (60 s of possibly paused time).
-pub(crate) async fn wait_state<S: reliable_executor::storage::Storage>(
+pub(crate) async fn wait_state<S: reliable_executor::storage::ExecutorStorage>(
     executor: &Executor<S>,
     id: &TaskId,
     state: reliable_executor::TaskState,

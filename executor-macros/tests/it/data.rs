@@ -11,7 +11,6 @@ use std::{
 
 use reliable_executor::{
     Data, Error, Executor, ExecutorBuilder, MemoryStorage, TaskContext, TaskError, TaskState, reliable_task,
-    storage::Storage,
 };
 use serde::{Deserialize, Serialize};
 
@@ -41,7 +40,9 @@ struct Charge {
 /// The data `charge` and `audit` take, for the executors of the other test
 /// files in this binary: `#[reliable_task]` registers these handlers in every
 /// executor built here, and `build()` refuses one that misses their data.
-pub(crate) fn with_their_data<S: Storage>(builder: ExecutorBuilder<S>) -> ExecutorBuilder<S> {
+pub(crate) fn with_their_data<S: reliable_executor::storage::ExecutorStorage>(
+    builder: ExecutorBuilder<S>,
+) -> ExecutorBuilder<S> {
     builder.data(Ledger::default()).data(Config { currency: "EUR" })
 }
 

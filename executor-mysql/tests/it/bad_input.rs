@@ -3,6 +3,7 @@
 //! it; hand-edited rows never block a claim, never fail a page, and never
 //! make a lookup reach another task.
 
+use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{

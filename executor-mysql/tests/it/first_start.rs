@@ -3,6 +3,7 @@
 //! Its 100 child processes load the machine, which would skew the latency
 //! checks of other tests running beside it: it holds `support::serial()`.
 
+use executor_core::storage::{Presence, ScheduleStore};
 use std::{process::Stdio, time::Duration};
 
 use executor_core::{WorkerId, schedule::Schedule, storage::Storage, testing};

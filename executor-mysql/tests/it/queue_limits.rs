@@ -5,6 +5,7 @@
 //! queue's row for at most the session bound (2 s) and never holds up
 //! other queues; a hand-edited limits row stops only its own queue.
 
+use executor_core::storage::QueueControl;
 use std::{
     sync::{
         Arc,

@@ -3,6 +3,7 @@
 //! queue at priority 0, the waiting ones are claimed as before, finished
 //! ones stay out of the claim index.
 
+use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{Namespace, QueueName, TaskId, TaskState, WorkerId, storage::Storage};

@@ -8,6 +8,7 @@
 //! rows read over a few calls (the counters are global, other tests add to
 //! them) must stay far below the history's size.
 
+use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{

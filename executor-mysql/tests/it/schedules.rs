@@ -3,6 +3,7 @@
 //! matched, not rows changed; names compare exactly; a definition the
 //! server could not take is refused before it is sent.
 
+use executor_core::storage::ScheduleStore;
 use std::time::Duration;
 
 use executor_core::{

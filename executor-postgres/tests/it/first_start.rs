@@ -2,6 +2,7 @@
 //! connects, the schema is complete when it does, each migration ran once.
 //! Its 100 child processes load the machine: it holds `support::serial()`.
 
+use executor_core::storage::{Presence, ScheduleStore};
 use std::{process::Stdio, time::Duration};
 
 use executor_core::{WorkerId, schedule::Schedule, storage::Storage, testing};

@@ -2,10 +2,8 @@
 //! negative count, a minute that is not one) is left out with a warning
 //! while the others answer; `purge` deletes the namespace's rows.
 
-use executor_core::{
-    Timestamp,
-    storage::{HistoryCount, Storage},
-};
+use executor_core::storage::HistoryStore;
+use executor_core::{Timestamp, storage::HistoryCount};
 
 use crate::support::{cleanup, fresh};
 

@@ -3,6 +3,7 @@
 //! stopped inside that transaction (as a SIGSTOPped process would be) loses
 //! it after 2 s idle, and other claimers take the queue's tasks again.
 
+use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{ClaimPlan, QueueLimits, QueueName, WorkerId, storage::Storage, testing};

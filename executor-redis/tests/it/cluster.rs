@@ -66,7 +66,7 @@ mod four_partitions {
     /// with the way out, and nothing is written.
     #[tokio::test]
     async fn queue_limits_are_refused() -> crate::common::corrupt::TestResult {
-        use executor_core::{Error, QueueLimits, QueueName, storage::Storage};
+        use executor_core::{Error, QueueLimits, QueueName, storage::QueueControl};
         let (storage, ns) = fresh_partitioned().await;
         let limits = QueueLimits::new().concurrency(3);
         let refused = storage.set_queue_limits(&ns, &QueueName::new("mail")?, &limits).await;

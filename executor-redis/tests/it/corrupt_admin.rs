@@ -4,6 +4,7 @@
 //! leadership. The good tasks behave exactly as without the bad one, and
 //! the counts match the records.
 
+use executor_core::storage::RunNow;
 use std::{
     sync::atomic::{AtomicU64, Ordering},
     time::Duration,

@@ -4,10 +4,8 @@
 //! panic or an error that stops the rest; an add onto a broken count
 //! writes the count added; `purge` deletes the history keys.
 
-use executor_core::{
-    Timestamp,
-    storage::{HistoryCount, Storage},
-};
+use executor_core::storage::HistoryStore;
+use executor_core::{Timestamp, storage::HistoryCount};
 use fred::interfaces::{HashesInterface, KeysInterface, SortedSetsInterface};
 
 use crate::common::corrupt::{Damage, TestResult};

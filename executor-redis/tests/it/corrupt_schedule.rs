@@ -3,11 +3,8 @@
 //! another type give a clear error, not a panic; `purge` deletes the
 //! schedule keys; a resent advance answers like the first one.
 
-use executor_core::{
-    Error, Timestamp,
-    schedule::Schedule,
-    storage::{Advance, Storage},
-};
+use executor_core::storage::ScheduleStore;
+use executor_core::{Error, Timestamp, schedule::Schedule, storage::Advance};
 use fred::{
     interfaces::{HashesInterface, KeysInterface, LuaInterface},
     types::Value,

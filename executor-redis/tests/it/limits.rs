@@ -6,6 +6,7 @@
 //! priorities: a queue whose limits do not parse is held, an unreadable
 //! bucket reads as empty, a limits key of another type reads as no limits).
 
+use executor_core::storage::QueueControl;
 use std::{
     sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},

@@ -2,6 +2,7 @@
 //! checks: the keys the levels leave behind, listing waiting tasks level by
 //! level, and records whose queue or priority field was damaged by hand.
 
+use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{

@@ -18,9 +18,7 @@ use axum::{
     body::{Body, to_bytes},
     http::{Request, StatusCode, header},
 };
-use executor_core::{
-    Executor, Handler, MemoryStorage, RetryPolicy, TaskError, TaskOptions, storage::Storage,
-};
+use executor_core::{Executor, Handler, MemoryStorage, RetryPolicy, TaskError, TaskOptions};
 use tower::ServiceExt as _;
 
 pub(crate) type BoxResult<T = ()> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -32,7 +30,7 @@ pub(crate) async fn executor(namespace: &str, broken: Arc<AtomicBool>) -> BoxRes
 }
 
 /// [`executor`] on another store.
-pub(crate) async fn executor_on<S: Storage>(
+pub(crate) async fn executor_on<S: executor_core::storage::ExecutorStorage>(
     storage: S,
     namespace: &str,
     broken: Arc<AtomicBool>,

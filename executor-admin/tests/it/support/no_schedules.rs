@@ -1,14 +1,20 @@
-//! [`NoSchedules`]: a [`MemoryStorage`] that keeps no cron schedules and
-//! has no queue controls, the way a store looks whose driver never
-//! implemented them: every schedule and queue method is the trait's
-//! default (`Error::Unsupported`). Everything else is forwarded.
+//! [`NoSchedules`]: a [`MemoryStorage`] that keeps no cron schedules, no
+//! history and has no queue controls, the way a store chosen at run time
+//! looks when the chosen one truly lacks them (`AnyStorage` over such a
+//! variant): every schedule, history and queue method answers
+//! `Error::Unsupported`. Everything else is forwarded.
 
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts, Submitted,
-    TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage},
+    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueInfo, QueueLimits,
+    QueueName, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    WorkerInfo,
+    schedule::Schedule,
+    storage::{
+        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, HistoryStore, Leadership, Lease, NewTask,
+        Presence, QueueControl, Reaped, RunNow, ScheduleEntry, ScheduleStore, Storage,
+    },
 };
 
 /// See the module doc.
@@ -87,6 +93,34 @@ impl Storage for NoSchedules {
         self.0.leader(ns).await
     }
 
+    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
+        Storage::now(&self.0, ns).await
+    }
+
+    async fn max_payload(&self) -> Result<usize> {
+        self.0.max_payload().await
+    }
+
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.0.wait_for_work(ns, max_wait).await
+    }
+
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.0.claim_queues(ns, worker, plan, lease).await
+    }
+
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.0.wait_for_queues(ns, queues, max_wait).await
+    }
+}
+
+impl Presence for NoSchedules {
     async fn announce(
         &self,
         ns: &Namespace,
@@ -100,16 +134,60 @@ impl Storage for NoSchedules {
     async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
         self.0.workers(ns).await
     }
+}
 
-    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
-        Storage::now(&self.0, ns).await
+impl RunNow for NoSchedules {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        self.0.run_now(ns, id).await
+    }
+}
+
+impl QueueControl for NoSchedules {
+    async fn pause_queue(&self, _: &Namespace, _: &QueueName, _: bool) -> Result<()> {
+        Err(Error::unsupported("pause_queue", "this store has no queue controls"))
     }
 
-    async fn max_payload(&self) -> Result<usize> {
-        self.0.max_payload().await
+    async fn set_queue_limits(&self, _: &Namespace, _: &QueueName, _: &QueueLimits) -> Result<()> {
+        Err(Error::unsupported("set_queue_limits", "this store has no queue limits"))
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.0.wait_for_work(ns, max_wait).await
+    async fn queues(&self, _: &Namespace) -> Result<Vec<QueueInfo>> {
+        Err(Error::unsupported("queues", "this store has no queue controls"))
+    }
+}
+
+impl ScheduleStore for NoSchedules {
+    async fn put_schedule(&self, _: &Namespace, _: &Schedule) -> Result<()> {
+        Err(Error::unsupported("put_schedule", "this store keeps no cron schedules"))
+    }
+
+    async fn schedules(&self, _: &Namespace) -> Result<Vec<ScheduleEntry>> {
+        Err(Error::unsupported("schedules", "this store keeps no cron schedules"))
+    }
+
+    async fn remove_schedule(&self, _: &Namespace, _: &str) -> Result<bool> {
+        Err(Error::unsupported("remove_schedule", "this store keeps no cron schedules"))
+    }
+
+    async fn pause_schedule(&self, _: &Namespace, _: &str, _: bool) -> Result<bool> {
+        Err(Error::unsupported("pause_schedule", "this store keeps no cron schedules"))
+    }
+
+    async fn advance_schedule(&self, _: &Namespace, _: &str, _: &Advance) -> Result<bool> {
+        Err(Error::unsupported("advance_schedule", "this store keeps no cron schedules"))
+    }
+}
+
+impl HistoryStore for NoSchedules {
+    async fn add_history(&self, _: &Namespace, _: &[HistoryCount]) -> Result<()> {
+        Ok(())
+    }
+
+    async fn history(&self, _: &Namespace, _: Timestamp) -> Result<Vec<HistoryBucket>> {
+        Err(Error::unsupported("history", "this store keeps no throughput history"))
+    }
+
+    async fn trim_history(&self, _: &Namespace, _: Timestamp) -> Result<u64> {
+        Ok(0)
     }
 }

@@ -1,6 +1,7 @@
 //! Every `Storage` method of an [`Intercepted`] reaches the wrapped store's
 //! own implementation, never the trait's default.
 
+use crate::storage::HistoryStore;
 use std::{sync::Mutex, time::Duration};
 
 use super::{Intercept, Intercepted};
@@ -96,6 +97,21 @@ impl Storage for Probe {
     async fn wait_for_work(&self, _: &Namespace, _: Duration) -> Result<()> {
         self.hit("wait_for_work")
     }
+    async fn claim_queues(
+        &self,
+        _: &Namespace,
+        _: &WorkerId,
+        _: &crate::ClaimPlan,
+        _: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.hit("claim_queues")
+    }
+    async fn wait_for_queues(&self, _: &Namespace, _: &[crate::QueueName], _: Duration) -> Result<()> {
+        self.hit("wait_for_queues")
+    }
+}
+
+impl HistoryStore for Probe {
     async fn add_history(&self, _: &Namespace, _: &[HistoryCount]) -> Result<()> {
         self.hit("add_history")
     }
