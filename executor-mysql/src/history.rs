@@ -3,6 +3,7 @@
 //! `NOW(3)`. An add is one autocommit upsert for every name, so adds from
 //! many processes sum; the leader's trim is one `DELETE`.
 
+use executor_core::storage::HistoryStore;
 use std::collections::BTreeMap;
 
 use executor_core::{
@@ -26,12 +27,12 @@ fn bucket(r: &MySqlRow) -> Result<HistoryBucket, String> {
     HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
 }
 
-impl MySqlStorage {
+impl HistoryStore for MySqlStorage {
     /// One `INSERT .. ON DUPLICATE KEY UPDATE` for every count, in the
     /// order of the primary key (so concurrent adders lock rows in one
     /// order); a deadlock or lock wait rolls the statement back whole, so
     /// running it again counts nothing twice.
-    pub(crate) async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
         let mut counts = check_history(counts)?;
         if counts.is_empty() {
             return Ok(());
@@ -55,7 +56,7 @@ impl MySqlStorage {
     /// Every bucket from `since` on, by minute then name (bytes). A row
     /// that does not read back (a negative count, a name that is not
     /// UTF-8, edited by hand) is left out with a warning.
-    pub(crate) async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
         let since = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
         let rows = sqlx::query(sql!("history/read"))
             .bind(ns.as_str())
@@ -77,7 +78,7 @@ impl MySqlStorage {
     }
 
     /// Deletes the minutes before `before`; how many rows went.
-    pub(crate) async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         let before = i64::try_from(before.as_millis()).unwrap_or(i64::MAX);
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("history/trim"))

@@ -2,6 +2,7 @@
 //! the leader, its fencing token and the end of its term; and the workers'
 //! announcements the leader compares, one row per worker.
 
+use executor_core::storage::Presence;
 use std::time::Duration;
 
 use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
@@ -77,9 +78,21 @@ impl MySqlStorage {
             .map_err(error::storage)?;
         row.map(|r| term(&r)).transpose()
     }
+}
 
+fn term(r: &MySqlRow) -> Result<Leadership> {
+    let worker: String = r.try_get("worker").map_err(error::storage)?;
+    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
+    Ok(Leadership::new(
+        WorkerId::new(worker)?,
+        r.try_get("token").map_err(error::storage)?,
+        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
+    ))
+}
+
+impl Presence for MySqlStorage {
     /// Upserts `worker`'s row: its names and `now + ttl` on the server's clock.
-    pub(crate) async fn announce(
+    async fn announce(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -105,7 +118,7 @@ impl MySqlStorage {
 
     /// Deletes the lapsed rows of `ns`, then reads the others; a row that does
     /// not parse is left out.
-    pub(crate) async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
         sqlx::query(sql!("leader/delete_lapsed_workers"))
             .bind(ns.as_str())
             .execute_on(&self.conns)
@@ -126,14 +139,4 @@ impl MySqlStorage {
             })
             .collect())
     }
-}
-
-fn term(r: &MySqlRow) -> Result<Leadership> {
-    let worker: String = r.try_get("worker").map_err(error::storage)?;
-    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
-    Ok(Leadership::new(
-        WorkerId::new(worker)?,
-        r.try_get("token").map_err(error::storage)?,
-        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
-    ))
 }

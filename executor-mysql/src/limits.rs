@@ -29,7 +29,7 @@ use crate::{
     claim::to_error,
     conn::RunOn,
     error, row,
-    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, sql},
+    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, sql},
 };
 
 /// Opens the limited claim's transaction with the bound on idleness (a
@@ -112,65 +112,6 @@ impl Take {
 }
 
 impl MySqlStorage {
-    /// Sets `queue`'s limits (see `QueueControl::set_queue_limits`) in one
-    /// statement; [`QueueLimits::new`] removes them, and the row with them
-    /// unless the queue is paused. The bucket: full for a queue that had no
-    /// rate, else its tokens refilled to now under the old rate and capped
-    /// at the new burst. `throttled` is kept, and reset with the limits.
-    pub(crate) async fn set_queue_limits(
-        &self,
-        ns: &Namespace,
-        queue: &QueueName,
-        limits: &QueueLimits,
-    ) -> Result<()> {
-        limits.validate()?;
-        if limits.is_none() {
-            sqlx::query(sql!("limits/delete_unlimited"))
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            sqlx::query(sql!("limits/clear"))
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            self.forget_limited(ns, queue);
-            self.notify_work();
-            return Ok(());
-        }
-        let starts = limits.rate.map(|r| r.starts);
-        let per = limits.rate.map(|r| ms(r.per));
-        let burst = limits.rate.map(|r| r.burst);
-        let full = f64::from(burst.unwrap_or(0));
-        // Assignments run left to right on the updated values: `tokens`
-        // reads the old rate and time before they are replaced.
-        sqlx::query(sql!("limits/set"))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .bind(limits.concurrency)
-            .bind(starts)
-            .bind(per)
-            .bind(burst)
-            .bind(full)
-            .bind(starts)
-            .bind(full)
-            .bind(full)
-            .bind(limits.concurrency)
-            .bind(starts)
-            .bind(per)
-            .bind(burst)
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        self.remember_limited(ns, queue);
-        // A raised limit may let a waiting claimer here take more.
-        self.notify_work();
-        Ok(())
-    }
-
     /// Whether this process has seen limits on `queue`.
     pub(crate) fn known_limited(&self, ns: &Namespace, queue: &QueueName) -> bool {
         self.limited

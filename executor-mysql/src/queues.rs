@@ -1,9 +1,10 @@
 //! Queue controls (issue 16): pausing a queue fleet-wide and the per-queue
 //! figures. The claim itself is in `claim.rs`.
 
+use executor_core::storage::QueueControl;
 use std::collections::BTreeMap;
 
-use executor_core::{Namespace, QueueInfo, QueueName, Result, Timestamp};
+use executor_core::{Namespace, QueueInfo, QueueLimits, QueueName, Result, Timestamp};
 use sqlx::Row;
 
 use crate::{
@@ -14,89 +15,6 @@ use crate::{
 };
 
 impl MySqlStorage {
-    /// Pauses or resumes `queue`: a row in the queues table while it is
-    /// paused or has limits, none otherwise. Every claim statement reads it
-    /// (see `claim_queues`), so a pause holds for every process from the
-    /// next claim on. Resuming deletes a row that holds no limits and
-    /// clears the flag of one that does, and wakes this process's waiting
-    /// claimers.
-    pub(crate) async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        let statements: &[&'static str] = if paused {
-            &[sql!("queues/pause")]
-        } else {
-            &[sql!("queues/resume_delete"), sql!("queues/resume")]
-        };
-        for statement in statements {
-            sqlx::query(*statement)
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-        }
-        if !paused {
-            self.notify_work();
-        }
-        Ok(())
-    }
-
-    /// Every queue with waiting or running tasks, paused or with limits,
-    /// by name, in four statements: the queues with waiting tasks (a loose
-    /// index scan of `ix_queue`), their figures (ranges of `ix_queue` over
-    /// the waiting tasks only, on the server's clock), the running tasks
-    /// per queue (the namespace's `RUNNING` range of `ix_lease`, which
-    /// holds the queue: no row is read), the rows of the queues table
-    /// (paused, limits, throttled). A name that is not a valid queue name
-    /// (a hand-edited row) is left out and logged.
-    pub(crate) async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
-        let waiting = self.waiting_queues(ns).await?;
-        if !waiting.is_empty() {
-            let queues = padded(waiting.iter().map(String::as_str));
-            let text = sql::slice(sql!("queues/figures"), "queues", queues.len());
-            let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues);
-            for r in q.fetch_all_on(&self.conns).await.map_err(error::storage)? {
-                let name: String = r.try_get("queue").map_err(error::storage)?;
-                let Some(queue) = valid(&name) else { continue };
-                let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
-                let due: Option<i64> = r.try_get("due").map_err(error::storage)?;
-                let oldest: Option<i64> = r.try_get("oldest_due").map_err(error::storage)?;
-                let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
-                info.waiting += u64::try_from(waiting).unwrap_or(0);
-                info.due += due.and_then(|d| u64::try_from(d).ok()).unwrap_or(0);
-                let oldest = oldest.and_then(|t| u64::try_from(t).ok()).map(Timestamp::from_millis);
-                info.oldest_due = match (info.oldest_due, oldest) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
-        }
-        let running = sqlx::query(sql!("queues/running"))
-            .bind(ns.as_str())
-            .fetch_all_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        for r in running {
-            let name: String = r.try_get("queue").map_err(error::storage)?;
-            let Some(queue) = valid(&name) else { continue };
-            let n: i64 = r.try_get("running").map_err(error::storage)?;
-            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue)).running =
-                u64::try_from(n).unwrap_or(0);
-        }
-        for row in limits::rows(self, ns).await? {
-            let Some(queue) = valid(&row.name) else { continue };
-            if !row.paused && !row.has_limits {
-                // A row left by a resume racing a clear: nothing to show.
-                continue;
-            }
-            let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
-            info.paused = row.paused;
-            info.limits = row.limits;
-            info.throttled = row.throttled;
-        }
-        Ok(out.into_values().collect())
-    }
-
     /// The queues of `ns` that have waiting tasks, as stored, in name
     /// order. Only single dives into `ix_queue`, which the optimizer takes
     /// whatever its statistics say (`Select tables optimized away`): the
@@ -166,5 +84,144 @@ fn valid(name: &str) -> Option<QueueName> {
             tracing::warn!(queue = %name, error = %e, "stored queue name is not valid; left out of the queue list");
             None
         }
+    }
+}
+
+impl QueueControl for MySqlStorage {
+    /// Pauses or resumes `queue`: a row in the queues table while it is
+    /// paused or has limits, none otherwise. Every claim statement reads it
+    /// (see `claim_queues`), so a pause holds for every process from the
+    /// next claim on. Resuming deletes a row that holds no limits and
+    /// clears the flag of one that does, and wakes this process's waiting
+    /// claimers.
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+        let statements: &[&'static str] = if paused {
+            &[sql!("queues/pause")]
+        } else {
+            &[sql!("queues/resume_delete"), sql!("queues/resume")]
+        };
+        for statement in statements {
+            sqlx::query(*statement)
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+        }
+        if !paused {
+            self.notify_work();
+        }
+        Ok(())
+    }
+
+    /// Every queue with waiting or running tasks, paused or with limits,
+    /// by name, in four statements: the queues with waiting tasks (a loose
+    /// index scan of `ix_queue`), their figures (ranges of `ix_queue` over
+    /// the waiting tasks only, on the server's clock), the running tasks
+    /// per queue (the namespace's `RUNNING` range of `ix_lease`, which
+    /// holds the queue: no row is read), the rows of the queues table
+    /// (paused, limits, throttled). A name that is not a valid queue name
+    /// (a hand-edited row) is left out and logged.
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+        let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
+        let waiting = self.waiting_queues(ns).await?;
+        if !waiting.is_empty() {
+            let queues = padded(waiting.iter().map(String::as_str));
+            let text = sql::slice(sql!("queues/figures"), "queues", queues.len());
+            let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues);
+            for r in q.fetch_all_on(&self.conns).await.map_err(error::storage)? {
+                let name: String = r.try_get("queue").map_err(error::storage)?;
+                let Some(queue) = valid(&name) else { continue };
+                let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
+                let due: Option<i64> = r.try_get("due").map_err(error::storage)?;
+                let oldest: Option<i64> = r.try_get("oldest_due").map_err(error::storage)?;
+                let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
+                info.waiting += u64::try_from(waiting).unwrap_or(0);
+                info.due += due.and_then(|d| u64::try_from(d).ok()).unwrap_or(0);
+                let oldest = oldest.and_then(|t| u64::try_from(t).ok()).map(Timestamp::from_millis);
+                info.oldest_due = match (info.oldest_due, oldest) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
+        }
+        let running = sqlx::query(sql!("queues/running"))
+            .bind(ns.as_str())
+            .fetch_all_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        for r in running {
+            let name: String = r.try_get("queue").map_err(error::storage)?;
+            let Some(queue) = valid(&name) else { continue };
+            let n: i64 = r.try_get("running").map_err(error::storage)?;
+            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue)).running =
+                u64::try_from(n).unwrap_or(0);
+        }
+        for row in limits::rows(self, ns).await? {
+            let Some(queue) = valid(&row.name) else { continue };
+            if !row.paused && !row.has_limits {
+                // A row left by a resume racing a clear: nothing to show.
+                continue;
+            }
+            let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
+            info.paused = row.paused;
+            info.limits = row.limits;
+            info.throttled = row.throttled;
+        }
+        Ok(out.into_values().collect())
+    }
+
+    /// Sets `queue`'s limits (see `QueueControl::set_queue_limits`) in one
+    /// statement; [`QueueLimits::new`] removes them, and the row with them
+    /// unless the queue is paused. The bucket: full for a queue that had no
+    /// rate, else its tokens refilled to now under the old rate and capped
+    /// at the new burst. `throttled` is kept, and reset with the limits.
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        limits.validate()?;
+        if limits.is_none() {
+            sqlx::query(sql!("limits/delete_unlimited"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            sqlx::query(sql!("limits/clear"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            self.forget_limited(ns, queue);
+            self.notify_work();
+            return Ok(());
+        }
+        let starts = limits.rate.map(|r| r.starts);
+        let per = limits.rate.map(|r| crate::sql::ms(r.per));
+        let burst = limits.rate.map(|r| r.burst);
+        let full = f64::from(burst.unwrap_or(0));
+        // Assignments run left to right on the updated values: `tokens`
+        // reads the old rate and time before they are replaced.
+        sqlx::query(sql!("limits/set"))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .bind(limits.concurrency)
+            .bind(starts)
+            .bind(per)
+            .bind(burst)
+            .bind(full)
+            .bind(starts)
+            .bind(full)
+            .bind(full)
+            .bind(limits.concurrency)
+            .bind(starts)
+            .bind(per)
+            .bind(burst)
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        self.remember_limited(ns, queue);
+        // A raised limit may let a waiting claimer here take more.
+        self.notify_work();
+        Ok(())
     }
 }

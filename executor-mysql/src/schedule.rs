@@ -8,6 +8,7 @@
 //! move that leaves every value as it was, still counts its row. The
 //! driver test `schedules::unchanged_rows_still_count` holds sqlx to that.
 
+use executor_core::storage::ScheduleStore;
 use executor_core::{
     Error, Namespace, Result, TaskId, Timestamp,
     schedule::Schedule,
@@ -24,11 +25,32 @@ fn name_len(name: &str) -> u32 {
     u32::try_from(name.len()).unwrap_or(u32::MAX)
 }
 
-impl MySqlStorage {
+/// One row as an entry, or why it is not one.
+fn entry(r: &MySqlRow) -> Result<ScheduleEntry, String> {
+    let name: String = col(r, "name")?;
+    let definition: String = col(r, "definition")?;
+    let schedule: Schedule =
+        serde_json::from_str(&definition).map_err(|e| format!("the definition is not a schedule: {e}"))?;
+    // The leader moves the row named in the definition: one naming another
+    // schedule would move that one's cursor.
+    if schedule.name != name {
+        return Err(format!("the definition is named `{}`", schedule.name));
+    }
+    let mut e = ScheduleEntry::new(schedule, Timestamp::from_millis(col(r, "cursor_ms")?));
+    e.paused = col(r, "paused")?;
+    e.fence = col(r, "fence")?;
+    e.last_task = col::<Option<String>>(r, "last_task")?
+        .map(TaskId::new)
+        .transpose()
+        .map_err(|e| format!("column `last_task`: {e}"))?;
+    Ok(e)
+}
+
+impl ScheduleStore for MySqlStorage {
     /// Inserts `schedule` with its cursor at the server's now, or replaces
     /// only the definition of the row already there, so a replaced schedule
     /// keeps its pause, cursor, fence and last task. One autocommit upsert.
-    pub(crate) async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
         let definition =
             serde_json::to_string(schedule).map_err(|e| Error::invalid("schedule", e.to_string()))?;
         // The payload inside is escaped, so the definition can outgrow the
@@ -56,7 +78,7 @@ impl MySqlStorage {
     /// schedule (hand-edited JSON, a definition naming another schedule, a
     /// bad last task) is left out with a warning, so one bad row does not
     /// stop every other schedule from firing.
-    pub(crate) async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
         let rows = sqlx::query(sql!("schedule/all"))
             .bind(ns.as_str())
             .fetch_all_on(&self.conns)
@@ -76,7 +98,7 @@ impl MySqlStorage {
     }
 
     /// Deletes schedule `name`; whether it existed.
-    pub(crate) async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("schedule/remove"))
                 .bind(ns.as_str())
@@ -93,7 +115,7 @@ impl MySqlStorage {
     /// Sets the pause flag of schedule `name` and nothing else; whether it
     /// exists (matched rows, see the module docs: pausing a paused one is
     /// `true`).
-    pub(crate) async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("schedule/pause"))
                 .bind(paused)
@@ -112,12 +134,7 @@ impl MySqlStorage {
     /// UPDATE: the row lock serialises concurrent moves, and each re-reads
     /// the committed cursor, so of several moves from one cursor exactly
     /// one matches. A move without a task keeps the stored last task.
-    pub(crate) async fn advance_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        advance: &Advance,
-    ) -> Result<bool> {
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         let task = advance.task.as_ref().map(TaskId::as_str);
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("schedule/advance"))
@@ -136,25 +153,4 @@ impl MySqlStorage {
         .await?;
         Ok(done.rows_affected() == 1)
     }
-}
-
-/// One row as an entry, or why it is not one.
-fn entry(r: &MySqlRow) -> Result<ScheduleEntry, String> {
-    let name: String = col(r, "name")?;
-    let definition: String = col(r, "definition")?;
-    let schedule: Schedule =
-        serde_json::from_str(&definition).map_err(|e| format!("the definition is not a schedule: {e}"))?;
-    // The leader moves the row named in the definition: one naming another
-    // schedule would move that one's cursor.
-    if schedule.name != name {
-        return Err(format!("the definition is named `{}`", schedule.name));
-    }
-    let mut e = ScheduleEntry::new(schedule, Timestamp::from_millis(col(r, "cursor_ms")?));
-    e.paused = col(r, "paused")?;
-    e.fence = col(r, "fence")?;
-    e.last_task = col::<Option<String>>(r, "last_task")?
-        .map(TaskId::new)
-        .transpose()
-        .map_err(|e| format!("column `last_task`: {e}"))?;
-    Ok(e)
 }

@@ -1,6 +1,7 @@
 //! What operators and producers call to change a task: cancel, requeue,
 //! delete.
 
+use executor_core::storage::RunNow;
 use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
 use sqlx::Row;
 
@@ -62,24 +63,6 @@ impl PostgresStorage {
         }
     }
 
-    /// A waiting task due later becomes due now (the server's clock): one
-    /// UPDATE by primary key. A task already due keeps its due time, so its
-    /// place; anything but `CREATED`/`PENDING` is refused with its state.
-    pub(crate) async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        let q = sqlx::query(sql!("admin/run_now"));
-        let done =
-            q.bind(ns.as_str()).bind(id.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
-        if done.rows_affected() > 0 {
-            self.notify_work(ns);
-            return Ok(());
-        }
-        match state_of(self, ns, id).await? {
-            None => Err(Error::NotFound(id.clone())),
-            Some(st) if st.is_waiting() => Ok(()),
-            Some(st) => Err(Error::IllegalTransition { id: id.clone(), state: st, action: "run now" }),
-        }
-    }
-
     /// Deletes one task in any state, readable or not, by primary key: one
     /// statement. Its debounce key goes with the row (the `uk_waiting_key`
     /// index entry); a worker still running it has its finish refused as stale (no
@@ -103,6 +86,26 @@ async fn state_of(s: &PostgresStorage, ns: &Namespace, id: &TaskId) -> Result<Op
         Some(r) => {
             let st: String = r.try_get("state").map_err(error::storage)?;
             row::exact_state(&st).map(Some).map_err(|reason| Error::Corrupt { id: id.clone(), reason })
+        }
+    }
+}
+
+impl RunNow for PostgresStorage {
+    /// A waiting task due later becomes due now (the server's clock): one
+    /// UPDATE by primary key. A task already due keeps its due time, so its
+    /// place; anything but `CREATED`/`PENDING` is refused with its state.
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+        let q = sqlx::query(sql!("admin/run_now"));
+        let done =
+            q.bind(ns.as_str()).bind(id.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
+        if done.rows_affected() > 0 {
+            self.notify_work(ns);
+            return Ok(());
+        }
+        match state_of(self, ns, id).await? {
+            None => Err(Error::NotFound(id.clone())),
+            Some(st) if st.is_waiting() => Ok(()),
+            Some(st) => Err(Error::IllegalTransition { id: id.clone(), state: st, action: "run now" }),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! `UNNEST`ed arrays for every name, so adds from many processes sum; the
 //! leader's trim is one `DELETE`.
 
+use executor_core::storage::HistoryStore;
 use std::collections::BTreeMap;
 
 use executor_core::{
@@ -20,13 +21,13 @@ fn bucket(r: &PgRow) -> Result<HistoryBucket, String> {
     HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
 }
 
-impl PostgresStorage {
+impl HistoryStore for PostgresStorage {
     /// One `INSERT .. ON CONFLICT DO UPDATE` for every count. Counts of one
     /// name are merged first (an upsert may not touch a row twice) and sent
     /// in the order of the primary key, so concurrent adders lock rows in
     /// one order; a deadlock rolls the statement back whole, so running it
     /// again counts nothing twice.
-    pub(crate) async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
         let counts = check_history(counts)?;
         if counts.is_empty() {
             return Ok(());
@@ -63,7 +64,7 @@ impl PostgresStorage {
     /// Every bucket from `since` on, by minute then name (bytes). A row
     /// that does not read back (a negative count, edited by hand) is left
     /// out with a warning.
-    pub(crate) async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
         let since = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
         let rows = sqlx::query(sql!("history/read"))
             .bind(ns.as_str())
@@ -82,7 +83,7 @@ impl PostgresStorage {
     }
 
     /// Deletes the minutes before `before`; how many rows went.
-    pub(crate) async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         let before = i64::try_from(before.as_millis()).unwrap_or(i64::MAX);
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("history/trim"))

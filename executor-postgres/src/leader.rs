@@ -2,6 +2,7 @@
 //! the leader, its fencing token and the end of its term; and the workers'
 //! announcements the leader compares, one row per worker.
 
+use executor_core::storage::Presence;
 use std::time::Duration;
 
 use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
@@ -63,9 +64,22 @@ impl PostgresStorage {
             .map_err(error::storage)?;
         row.map(|r| term(&r)).transpose()
     }
+}
 
+fn term(r: &PgRow) -> Result<Leadership> {
+    let worker: String = r.try_get("worker").map_err(error::storage)?;
+    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
+    let token: i64 = r.try_get("token").map_err(error::storage)?;
+    Ok(Leadership::new(
+        WorkerId::new(worker)?,
+        u64::try_from(token).unwrap_or(0),
+        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
+    ))
+}
+
+impl Presence for PostgresStorage {
     /// Upserts `worker`'s row: its names and `now + ttl` on the server's clock.
-    pub(crate) async fn announce(
+    async fn announce(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -91,7 +105,7 @@ impl PostgresStorage {
 
     /// Deletes the lapsed rows of `ns`, then reads the others; a row that does
     /// not parse is left out.
-    pub(crate) async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
         sqlx::query(sql!("leader/delete_lapsed_workers"))
             .bind(ns.as_str())
             .execute_on(&self.conns)
@@ -112,15 +126,4 @@ impl PostgresStorage {
             })
             .collect())
     }
-}
-
-fn term(r: &PgRow) -> Result<Leadership> {
-    let worker: String = r.try_get("worker").map_err(error::storage)?;
-    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
-    let token: i64 = r.try_get("token").map_err(error::storage)?;
-    Ok(Leadership::new(
-        WorkerId::new(worker)?,
-        u64::try_from(token).unwrap_or(0),
-        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
-    ))
 }

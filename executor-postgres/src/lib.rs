@@ -57,17 +57,12 @@ mod submit;
 mod tier;
 mod wake;
 
-use executor_core::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
-    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
-    schedule::Schedule,
-    storage::{
-        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
-        ScheduleEntry, Storage, TierStorage,
-    },
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueName, Result, Retention, StateCounts,
+    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
 pub use options::PostgresOptions;
@@ -78,7 +73,9 @@ pub use storage::{MIGRATIONS_TABLE, PostgresStorage};
 
 // Each method is the inherent one of the same name in the module of its
 // section (`submit.rs`, `claim.rs`, ...); the `PostgresStorage::` path picks the
-// inherent function, not this trait method.
+// inherent function, not this trait method. The optional abilities are
+// implemented in their own modules (`queues.rs`, `schedule.rs`,
+// `history.rs`, `admin.rs` for `RunNow`, `leader.rs` for `Presence`).
 impl Storage for PostgresStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
         PostgresStorage::submit(self, ns, task).await
@@ -187,78 +184,6 @@ impl Storage for PostgresStorage {
 
     async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
         PostgresStorage::wait_for_queues(self, ns, queues, max_wait).await
-    }
-}
-
-impl QueueControl for PostgresStorage {
-    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        PostgresStorage::pause_queue(self, ns, queue, paused).await
-    }
-
-    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        PostgresStorage::set_queue_limits(self, ns, queue, limits).await
-    }
-
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        PostgresStorage::queues(self, ns).await
-    }
-}
-
-impl RunNow for PostgresStorage {
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        PostgresStorage::run_now(self, ns, id).await
-    }
-}
-
-impl Presence for PostgresStorage {
-    async fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> Result<()> {
-        PostgresStorage::announce(self, ns, worker, names, ttl).await
-    }
-
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
-        PostgresStorage::workers(self, ns).await
-    }
-}
-
-impl ScheduleStore for PostgresStorage {
-    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
-        PostgresStorage::put_schedule(self, ns, schedule).await
-    }
-
-    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
-        PostgresStorage::schedules(self, ns).await
-    }
-
-    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
-        PostgresStorage::remove_schedule(self, ns, name).await
-    }
-
-    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
-        PostgresStorage::pause_schedule(self, ns, name, paused).await
-    }
-
-    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
-        PostgresStorage::advance_schedule(self, ns, name, advance).await
-    }
-}
-
-impl HistoryStore for PostgresStorage {
-    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
-        PostgresStorage::add_history(self, ns, counts).await
-    }
-
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-        PostgresStorage::history(self, ns, since).await
-    }
-
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        PostgresStorage::trim_history(self, ns, before).await
     }
 }
 

@@ -107,58 +107,6 @@ impl Stored {
 }
 
 impl PostgresStorage {
-    /// Sets `queue`'s limits (see `QueueControl::set_queue_limits`) in one
-    /// statement; [`QueueLimits::new`] removes them, and the row with them
-    /// unless the queue is paused. The bucket: full for a queue that had no
-    /// rate, else its tokens refilled to now under the old rate and capped
-    /// at the new burst. `throttled` is kept, and reset with the limits.
-    pub(crate) async fn set_queue_limits(
-        &self,
-        ns: &Namespace,
-        queue: &QueueName,
-        limits: &QueueLimits,
-    ) -> Result<()> {
-        limits.validate()?;
-        if limits.is_none() {
-            sqlx::query(sql!("limits/delete_unlimited"))
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            sqlx::query(sql!("limits/clear"))
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            self.forget_limited(ns, queue);
-            self.announce_work(ns).await?;
-            return Ok(());
-        }
-        let starts = limits.rate.map(|r| crate::sql::int(r.starts));
-        let per = limits.rate.map(|r| ms(r.per));
-        let burst = limits.rate.map(|r| crate::sql::int(r.burst));
-        let full = f64::from(limits.rate.map_or(0, |r| r.burst));
-        // The SET reads the row as it was (`q.`): the tokens are refilled
-        // under the old rate and time before they are replaced.
-        sqlx::query(sql!("limits/set"))
-            .bind(ns.as_str())
-            .bind(queue.as_str())
-            .bind(limits.concurrency.map(crate::sql::int))
-            .bind(starts)
-            .bind(per)
-            .bind(burst)
-            .bind(full)
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        self.remember_limited(ns, queue);
-        // A raised limit may let waiting claimers anywhere take more.
-        self.announce_work(ns).await?;
-        Ok(())
-    }
-
     /// Whether this process has seen limits on `queue`.
     pub(crate) fn known_limited(&self, ns: &Namespace, queue: &QueueName) -> bool {
         self.limited

@@ -1,21 +1,33 @@
 //! Queue controls: pausing a queue fleet-wide and the per-queue figures.
 //! The claim itself is in `claim.rs`.
 
+use executor_core::storage::QueueControl;
 use std::collections::BTreeMap;
 
-use executor_core::{Namespace, QueueInfo, QueueName, Result, Timestamp};
+use executor_core::{Namespace, QueueInfo, QueueLimits, QueueName, Result, Timestamp};
 use sqlx::Row;
 
 use crate::{PostgresStorage, conn::RunOn, error, limits, sql::sql};
 
-impl PostgresStorage {
+/// `name` as a queue name, or `None` (logged) for a hand-edited value.
+fn valid(name: &str) -> Option<QueueName> {
+    match QueueName::new(name) {
+        Ok(q) => Some(q),
+        Err(e) => {
+            tracing::warn!(queue = %name, error = %e, "stored queue name is not valid; left out of the queue list");
+            None
+        }
+    }
+}
+
+impl QueueControl for PostgresStorage {
     /// Pauses or resumes `queue`: a row in the queues table while it is
     /// paused or has limits, none otherwise. Every claim statement reads it
     /// (see `claim_queues`), so a pause holds for every process from the
     /// next claim on. Resuming deletes a row that holds no limits and
     /// clears the flag of one that does, and wakes this process's waiting
     /// claimers.
-    pub(crate) async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         let statements: &[&'static str] = if paused {
             &[sql!("queues/pause")]
         } else {
@@ -41,7 +53,7 @@ impl PostgresStorage {
     /// tasks are read), the running tasks per queue (`ix_running`), the
     /// rows of the queues table (paused, limits, throttled). A name that is
     /// not a valid queue name (a hand-edited row) is left out and logged.
-    pub(crate) async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
         let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
         let figures =
             sqlx::query(sql!("queues/figures")).bind(ns.as_str()).bind(ns.as_str()).bind(ns.as_str());
@@ -81,15 +93,51 @@ impl PostgresStorage {
         }
         Ok(out.into_values().collect())
     }
-}
 
-/// `name` as a queue name, or `None` (logged) for a hand-edited value.
-fn valid(name: &str) -> Option<QueueName> {
-    match QueueName::new(name) {
-        Ok(q) => Some(q),
-        Err(e) => {
-            tracing::warn!(queue = %name, error = %e, "stored queue name is not valid; left out of the queue list");
-            None
+    /// Sets `queue`'s limits (see `QueueControl::set_queue_limits`) in one
+    /// statement; [`QueueLimits::new`] removes them, and the row with them
+    /// unless the queue is paused. The bucket: full for a queue that had no
+    /// rate, else its tokens refilled to now under the old rate and capped
+    /// at the new burst. `throttled` is kept, and reset with the limits.
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
+        limits.validate()?;
+        if limits.is_none() {
+            sqlx::query(sql!("limits/delete_unlimited"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            sqlx::query(sql!("limits/clear"))
+                .bind(ns.as_str())
+                .bind(queue.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            self.forget_limited(ns, queue);
+            self.announce_work(ns).await?;
+            return Ok(());
         }
+        let starts = limits.rate.map(|r| crate::sql::int(r.starts));
+        let per = limits.rate.map(|r| crate::sql::ms(r.per));
+        let burst = limits.rate.map(|r| crate::sql::int(r.burst));
+        let full = f64::from(limits.rate.map_or(0, |r| r.burst));
+        // The SET reads the row as it was (`q.`): the tokens are refilled
+        // under the old rate and time before they are replaced.
+        sqlx::query(sql!("limits/set"))
+            .bind(ns.as_str())
+            .bind(queue.as_str())
+            .bind(limits.concurrency.map(crate::sql::int))
+            .bind(starts)
+            .bind(per)
+            .bind(burst)
+            .bind(full)
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        self.remember_limited(ns, queue);
+        // A raised limit may let waiting claimers anywhere take more.
+        self.announce_work(ns).await?;
+        Ok(())
     }
 }

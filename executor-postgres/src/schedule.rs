@@ -3,6 +3,7 @@
 //! task). "Whether it existed / moved" is the number of rows the `WHERE`
 //! matched (PostgreSQL counts matched rows, changed or not).
 
+use executor_core::storage::ScheduleStore;
 use executor_core::{
     Error, Namespace, Result, TaskId, Timestamp,
     schedule::Schedule,
@@ -12,11 +13,35 @@ use sqlx::postgres::PgRow;
 
 use crate::{PostgresStorage, conn::RunOn, error, row::col, sql::sql};
 
-impl PostgresStorage {
+/// One row as an entry, or why it is not one.
+fn entry(r: &PgRow) -> Result<ScheduleEntry, String> {
+    let name: String = col(r, "name")?;
+    let definition: String = col(r, "definition")?;
+    let schedule: Schedule =
+        serde_json::from_str(&definition).map_err(|e| format!("the definition is not a schedule: {e}"))?;
+    // The leader moves the row named in the definition: one naming another
+    // schedule would move that one's cursor.
+    if schedule.name != name {
+        return Err(format!("the definition is named `{}`", schedule.name));
+    }
+    let cursor: i64 = col(r, "cursor_ms")?;
+    let cursor = u64::try_from(cursor).map_err(|_| format!("column `cursor_ms` is negative: {cursor}"))?;
+    let mut e = ScheduleEntry::new(schedule, Timestamp::from_millis(cursor));
+    e.paused = col(r, "paused")?;
+    let fence: i64 = col(r, "fence")?;
+    e.fence = u64::try_from(fence).map_err(|_| format!("column `fence` is negative: {fence}"))?;
+    e.last_task = col::<Option<String>>(r, "last_task")?
+        .map(TaskId::new)
+        .transpose()
+        .map_err(|e| format!("column `last_task`: {e}"))?;
+    Ok(e)
+}
+
+impl ScheduleStore for PostgresStorage {
     /// Inserts `schedule` with its cursor at the server's now, or replaces
     /// only the definition of the row already there, so a replaced schedule
     /// keeps its pause, cursor, fence and last task. One autocommit upsert.
-    pub(crate) async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
         let definition =
             serde_json::to_string(schedule).map_err(|e| Error::invalid("schedule", e.to_string()))?;
         // The payload inside is escaped, so the definition can outgrow the
@@ -42,7 +67,7 @@ impl PostgresStorage {
     /// schedule (hand-edited JSON, a definition naming another schedule, a
     /// bad last task) is left out with a warning, so one bad row does not
     /// stop every other schedule from firing.
-    pub(crate) async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
         let rows = sqlx::query(sql!("schedule/all"))
             .bind(ns.as_str())
             .fetch_all_on(&self.conns)
@@ -62,7 +87,7 @@ impl PostgresStorage {
     }
 
     /// Deletes schedule `name`; whether it existed.
-    pub(crate) async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("schedule/remove"))
                 .bind(ns.as_str())
@@ -78,7 +103,7 @@ impl PostgresStorage {
     /// Sets the pause flag of schedule `name` and nothing else; whether it
     /// exists (matched rows, see the module docs: pausing a paused one is
     /// `true`).
-    pub(crate) async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("schedule/pause"))
                 .bind(paused)
@@ -96,12 +121,7 @@ impl PostgresStorage {
     /// UPDATE: the row lock serialises concurrent moves, and each re-reads
     /// the committed cursor, so of several moves from one cursor exactly
     /// one matches. A move without a task keeps the stored last task.
-    pub(crate) async fn advance_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        advance: &Advance,
-    ) -> Result<bool> {
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         let task = advance.task.as_ref().map(TaskId::as_str);
         let done = error::retry_lock_conflicts(|| async {
             sqlx::query(sql!("schedule/advance"))
@@ -118,28 +138,4 @@ impl PostgresStorage {
         .await?;
         Ok(done.rows_affected() == 1)
     }
-}
-
-/// One row as an entry, or why it is not one.
-fn entry(r: &PgRow) -> Result<ScheduleEntry, String> {
-    let name: String = col(r, "name")?;
-    let definition: String = col(r, "definition")?;
-    let schedule: Schedule =
-        serde_json::from_str(&definition).map_err(|e| format!("the definition is not a schedule: {e}"))?;
-    // The leader moves the row named in the definition: one naming another
-    // schedule would move that one's cursor.
-    if schedule.name != name {
-        return Err(format!("the definition is named `{}`", schedule.name));
-    }
-    let cursor: i64 = col(r, "cursor_ms")?;
-    let cursor = u64::try_from(cursor).map_err(|_| format!("column `cursor_ms` is negative: {cursor}"))?;
-    let mut e = ScheduleEntry::new(schedule, Timestamp::from_millis(cursor));
-    e.paused = col(r, "paused")?;
-    let fence: i64 = col(r, "fence")?;
-    e.fence = u64::try_from(fence).map_err(|_| format!("column `fence` is negative: {fence}"))?;
-    e.last_task = col::<Option<String>>(r, "last_task")?
-        .map(TaskId::new)
-        .transpose()
-        .map_err(|e| format!("column `last_task`: {e}"))?;
-    Ok(e)
 }
