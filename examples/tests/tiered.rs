@@ -7,9 +7,10 @@
 use std::time::Duration;
 
 use executor_core::{
-    Namespace, PromoteStep, Result, TaskId, TaskState, TieredStorage, WorkerId,
+    Namespace, Result, TaskId, TaskState, TieredStorage, WorkerId,
     storage::{Due, Storage, TierStorage},
     testing,
+    testing::PromoteStep,
 };
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;

@@ -145,7 +145,7 @@ pub use resend::{DEFAULT_SUBMIT_PAUSE, DEFAULT_SUBMIT_TRIES};
 pub use retry::{BackoffFn, CustomBackoff, RetryPolicy, parse_duration};
 pub use state::TaskState;
 pub use task::{SubmitOutcome, Submitted, TaskRecord};
-pub use tiered::{DEFAULT_HORIZON, PromoteStep, Tier, TieredStorage};
+pub use tiered::{DEFAULT_HORIZON, Tier, TieredStorage};
 pub use time::{MAX_DURATION, Timestamp};
 
 pub use executor_macros::reliable_task;

@@ -56,6 +56,9 @@ use crate::{
     storage::{Due, NewTask, SubmitMode},
 };
 
+/// The points of a tier promotion where [`crate::TieredStorage::crash_after`]
+/// stops it, as if the process died there.
+pub use crate::tiered::PromoteStep;
 pub use attempt_log::*;
 pub use bad_input::*;
 pub use cancel::*;

@@ -13,6 +13,7 @@ use crate::{
     storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, SubmitMode, TierStorage},
 };
 
+#[cfg(feature = "testing")]
 pub use promote::PromoteStep;
 
 /// Default horizon: tasks due within 5 minutes live in the hot store.

@@ -9,7 +9,9 @@ use crate::{
     storage::TierStorage,
 };
 
-/// A point in one task's move where a test can simulate a crash.
+/// A point in one task's move where a test can simulate a crash
+/// ([`TieredStorage::crash_after`]).
+#[cfg(feature = "testing")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PromoteStep {
     /// After the insert into hot, before the delete from cold.
@@ -44,7 +46,8 @@ impl<H: TierStorage, C: TierStorage> TieredStorage<H, C> {
                 }
                 Err(e) => return Err(e),
             }
-            self.crash_point(super::PromoteStep::Inserted)?;
+            #[cfg(feature = "testing")]
+            self.crash_point(PromoteStep::Inserted)?;
             if !self.cold.remove(ns, &id, fence).await? {
                 // The cold copy changed after we read it (cancelled): follow it.
                 if let Some(cold) = self.cold.get(ns, &id).await?
@@ -65,7 +68,7 @@ impl<H: TierStorage, C: TierStorage> TieredStorage<H, C> {
     }
 
     #[cfg(feature = "testing")]
-    fn crash_point(&self, step: super::PromoteStep) -> Result<()> {
+    fn crash_point(&self, step: PromoteStep) -> Result<()> {
         let armed = self.crash_after.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         match armed {
             Some(s) if s == step => Err(Error::storage(format!("injected crash after {step:?}"), true)),
@@ -74,12 +77,6 @@ impl<H: TierStorage, C: TierStorage> TieredStorage<H, C> {
                 Ok(())
             }
         }
-    }
-
-    #[cfg(not(feature = "testing"))]
-    fn crash_point(&self, _step: super::PromoteStep) -> Result<()> {
-        let _ = Error::ShuttingDown;
-        Ok(())
     }
 
     /// Test hook (feature `testing`): the next promotion stops with an error

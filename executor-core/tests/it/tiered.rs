@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use reliable_executor::{
-    AttemptOutcome, CancelOutcome, Executor, Handler, MemoryStorage, Namespace, PromoteStep, Result,
-    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
+    AttemptOutcome, CancelOutcome, Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder,
+    TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
     storage::{Finish, Storage, TierStorage},
     testing,
 };
@@ -62,7 +62,7 @@ async fn a_crash_between_insert_and_delete_neither_loses_nor_duplicates() -> Res
     let ns = Namespace::new("t")?;
     s.submit(&ns, task("fragile", 90)).await?;
     tokio::time::advance(Duration::from_secs(40)).await;
-    s.crash_after(PromoteStep::Inserted);
+    s.crash_after(testing::PromoteStep::Inserted);
     assert!(s.promote(&ns).await.is_err(), "the injected crash stops the promoter");
     // Both tiers hold it now; the next run finishes the move.
     assert!(s.hot().get(&ns, &"fragile".try_into()?).await?.is_some());
