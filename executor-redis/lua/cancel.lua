@@ -2,7 +2,7 @@
 -- once; a running one gets its cancel flag, delivered by the next heartbeat.
 -- Returns {'cancelled'} | {'requested'} | {'illegal', state} | {'missing'} |
 -- {'corrupt', reason} for a key that is not a hash or a record without a
--- known state, which is set aside (common.lua; `delete` removes it).
+-- known state, which is set aside (common/06_records.lua; `delete` removes it).
 local id, nonce = ARGV[3], ARGV[4]
 check_keys()
 local tkey = task_key(id)

@@ -9,12 +9,12 @@
 -- each quota from its queue in the order given, then the rest of the limit
 -- from the same queues in the same order; a queue paused in this partition
 -- gives nothing. Without it the claim is the default queue's alone. Within a
--- queue its levels go from priority 9 down to 0 (common.lua), each earliest
+-- queue its levels go from priority 9 down to 0 (common/02_keys.lua), each earliest
 -- due first. Returns {now, more_due (0|1), {{id, fields...}...},
 -- {{id, reason}...}, {queues cut short}}: the fourth holds the records set aside as corrupt
--- (set_aside in common.lua) instead of being claimed; the rest of the batch
+-- (set_aside in common/06_records.lua) instead of being claimed; the rest of the batch
 -- is claimed as if they were not there (invariant 7).
--- Fleet-wide limits (common.lua): a limited queue gives no more tasks than
+-- Fleet-wide limits (common/05_limits.lua): a limited queue gives no more tasks than
 -- its concurrency limit leaves (its running set's ZCARD) and than whole
 -- tokens are in its bucket, in the quotas and the fill alike; its claimed
 -- tasks join its running set and the tokens spent are written back. The
@@ -58,7 +58,7 @@ if type(previous) == 'string' and string.sub(previous, 1, #nonce + 1) == nonce .
   end
   return {int(now), 1, out, aside, {}}
 end
--- The inbox's tasks (common.lua) wait in their levels before any is read;
+-- The inbox's tasks (common/07_inbox.lua) wait in their levels before any is read;
 -- entries left behind are due work left behind.
 local inbox_left = ingest(now)
 

@@ -16,7 +16,7 @@ if t == 'hash' then
   st, k, g, v = rec[1], rec[2], rec[3], rec[4]
 end
 -- Counted under its own state when that state's index holds it; otherwise
--- under a state of the index it was found in (common.lua).
+-- under a state of the index it was found in (common/03_counts.lua, `counted`).
 local from
 local home = STATES[st or ''] and KEYS[INDEX_OF[st]]
 if home == KEYS[1] then home = waiting_key(g, v) end

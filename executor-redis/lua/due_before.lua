@@ -1,8 +1,8 @@
 -- due_before: read only. Waiting tasks (CREATED/PENDING) of the partition due
 -- before ARGV[3] ms, earliest first within each waiting level (KEYS[1] and
--- every registered level of common.lua), at most ARGV[4] per level; ARGV[5]
+-- every registered level of common/02_keys.lua), at most ARGV[4] per level; ARGV[5]
 -- bounds the index entries looked at per level (stale entries are skipped,
--- not removed: nothing changes). Records that do not check out (common.lua)
+-- not removed: nothing changes). Records that do not check out (common/06_records.lua)
 -- are skipped too: they stay where they are until a claim sets them aside.
 -- Rust merges the levels by due time. Returns {{id, fields..., attempt log}...}.
 local bound, limit, budget = nat(ARGV[3]), nat(ARGV[4], 100000), nat(ARGV[5], 100000)

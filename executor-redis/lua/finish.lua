@@ -21,7 +21,7 @@ local now_s = int(now)
 local out = {}
 local woken = false
 -- Index changes are gathered and written once per set; a task going back
--- to waiting goes to its own level (common.lua).
+-- to waiting goes to its own level (common/02_keys.lua).
 local unleased, finished = {}, {}
 local waiting = waiting_batch()
 for i = 0, n - 1 do
@@ -55,7 +55,7 @@ for i = 0, n - 1 do
         redis.call('HSET', tkey, 's', target, 'd', int(due), 'a', int(math.max((nat(a) or 1) - 1, 0)), 'e', err,
           'u', nonce)
       else
-        -- A retry: the attempt that ended goes to the attempt log (common.lua).
+        -- A retry: the attempt that ended goes to the attempt log (common/04_attempt_log.lua).
         local more = redis.call('HMGET', tkey, 'b', 'w', 'y')
         local log = append_attempt(more[3], {attempt = nat(a, U32) or 0, worker = more[2],
           started_at = nat(more[1]), ended_at = now, outcome = 'failed', error = log_error(err)})

@@ -1,4 +1,4 @@
--- ingest: creates the tasks waiting in the partition's inbox (common.lua),
+-- ingest: creates the tasks waiting in the partition's inbox (common/07_inbox.lua),
 -- up to INBOX_MAX entries per call. Rust runs it ahead of every read or
 -- change of tasks by id, count or listing, so a task submitted through the
 -- inbox is seen by the next call as if a script had created it. Returns the

@@ -3,13 +3,14 @@
 -- looked at (none: every queue); paused queues are left out either way,
 -- since their due tasks are no work for a claimer (it would spin). So are
 -- queues at their concurrency limit or held by unreadable limits (the task
--- that leaves RUNNING in such a queue sets the wake marker: common.lua's unrun); a queue whose bucket has no
--- whole token counts from when the next one is earned. Only levels in the
--- registry (common.lua) are read. Returns {now_us, due or false}.
+-- that leaves RUNNING in such a queue sets the wake marker: `unrun` in
+-- common/05_limits.lua); a queue whose bucket has no whole token counts
+-- from when the next one is earned. Only levels in the registry
+-- (common/02_keys.lua) are read. Returns {now_us, due or false}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local first = nil
--- An inbox entry (common.lua) is a task the next claim creates: work now.
+-- An inbox entry (common/07_inbox.lua) is a task the next claim creates: work now.
 local inbox = redis.pcall('LLEN', ARGV[1] .. 'inbox')
 if type(inbox) == 'number' and inbox > 0 then
   return {t[1] .. string.format('%06d', tonumber(t[2])), int(now)}

@@ -1,9 +1,10 @@
 -- reap: recovers up to ARGV[3] RUNNING tasks whose lease expired (their worker
 -- is presumed dead). Past the deadline -> TIMEOUT; no attempts left -> FAILED;
 -- else PENDING due now, the lost attempt appended to the attempt log
--- (`lease_expired`, common.lua). The fence grows in every case, so the old worker's
--- late writes are refused (invariant 2). A lease entry whose record is
--- corrupt is set aside (common.lua); one without a task is dropped.
+-- (`lease_expired`, common/04_attempt_log.lua). The fence grows in every
+-- case, so the old worker's late writes are refused (invariant 2). A lease
+-- entry whose record is corrupt is set aside (common/06_records.lua); one
+-- without a task is dropped.
 -- Returns {retried, failed, timed_out, {{id, reason}...} set aside}.
 local limit = nat(ARGV[3], 100000)
 if not limit then return redis.error_reply('ERR reap: limit is not a whole number') end

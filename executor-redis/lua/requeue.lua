@@ -3,7 +3,7 @@
 -- the attempt that dead-lettered it is appended to the attempt log (`dead`).
 -- Returns {'ok'} | {'illegal', state} | {'missing'} | {'corrupt', reason}
 -- for a key that is not a hash or a record without a known state, which is
--- set aside (common.lua; `delete` removes it). A record with other broken
+-- set aside (common/06_records.lua; `delete` removes it). A record with other broken
 -- fields is requeued and set aside again by the next claim, with the reason.
 local id, nonce = ARGV[3], ARGV[4]
 check_keys()

@@ -1,10 +1,10 @@
 -- run_now: ARGV[3] id. A waiting task (CREATED or PENDING) due after now
 -- becomes due now: its `d` field and its score in its waiting level
--- (common.lua), so the next claim of its queue takes it. A task already
+-- (common/02_keys.lua), so the next claim of its queue takes it. A task already
 -- due is left as it is (its place among due tasks stays). Returns {'ok'} |
 -- {'illegal', state} | {'missing'} | {'corrupt', reason} for a key that is
 -- not a hash or a record without a known state, which is set aside
--- (common.lua), as requeue does.
+-- (common/06_records.lua), as requeue does.
 local id = ARGV[3]
 check_keys()
 local tkey = task_key(id)

@@ -3,7 +3,7 @@
 -- timeout, retry, mode (p|i|d), debounce key, window, max_wait, nonce, queue
 -- ('' for the default queue), priority ('' for 0); then, when given, '1':
 -- the inbox was emptied for this call (below). A task waits in its
--- level's ZSET (common.lua); a debounced repeat moves the bound task within
+-- level's ZSET (common/02_keys.lua); a debounced repeat moves the bound task within
 -- the bound task's own level.
 -- Returns {now, outcomes}, an outcome per task: 1 when this call created
 -- the task under its own id (the common answer, kept short: a batch of 500
@@ -16,7 +16,7 @@
 -- writes: a resent call (same nonce) answers `created` again, not
 -- `duplicate`, `existing` or `debounced`, whatever happened to the task since.
 -- A debounce key bound to a corrupt record sets that record aside
--- (common.lua) and creates a new task, as if the key were free.
+-- (common/06_records.lua) and creates a new task, as if the key were free.
 local n = nat(ARGV[3], 100000)
 if not n or #ARGV < 3 + n * 16 then return redis.error_reply('ERR submit: wrong number of arguments') end
 -- A plain or idempotent batch writes only the due index (and the counts);
@@ -27,7 +27,7 @@ for i = 0, n - 1 do
 end
 if debounces then check_keys() else check_keys(1) end
 local now = now_ms()
--- The inbox's tasks (common.lua) are created first, so an id that waits
+-- The inbox's tasks (common/07_inbox.lua) are created first, so an id that waits
 -- there as an entry (a clone of a fresh task submitted after it) is found
 -- taken. An inbox longer than one ingest leaves the rest to Rust, which
 -- empties it and calls again with the flag after the task values.

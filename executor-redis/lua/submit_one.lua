@@ -1,7 +1,7 @@
 -- submit_one: the lone submit's path, one plain ('p') or idempotent ('i')
--- task, with none of common.lua (whose definitions every call would run
--- again where the scripts are not a function library) and only what it
--- reads. Every Redis call and every Lua string costs a lone submit's round
+-- task, with none of the prelude (lua/common, whose definitions every call
+-- would run again where the scripts are not a function library) and only
+-- what it reads. Every Redis call and every Lua string costs a lone submit's round
 -- trip (docs/benchmarks.md § One submit at a time), so the common case
 -- takes one pattern match, four calls (EXISTS, TIME, ZADD, HSET) and the
 -- count and wake marker, and answers with a bare integer.
@@ -17,7 +17,7 @@
 -- same record: checks first (the numbers, the task key, the waiting
 -- index), then writes. A task of the default queue at priority 0 goes to
 -- KEYS[1] as before queues existed; any other to its level's ZSET,
--- registered as common.lua does.
+-- registered as common/02_keys.lua does.
 local base, id, name, due_kind, due_value, max_attempts, max_duration, timeout, retry, mode, nonce, queue,
   priority = string.match(ARGV[1] or '',
   '^([^\n]*)\n([^\n]*)\n([^\n]*)\n([nat])\n(%d*)\n(%d+)\n(%d*)\n(%d*)\n([^\n]*)\n([pi])\n([^\n]*)\n([%w%-_%.:]*)\n(%d?)$')
@@ -57,7 +57,7 @@ if not ((#ARGV == 2 or #ARGV == 3) and base and (due_kind == 'n' or (#due_value 
   if bad then return answer('invalid', id, bad .. ' is not a whole number') end
 end
 if priority == '0' then priority = '' end
--- A task of this id may still wait in the inbox (common.lua) as an entry:
+-- A task of this id may still wait in the inbox (common/07_inbox.lua) as an entry:
 -- a clone of a fresh task submitted after it, or a fresh task's id passed
 -- to `.id(..)`. While the inbox holds entries the call writes nothing and
 -- answers 'ingest'; Rust creates them (ingest.lua) and calls again with
@@ -100,7 +100,7 @@ if max_duration == '' and timeout == '' and retry == '' and nonce ~= '' and queu
     'h', nonce)
 else
   if level ~= KEYS[1] then
-    -- The registry (common.lua): the level's digit among its queue's.
+    -- The registry (common/02_keys.lua): the level's digit among its queue's.
     local q, p = (queue ~= '' and queue or 'default'), (priority ~= '' and priority or '0')
     local digits = redis.pcall('HGET', base .. 'queues', q)
     if type(digits) ~= 'string' then digits = '' end
@@ -124,7 +124,7 @@ else
   redis.call('HSET', tkey, unpack(f))
 end
 -- A count that is not a number (edited by hand) is replaced, as
--- common.lua's flush_counts does.
+-- `flush_counts` in common/03_counts.lua does.
 local n = redis.pcall('HINCRBY', base .. 'counts', 'CREATED', 1)
 if type(n) == 'table' then redis.pcall('HSET', base .. 'counts', 'CREATED', 1) end
 if KEYS[2] then redis.pcall('ZADD', KEYS[2], 0, 'w') end

@@ -8,7 +8,7 @@
 use executor_core::{Namespace, TaskId};
 
 /// The keys of one partition of a namespace, in the order the scripts take
-/// them (`lua/common.lua`).
+/// them (`lua/common/01_values.lua`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PartitionKeys {
     /// `{re:<ns>}:`: task hashes are `<base>t:<id>`.
@@ -42,7 +42,7 @@ impl PartitionKeys {
         format!("{}paused", self.base)
     }
     /// The registry of waiting levels: queue -> digits of its priorities
-    /// that have a ZSET (`lua/common.lua`).
+    /// that have a ZSET (`lua/common/02_keys.lua`).
     pub(crate) fn levels(&self) -> String {
         format!("{}queues", self.base)
     }
@@ -101,7 +101,7 @@ impl Layout {
         self.inline_wake
     }
 
-    /// The queue limits hash `<base0>limits` (`lua/common.lua`): partition
+    /// The queue limits hash `<base0>limits` (`lua/common/05_limits.lua`): partition
     /// 0's for every partition where [`Layout::has_limits`], else the
     /// partition's own, which nothing writes.
     pub(crate) fn limits(&self, ns: &Namespace, partition: u16) -> String {

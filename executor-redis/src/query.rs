@@ -260,7 +260,7 @@ impl RedisStorage {
 
 impl RedisStorage {
     /// The waiting level listed after `after` (`None`: the due ZSET) in a
-    /// partition whose level registry is `registry` (`lua/common.lua`).
+    /// partition whose level registry is `registry` (`lua/common/02_keys.lua`).
     async fn next_level(&self, registry: &str, after: Option<&Level>) -> Result<Option<Level>> {
         let client = self.client()?.with_options(&self.inner.options);
         let reg: std::collections::HashMap<String, String> = match client.hgetall(registry).await {

@@ -1,9 +1,9 @@
 //! The Lua scripts, one per state change, in `lua/*.lua`. On a server with
 //! Redis Functions (Redis 7) they are loaded as one library, whose shared
-//! definitions (`common.lua`) run once at load instead of at every call,
-//! and called with `FCALL`; elsewhere (an older server, or an ACL that
-//! denies `FUNCTION`) each is a script of its own, `common.lua` prepended,
-//! run with `EVALSHA`. Either way an answer saying the code is gone (a
+//! definitions (the prelude, `PRELUDE`) run once at load instead of at
+//! every call, and called with `FCALL`; elsewhere (an older server, or an
+//! ACL that denies `FUNCTION`) each is a script of its own, the prelude
+//! prepended, run with `EVALSHA`. Either way an answer saying the code is gone (a
 //! restart or failover emptied the function library or the script cache)
 //! loads it again and repeats the call once.
 
@@ -22,7 +22,27 @@ use fred::{
 
 use crate::error::storage;
 
-const COMMON: &str = include_str!("../lua/common.lua");
+/// The prelude the scripts share, in parts (`lua/common/*.lua`), in the
+/// one order they are assembled in: each part uses only parts before it
+/// (its opening comment names them). The files' numbers follow this order
+/// (a test checks), so tools outside the crate (the Lua bench, the
+/// integration tests) assemble the same prelude from the files in name
+/// order.
+const PRELUDE: [(&str, &str); 8] = [
+    ("01_values", include_str!("../lua/common/01_values.lua")),
+    ("02_keys", include_str!("../lua/common/02_keys.lua")),
+    ("03_counts", include_str!("../lua/common/03_counts.lua")),
+    ("04_attempt_log", include_str!("../lua/common/04_attempt_log.lua")),
+    ("05_limits", include_str!("../lua/common/05_limits.lua")),
+    ("06_records", include_str!("../lua/common/06_records.lua")),
+    ("07_inbox", include_str!("../lua/common/07_inbox.lua")),
+    ("08_begin", include_str!("../lua/common/08_begin.lua")),
+];
+
+/// The prelude's parts joined in their order.
+fn prelude() -> String {
+    PRELUDE.iter().map(|(_, source)| *source).collect()
+}
 
 /// The scripts that only read: registered with the `no-writes` flag, so
 /// they keep answering when the server is out of memory.
@@ -64,13 +84,15 @@ pub(crate) struct Lua {
 impl Lua {
     fn new(
         name: &'static str,
-        common: bool,
+        prelude: Option<&str>,
         source: &'static str,
         library: &Arc<Library>,
         prefix: &str,
     ) -> Self {
-        let script =
-            if common { Script::from_lua(format!("{COMMON}\n{source}")) } else { Script::from_lua(source) };
+        let script = match prelude {
+            Some(prelude) => Script::from_lua(format!("{prelude}\n{source}")),
+            None => Script::from_lua(source),
+        };
         Self { name, script, function: format!("{prefix}_{name}"), library: Arc::clone(library) }
     }
 
@@ -119,15 +141,15 @@ impl Lua {
     }
 }
 
-/// The library's code and name: `common.lua` once, then each script as the
+/// The library's code and name: the prelude once, then each script as the
 /// body of a function that takes the call's keys and arguments as `KEYS` and
 /// `ARGV` (locals of the library, so a script reads as it does under
-/// `EVAL`) and, for the scripts that use it, resets `common.lua`'s per-call
-/// state first. The name carries a hash of the code, so processes of
-/// different versions that share a server each call their own functions.
-fn library_code(sources: &[(&'static str, bool, &'static str)]) -> (String, String) {
+/// `EVAL`) and, for the scripts that use it, resets the prelude's per-call
+/// state first (`begin`). The name carries a hash of the code, so processes
+/// of different versions that share a server each call their own functions.
+fn library_code(prelude: &str, sources: &[(&'static str, bool, &'static str)]) -> (String, String) {
     let build = |library: &str| {
-        let mut body = format!("local KEYS, ARGV = {{}}, {{}}\n{COMMON}\n");
+        let mut body = format!("local KEYS, ARGV = {{}}, {{}}\n{prelude}\n");
         for (name, common, source) in sources {
             let enter = if *common { "KEYS, ARGV = keys, args; begin()" } else { "KEYS, ARGV = keys, args" };
             let flags = if READ_ONLY.contains(name) { "'no-writes'" } else { "" };
@@ -144,7 +166,7 @@ fn library_code(sources: &[(&'static str, bool, &'static str)]) -> (String, Stri
     (library, code)
 }
 
-/// The scripts, by field name: `true` for those that take `common.lua`.
+/// The scripts, by field name: `true` for those that take the prelude.
 macro_rules! scripts {
     ($($name:ident: $common:literal),* $(,)?) => {
         /// Every script of the storage.
@@ -156,13 +178,14 @@ macro_rules! scripts {
 
         impl Scripts {
             pub(crate) fn new() -> Self {
+                let prelude = prelude();
                 let sources = [$((stringify!($name), $common, include_str!(concat!("../lua/", stringify!($name), ".lua"))),)*];
-                let (name, code) = library_code(&sources);
+                let (name, code) = library_code(&prelude, &sources);
                 let library = Arc::new(Library { code, functions: AtomicBool::new(true) });
                 Self {
                     $($name: Lua::new(
                         stringify!($name),
-                        $common,
+                        $common.then_some(prelude.as_str()),
                         include_str!(concat!("../lua/", stringify!($name), ".lua")),
                         &library,
                         &name,
@@ -237,6 +260,27 @@ impl Scripts {
         for lua in self.all() {
             lua.script.load(client).await.map_err(storage)?;
         }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PRELUDE;
+
+    #[test]
+    fn the_prelude_is_its_files_in_the_order_of_their_names() -> std::io::Result<()> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lua/common");
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if let Some(stem) = name.strip_suffix(".lua") {
+                files.push(stem.to_owned());
+            }
+        }
+        files.sort();
+        let parts: Vec<&str> = PRELUDE.iter().map(|(name, _)| *name).collect();
+        assert_eq!(files, parts, "every file of lua/common is a part, in the order of the file names");
         Ok(())
     }
 }

@@ -158,7 +158,7 @@ impl RedisStorage {
     /// `ZADD` (one round trip, two plain commands: no script runs for it).
     /// The next claim of the partition, or the first read of tasks
     /// ([`RedisStorage::ingest`]), creates its record exactly as
-    /// `submit.lua` would (`lua/common.lua`, `ingest`). The entry carries
+    /// `submit.lua` would (`lua/common/07_inbox.lua`, `ingest`). The entry carries
     /// the nonce, so a resent `RPUSH` (fred repeats a command whose
     /// connection dropped) creates the task once. A wake marker that cannot
     /// be set (a key edited by hand) does not fail the submit, as in the
@@ -479,7 +479,7 @@ impl Encoded {
         ]
     }
 
-    /// The task's id and its inbox entry (`lua/common.lua`): the values
+    /// The task's id and its inbox entry (`lua/common/07_inbox.lua`): the values
     /// `packed` gives less the key base and the mode, then the submitter's
     /// clock `at_ms`, each ended by a newline, then the payload.
     fn into_entry(self, at_ms: u64) -> (TaskId, Vec<u8>) {

@@ -153,7 +153,7 @@ fn check_record(r: &TaskRecord) -> Result<()> {
 }
 
 /// The hash fields of a record beyond its state, as `import.lua` writes
-/// them (names of `lua/common.lua`). Fields a record does not have are left
+/// them (names of `lua/common/01_values.lua`). Fields a record does not have are left
 /// out, as `submit.lua` leaves them out.
 fn fields(r: TaskRecord) -> Result<Vec<Value>> {
     let mut f: Vec<(&str, Value)> = vec![

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Builds a Redis Functions library that times submit.lua, claim.lua and
-finish.lua of one Lua directory inside the server (see run.sh): common.lua,
-the three scripts as local functions, and `drive<i>`, which submits N plain
+finish.lua of one Lua directory inside the server (see run.sh): the prelude
+(the parts in common/, in the order of their file names, as the storage
+assembles them; a directory from before the split has one common.lua), the
+three scripts as local functions, and `drive<i>`, which submits N plain
 tasks 500 at a time, then claims B at a time and finishes each batch LAG
 claims later (so about LAG * B leases are held, as at concurrency 64), and
 answers the server time per task of each script body (TIME around each call;
@@ -9,13 +11,20 @@ the reply and argument conversion of a real FCALL are not in it).
 
 usage: drive.py LUA_DIR INDEX > library.lua
 """
+import os
 import sys
 
 lua_dir, index = sys.argv[1], sys.argv[2]
 read = lambda name: open(f"{lua_dir}/{name}.lua").read()
 print(f"#!lua name=lua_bench_{index}")
 print("local KEYS, ARGV = {}, {}")
-print(read("common"))
+parts = f"{lua_dir}/common"
+if os.path.isdir(parts):
+    for name in sorted(os.listdir(parts)):
+        if name.endswith(".lua"):
+            print(open(f"{parts}/{name}").read())
+else:
+    print(read("common"))
 print("local function submit_body(keys, args)\nKEYS, ARGV = keys, args; begin()\n" + read("submit") + "\nend")
 print("local function claim_body(keys, args)\nKEYS, ARGV = keys, args; begin()\n" + read("claim") + "\nend")
 print("local function finish_body(keys, args)\nKEYS, ARGV = keys, args; begin()\n" + read("finish") + "\nend")

@@ -107,8 +107,7 @@ async fn a_resent_advance_answers_like_the_first() -> TestResult {
     let d = Damage::new("schedule-resend").await;
     put_all(&d, &["a"]).await?;
     let cursor = d.storage.schedules(&d.ns).await?[0].cursor.as_millis().to_string();
-    let source =
-        format!("{}\n{}", include_str!("../../lua/common.lua"), include_str!("../../lua/schedule.lua"));
+    let source = format!("{}\n{}", crate::common::prelude(), include_str!("../../lua/schedule.lua"));
     let keys = vec![d.key(DEFS), d.key(STATES)];
     let advance = |nonce: &'static str| {
         let args = vec!["advance", "a", cursor.as_str(), "99", "7", nonce, "a@1"];

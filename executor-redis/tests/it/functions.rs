@@ -28,7 +28,7 @@ async fn fresh_scripts() -> (RedisStorage, executor_core::Namespace) {
     (storage, testing::unique_namespace("redis-eval"))
 }
 
-/// The conformance suites on plain scripts (`EVALSHA`, `common.lua` run at
+/// The conformance suites on plain scripts (`EVALSHA`, the prelude run at
 /// every call) instead of the library.
 mod scripts {
     use super::fresh_scripts;
@@ -102,7 +102,7 @@ async fn library_of(
 }
 
 /// The library of this very build is on the server: a library that does
-/// not compile (say, `common.lua` reading a global such as `string` at its
+/// not compile (say, the prelude reading a global such as `string` at its
 /// top, which a library may not) is refused by `FUNCTION LOAD`, and the
 /// storage would quietly run the scripts instead, with every other test
 /// still green.
@@ -112,17 +112,17 @@ async fn the_library_of_this_build_loads() -> TestResult {
     one_task(&storage, &ns, "this-build").await?;
     let list: Value = storage.pool().next().function_list(Some("reliable_executor_*"), true).await?;
     let Value::Array(libraries) = list else { return Err(format!("FUNCTION LIST: {list:?}").into()) };
-    let common_lua = include_str!("../../lua/common.lua");
+    let prelude = common::prelude();
     let claim_lua = include_str!("../../lua/claim.lua");
     let loaded = libraries.iter().any(|lib| match lib {
         // [library_name, name, engine, LUA, functions, [..], library_code, code]
         Value::Array(fields) => fields
             .get(7)
             .and_then(Value::as_string)
-            .is_some_and(|code| code.contains(common_lua) && code.contains(claim_lua)),
+            .is_some_and(|code| code.contains(prelude) && code.contains(claim_lua)),
         _ => false,
     });
-    assert!(loaded, "no library on the server holds this build's common.lua and claim.lua");
+    assert!(loaded, "no library on the server holds this build's prelude and claim.lua");
     common::cleanup(&storage, &ns).await;
     Ok(())
 }

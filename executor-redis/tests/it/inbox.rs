@@ -1,4 +1,4 @@
-//! The inbox (`lua/common.lua`, `ingest`): a lone plain submit under a
+//! The inbox (`lua/common/07_inbox.lua`, `ingest`): a lone plain submit under a
 //! generated id is one `RPUSH` of an entry, and the next claim or read
 //! creates the task. These tests damage and replay entries by hand: a
 //! resent entry creates its task once, a bad one is set aside without

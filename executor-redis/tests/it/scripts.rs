@@ -11,8 +11,6 @@ use fred::{
 
 use crate::common;
 
-const COMMON: &str = include_str!("../../lua/common.lua");
-
 struct Scripts {
     pool: Pool,
     base: String,
@@ -45,7 +43,7 @@ impl Scripts {
         format!("{}{name}", self.base)
     }
 
-    /// EVAL of common.lua + `file` with the seven standard keys.
+    /// EVAL of the prelude + `file` with the seven standard keys.
     async fn call(&self, source: &str, args: &[&str]) -> Result<Value, fred::error::Error> {
         let keys: Vec<String> = ["due", "lease", "dead", "done", "debounce", "wake", "counts"]
             .iter()
@@ -53,7 +51,7 @@ impl Scripts {
             .collect();
         let mut all = vec![self.base.clone(), "1".to_owned()];
         all.extend(args.iter().map(|a| (*a).to_owned()));
-        self.pool.next().eval(format!("{COMMON}\n{source}"), keys, all).await
+        self.pool.next().eval(format!("{}\n{source}", common::prelude()), keys, all).await
     }
 
     async fn submit(&self, id: &str, nonce: &str) -> Result<Value, fred::error::Error> {
@@ -366,7 +364,7 @@ async fn claim_resent_returns_the_same_tasks_and_skips_garbage() -> TestResult {
     Ok(())
 }
 
-/// The lease index is a skiplist from its first lease (common.lua,
+/// The lease index is a skiplist from its first lease (`lua/common/02_keys.lua`,
 /// `add_leases`): Redis would keep a set this small as a
 /// listpack, where each added lease scans the whole set. The member that
 /// converts it is never seen, and the key still goes with its last lease.
@@ -473,7 +471,7 @@ async fn reap_and_trim_skip_missing_tasks() -> TestResult {
 async fn leader_release_with_a_stale_token_keeps_the_term() -> TestResult {
     let (lua, storage, ns) = Scripts::new().await;
     let keys = vec![lua.key("leader"), lua.key("leader:seq")];
-    let src = |f: &str| format!("{COMMON}\n{f}");
+    let src = |f: &str| format!("{}\n{f}", common::prelude());
     let c = lua.pool.next();
     let term: Value =
         c.eval(src(include_str!("../../lua/leader_acquire.lua")), keys.clone(), vec!["w1", "60000"]).await?;
@@ -492,7 +490,7 @@ async fn leader_release_with_a_stale_token_keeps_the_term() -> TestResult {
 fn every_state_name_in_the_scripts_is_a_task_state() {
     for name in ["CREATED", "PENDING", "RUNNING", "COMPLETED", "FAILED", "TIMEOUT", "ERROR", "CANCELLED"] {
         assert!(name.parse::<TaskState>().is_ok(), "{name}");
-        assert!(COMMON.contains(name), "common.lua knows {name}");
+        assert!(common::prelude().contains(name), "the prelude knows {name}");
     }
 }
 
@@ -518,7 +516,7 @@ async fn the_finish_and_submit_futures_stay_small() -> executor_core::Result<()>
     Ok(())
 }
 
-/// A claim reads fewer fields than `get` (common.lua, `claim_record`) and
+/// A claim reads fewer fields than `get` (`lua/common/06_records.lua`, `claim_record`) and
 /// places them by hand: the record it hands out must be the record as
 /// stored. A task with every optional field set (deadline, timeout, retry
 /// policy, debounce key, queue, priority, and a last error from a retry)

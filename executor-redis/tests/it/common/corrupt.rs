@@ -210,7 +210,7 @@ impl Damage {
         Ok(format!("qd:{priority}:{queue}"))
     }
 
-    /// Runs `source` (prefixed with common.lua) with the partition's seven keys.
+    /// Runs `source` (prefixed with the prelude) with the partition's seven keys.
     pub async fn script(&self, source: &str, args: &[&str]) -> Result<Value, fred::error::Error> {
         let keys: Vec<String> = ["due", "lease", "dead", "done", "debounce", "wake", "counts"]
             .iter()
@@ -218,8 +218,7 @@ impl Damage {
             .collect();
         let mut all = vec![self.base.clone(), "1".to_owned()];
         all.extend(args.iter().map(|a| (*a).to_owned()));
-        let common = include_str!("../../../lua/common.lua");
-        self.redis.eval(format!("{common}\n{source}"), keys, all).await
+        self.redis.eval(format!("{}\n{source}", super::prelude()), keys, all).await
     }
 
     pub async fn cleanup(&self) {

@@ -47,6 +47,26 @@ pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     SERIAL.lock().await
 }
 
+/// The scripts' shared prelude as the storage assembles it: the parts in
+/// `lua/common`, in the order of their file names (which the storage's own
+/// order follows: a unit test of `src/scripts.rs` checks).
+pub fn prelude() -> &'static str {
+    static PRELUDE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/lua/common");
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{dir}: {e}"))
+            .map(|entry| entry.unwrap_or_else(|e| panic!("{dir}: {e}")).path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "lua"))
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+            .collect()
+    });
+    &PRELUDE
+}
+
 /// Deletes the namespace's keys.
 pub async fn cleanup(storage: &RedisStorage, ns: &Namespace) {
     if let Err(e) = storage.purge(ns).await {
