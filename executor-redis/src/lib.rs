@@ -57,7 +57,9 @@ pub use storage::RedisStorage;
 
 // Each method is the inherent one of the same name in the module of its
 // section (`submit.rs`, `claim.rs`, ...); the `RedisStorage::` path picks the
-// inherent function, not this trait method.
+// inherent function, not this trait method. Those that read or change
+// existing tasks take the namespace drained of its inbox (`drained`, in
+// `storage.rs`): none can be called without it.
 impl Storage for RedisStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
         RedisStorage::submit(self, ns, task).await
@@ -94,33 +96,27 @@ impl Storage for RedisStorage {
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        self.ingest(ns, Some(id)).await;
-        RedisStorage::cancel(self, ns, id).await
+        RedisStorage::cancel(self, &self.drained(ns, Some(id)).await, id).await
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        self.ingest(ns, Some(id)).await;
-        RedisStorage::get(self, ns, id).await
+        RedisStorage::get(self, &self.drained(ns, Some(id)).await, id).await
     }
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        self.ingest(ns, None).await;
-        RedisStorage::list(self, ns, query).await
+        RedisStorage::list(self, &self.drained(ns, None).await, query).await
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        self.ingest(ns, Some(id)).await;
-        RedisStorage::delete(self, ns, id).await
+        RedisStorage::delete(self, &self.drained(ns, Some(id)).await, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        self.ingest(ns, None).await;
-        RedisStorage::counts(self, ns).await
+        RedisStorage::counts(self, &self.drained(ns, None).await).await
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.ingest(ns, Some(id)).await;
-        RedisStorage::requeue(self, ns, id).await
+        RedisStorage::requeue(self, &self.drained(ns, Some(id)).await, id).await
     }
 
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
@@ -175,7 +171,6 @@ impl Storage for RedisStorage {
     }
 
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
-        self.ingest(ns, None).await;
         RedisStorage::housekeeping(self, ns).await
     }
 }
@@ -186,8 +181,7 @@ impl QueueControl for RedisStorage {
     }
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        self.ingest(ns, None).await;
-        RedisStorage::queues(self, ns).await
+        RedisStorage::queues(self, &self.drained(ns, None).await).await
     }
 
     async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
@@ -197,8 +191,7 @@ impl QueueControl for RedisStorage {
 
 impl RunNow for RedisStorage {
     async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.ingest(ns, Some(id)).await;
-        RedisStorage::run_now(self, ns, id).await
+        RedisStorage::run_now(self, &self.drained(ns, Some(id)).await, id).await
     }
 }
 
@@ -256,17 +249,15 @@ impl HistoryStore for RedisStorage {
 
 impl TierStorage for RedisStorage {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        self.ingest(ns, None).await;
-        RedisStorage::due_before(self, ns, before, limit).await
+        RedisStorage::due_before(self, &self.drained(ns, None).await, before, limit).await
     }
 
     async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        self.ingest(ns, Some(&record.id)).await;
-        RedisStorage::import(self, ns, record).await
+        let ns = self.drained(ns, Some(&record.id)).await;
+        RedisStorage::import(self, &ns, record).await
     }
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        self.ingest(ns, Some(id)).await;
-        RedisStorage::remove(self, ns, id, fence).await
+        RedisStorage::remove(self, &self.drained(ns, Some(id)).await, id, fence).await
     }
 }

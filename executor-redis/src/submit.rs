@@ -131,7 +131,7 @@ impl RedisStorage {
         };
         if is_ingest(&reply) {
             // The inbox held entries, one of which may carry this id.
-            self.ingest(ns, Some(&id)).await;
+            self.drain_partition(ns, self.inner.layout.partition_of(&id)).await;
             args.push(Value::from("1"));
             reply = match self.run(lua, keys, args).await {
                 Ok(reply) => reply,
@@ -157,7 +157,7 @@ impl RedisStorage {
     /// its partition's inbox by one `RPUSH`, sent with the wake marker's
     /// `ZADD` (one round trip, two plain commands: no script runs for it).
     /// The next claim of the partition, or the first read of tasks
-    /// ([`RedisStorage::ingest`]), creates its record exactly as
+    /// ([`RedisStorage::drained`]), creates its record exactly as
     /// `submit.lua` would (`lua/common/07_inbox.lua`, `ingest`). The entry carries
     /// the nonce, so a resent `RPUSH` (fred repeats a command whose
     /// connection dropped) creates the task once. A wake marker that cannot
@@ -195,44 +195,6 @@ impl RedisStorage {
     async fn wake_after_submit(&self, ns: &Namespace) {
         if let Err(e) = self.poke(ns).await {
             tracing::warn!(error = %e, namespace = %ns, "the wake marker could not be set after a submit");
-        }
-    }
-
-    /// Creates the tasks waiting in the inbox (`lua/ingest.lua`) of `id`'s
-    /// partition, or of every partition for `None`, so the read or change
-    /// that follows sees every task submitted before it began, as if a
-    /// script had created each (a task of a given id can only be in its own
-    /// partition's inbox). An inbox that cannot be emptied (a key edited by
-    /// hand, the server away) is logged and left: the call goes on and
-    /// answers for itself.
-    pub(crate) async fn ingest(&self, ns: &Namespace, id: Option<&TaskId>) {
-        match id {
-            Some(id) => self.ingest_partition(ns, self.inner.layout.partition_of(id)).await,
-            None => {
-                for p in 0..self.partitions() {
-                    self.ingest_partition(ns, p).await;
-                }
-            }
-        }
-    }
-
-    pub(crate) async fn ingest_partition(&self, ns: &Namespace, p: u16) {
-        let keys = self.keys(ns, p);
-        // INBOX_MAX (500) entries per call, and a bound on the calls: a
-        // producer faster than this loop does not hold the read forever.
-        for _ in 0..64 {
-            match self.run_in(&self.inner.scripts.ingest, &keys, Vec::new()).await {
-                Ok(Value::Integer(0)) => return,
-                Ok(Value::Integer(_)) => {}
-                Ok(other) => {
-                    tracing::warn!(reply = ?other, "unexpected answer from ingest.lua");
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, namespace = %ns, partition = p, "the inbox was not read");
-                    return;
-                }
-            }
         }
     }
 
@@ -372,7 +334,7 @@ impl RedisStorage {
                 if called.as_ref().is_ok_and(is_ingest) {
                     // The inbox was longer than the script empties in one
                     // call: emptied here, then the batch again, told so.
-                    self.ingest_partition(ns, u16::try_from(p).unwrap_or(0)).await;
+                    self.drain_partition(ns, u16::try_from(p).unwrap_or(0)).await;
                     args.push(Value::from("1"));
                     called = self.run_in(&self.inner.scripts.submit, &keys, args).await;
                 }
