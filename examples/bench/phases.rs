@@ -396,35 +396,49 @@ async fn lone<S: Backend>(storage: &S, args: &Args) -> Res<()> {
 
 /// Where a lone Redis submit's time goes, each step alternating with the
 /// others so all see the same machine: the raw `EVALSHA` of `return 1`;
-/// the two commands a lone submit under a generated id sends at once
-/// (`RPUSH` of a ready inbox entry and the wake marker's `ZADD`) straight
-/// through fred (the transport's and the server's share); the storage's
-/// `submit` (adds the driver: checks, encoding, group commit); and the
-/// `Client` (adds the core: building and validating the task).
+/// a script that does nothing but answer what `submit_one.lua` answers,
+/// called with its keys and arguments (the transport's share of a submit:
+/// the larger request and reply); `submit_one.lua` called straight through
+/// fred with the arguments ready (adds the script's work on the server);
+/// the storage's `submit` (adds the driver: checks, encoding, group
+/// commit); and the `Client` (adds the core: building and validating the
+/// task).
 async fn lone_breakdown(redis: &RedisStorage, n: usize) -> Res<()> {
     use executor_core::storage::Storage;
-    use fred::interfaces::{KeysInterface, ListInterface, LuaInterface, SortedSetsInterface};
+    use fred::interfaces::{KeysInterface, LuaInterface};
     let ns = namespace("lone-parts")?;
     let client = Client::without_name_check(redis.clone(), ns.clone());
     let conn = redis.pool().next();
+    let sha: String = conn.script_load(include_str!("../../executor-redis/lua/submit_one.lua")).await?;
     let trivial: String = conn.script_load("return 1").await?;
+    let echo: String = conn.script_load("return 1764633600000").await?;
     let base = format!("{{rex-bench-{}}}:", &TaskId::generate().as_str()[24..]);
-    let (inbox, wake) = (format!("{base}inbox"), format!("{base}wake"));
+    let keys = vec![format!("{base}due"), format!("{base}wake")];
+    let mut written = Vec::new();
+    let mut script = |sha: &str, write: bool| {
+        let id = TaskId::generate().as_str().to_owned();
+        if write {
+            written.push(format!("{base}t:{id}"));
+        }
+        // The key base and the other values joined by newlines, then the
+        // payload.
+        let nonce = TaskId::generate();
+        let values =
+            [base.as_str(), id.as_str(), "noop", "n", "0", "1", "", "", "", "p", nonce.as_str(), "", ""];
+        let args = vec![values.join("\n"), "null".to_owned()];
+        conn.evalsha::<fred::types::Value, _, _, _>(sha.to_owned(), keys.clone(), args)
+    };
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
-    let mut parts: [Vec<f64>; 4] = Default::default();
+    let mut parts: [Vec<f64>; 5] = Default::default();
     for i in 0..n + n.min(200) {
         let t = Instant::now();
         let _: i64 = conn.evalsha(trivial.as_str(), (), ()).await?;
         let raw = ms(t);
         let t = Instant::now();
-        let (id, nonce) = (TaskId::generate(), TaskId::generate());
-        let entry = format!("{id}\nnoop\nn\n0\n1\n\n\n\n{nonce}\n\n\n0\nnull");
-        let (pushed, woken) = tokio::join!(
-            conn.rpush::<i64, _, _>(inbox.as_str(), entry),
-            conn.zadd::<i64, _, _>(wake.as_str(), None, None, false, false, (0.0, "w")),
-        );
-        pushed?;
-        woken?;
+        script(&echo, false).await?;
+        let shaped = ms(t);
+        let t = Instant::now();
+        script(&sha, true).await?;
         let direct = ms(t);
         let t = Instant::now();
         redis.submit(&ns, noop("noop", b"null".to_vec(), Due::Now)).await?;
@@ -433,18 +447,25 @@ async fn lone_breakdown(redis: &RedisStorage, n: usize) -> Res<()> {
         client.submit_new(noop("noop", b"null".to_vec(), Due::Now)).await?;
         let full = ms(t);
         if i >= n.min(200) {
-            for (part, v) in parts.iter_mut().zip([raw, direct, stored, full]) {
+            for (part, v) in parts.iter_mut().zip([raw, shaped, direct, stored, full]) {
                 part.push(v);
             }
         }
     }
-    let names =
-        ["raw EVALSHA `return 1`", "RPUSH + ZADD via fred", "RedisStorage::submit", "Client::submit_new"];
+    let names = [
+        "raw EVALSHA `return 1`",
+        "its reply, its arguments",
+        "submit_one.lua via fred",
+        "RedisStorage::submit",
+        "Client::submit_new",
+    ];
     for (name, values) in names.iter().zip(parts) {
         let (_, p50, p99, _) = stats::summary(values);
         println!("lone part {name:<24} p50 {p50:.3} ms, p99 {p99:.3} ms");
     }
-    let _: i64 = conn.del(vec![inbox, wake]).await?;
+    for chunk in written.chunks(500).map(<[String]>::to_vec).chain([keys, vec![format!("{base}counts")]]) {
+        let _: i64 = conn.del(chunk).await?;
+    }
     Backend::drop_namespace(redis, &ns).await;
     Ok(())
 }

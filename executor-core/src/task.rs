@@ -242,9 +242,19 @@ impl Debounce {
     }
 }
 
-/// A task as the runtime hands it to a store's `submit`. Users build one
-/// with [`crate::TaskBuilder::into_new_task`] (or the typed `with(..)` of a
-/// `#[reliable_task]`); [`NewTask::new`] is for stores and tests.
+/// A task as the runtime hands it to a store's `submit`: one submit of it.
+/// Users build one with [`crate::TaskBuilder::into_new_task`] (or the typed
+/// `with(..)` of a `#[reliable_task]`); [`NewTask::new`] is for stores and
+/// tests.
+///
+/// Each `NewTask` carries the nonce of its submit ([`NewTask::nonce`]),
+/// made when it is built. The nonce is part of the value: a clone is the
+/// same submit (sent again, a store answers it as the first one, and one
+/// task exists), and `==` compares it, so two tasks built apart are two
+/// submits and never equal. Another submit is another `NewTask`: build it
+/// again. Changing a clone's fields does not make it another submit: a
+/// store knows a submit by its id and nonce, and answers a resend as the
+/// first one whatever else it carries.
 ///
 /// New fields (queue, priority, ..) are additions, not breaking changes:
 /// outside this crate a literal does not compile, the constructor does.
@@ -291,54 +301,21 @@ pub struct NewTask {
     /// Its priority within the queue, 0..=[`crate::MAX_PRIORITY`], higher
     /// first.
     pub priority: u8,
-    /// What belongs to this submit alone: its nonce, and the id
-    /// [`NewTask::with_generated_id`] made for it, if any (see
-    /// [`NewTask::nonce`] and [`NewTask::has_fresh_id`]).
-    pub(crate) fresh: Fresh,
+    /// The nonce of this submit ([`NewTask::nonce`]).
+    pub(crate) nonce: u64,
 }
 
-/// What one submit holds and no clone of it does: its nonce
-/// ([`NewTask::nonce`]) and the id [`NewTask::with_generated_id`]
-/// generated, if any. A clone submitted too is a second submit of the same
-/// id, which must meet the duplicate check, so a clone gets a nonce of its
-/// own and no fresh id; only [`NewTask::resend`] copies both. Ignored by
-/// `==`.
-#[derive(Debug)]
-pub(crate) struct Fresh {
-    id: Option<TaskId>,
-    nonce: u64,
-}
-
-impl Fresh {
-    fn new(id: Option<TaskId>) -> Self {
-        // Never 0, so a store may keep 0 (or nothing) for "no nonce".
-        Self { id, nonce: rand::random::<u64>().max(1) }
-    }
-}
-
-impl Default for Fresh {
-    fn default() -> Self {
-        Self::new(None)
-    }
-}
-
-impl Clone for Fresh {
-    fn clone(&self) -> Self {
-        Self::new(None)
-    }
-}
-
-impl PartialEq for Fresh {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
+/// A new submit's nonce: random, never 0, so a store may keep 0 (or
+/// nothing) for "no nonce".
+pub(crate) fn new_nonce() -> u64 {
+    rand::random::<u64>().max(1)
 }
 
 impl NewTask {
     /// A task of handler `name` with `payload` (JSON bytes), due now, with
     /// the default retry limit ([`crate::DEFAULT_RETRY_LIMIT`]), no deadline,
-    /// no timeout, the handler's retry policy, and a plain submit. Set the
-    /// other fields before submitting.
+    /// no timeout, the handler's retry policy, and a plain submit, under a
+    /// nonce of its own. Set the other fields before submitting.
     ///
     /// ```
     /// use std::time::Duration;
@@ -362,7 +339,7 @@ impl NewTask {
             mode: SubmitMode::Plain,
             queue: QueueName::default(),
             priority: 0,
-            fresh: Fresh::default(),
+            nonce: new_nonce(),
         }
     }
 
@@ -373,34 +350,40 @@ impl NewTask {
     /// ```
     /// use reliable_executor::storage::NewTask;
     ///
-    /// let mut task = NewTask::with_generated_id("resize", b"{}".to_vec());
-    /// assert!(task.has_fresh_id());
-    /// task.id = reliable_executor::TaskId::new("order-7")?;
-    /// assert!(!task.has_fresh_id());
-    /// # Ok::<(), reliable_executor::Error>(())
+    /// let task = NewTask::with_generated_id("resize", b"{}".to_vec());
+    /// assert!(task.id.is_generated());
     /// ```
     pub fn with_generated_id(name: impl Into<String>, payload: Vec<u8>) -> Self {
-        let id = TaskId::generate();
-        let mut task = Self::new(id.clone(), name, payload);
-        task.fresh = Fresh::new(Some(id));
-        task
+        Self::new(TaskId::generate(), name, payload)
     }
 
-    /// The nonce of this submit: a random number, never 0, that a store
-    /// keeps with the task the submit creates, so that the same submit sent
-    /// again after its answer was lost ([`crate::Error::OutcomeUnknown`])
-    /// is told from another submit of the same id. [`NewTask::resend`]
-    /// carries it; every other task, a clone included, has its own.
+    /// The nonce of this submit: a random number, never 0, made when the
+    /// task was built, that a store keeps with the task the submit creates,
+    /// so that the same submit sent again after its answer was lost
+    /// ([`crate::Error::OutcomeUnknown`]) is told from another submit of the
+    /// same id. A clone carries it (it is the same submit); a task built
+    /// again has its own.
+    ///
+    /// ```
+    /// use reliable_executor::{TaskId, storage::NewTask};
+    ///
+    /// let task = NewTask::new(TaskId::new("order-7")?, "resize", b"{}".to_vec());
+    /// assert_eq!(task.clone().nonce(), task.nonce());
+    /// let another = NewTask::new(TaskId::new("order-7")?, "resize", b"{}".to_vec());
+    /// assert_ne!(another.nonce(), task.nonce());
+    /// assert_ne!(another, task);
+    /// # Ok::<(), reliable_executor::Error>(())
+    /// ```
     pub fn nonce(&self) -> u64 {
-        self.fresh.nonce
+        self.nonce
     }
 
     /// This very submit, to send again after its outcome was lost
-    /// ([`crate::Error::OutcomeUnknown`]): the same id, nonce and fields,
-    /// and a generated id stays [`NewTask::has_fresh_id`]. Exactly once:
-    /// a store answers the resend `Created` when the lost try stored the
-    /// task (and stores it otherwise), `Existing` for an idempotent submit
-    /// on a store that does not tell the two apart, and
+    /// ([`crate::Error::OutcomeUnknown`]): a clone, with the same id, nonce
+    /// and fields (the name says why it is sent; any clone is the same
+    /// submit). Exactly once: a store answers the resend `Created` when the
+    /// lost try stored the task (and stores it otherwise), `Existing` for an
+    /// idempotent submit on a store that does not tell the two apart, and
     /// [`crate::Error::DuplicateId`] only when another submit owns the id.
     /// [`crate::Client`] resends this way by itself
     /// ([`crate::Client::submit_retry`]).
@@ -411,35 +394,11 @@ impl NewTask {
     /// let task = NewTask::with_generated_id("resize", b"{}".to_vec());
     /// let again = task.resend();
     /// assert_eq!((again.id.clone(), again.nonce()), (task.id.clone(), task.nonce()));
-    /// assert!(again.has_fresh_id());
-    /// assert_ne!(task.clone().nonce(), task.nonce());
+    /// assert_eq!(again, task);
     /// ```
     #[must_use]
     pub fn resend(&self) -> Self {
-        let mut again = self.clone();
-        again.fresh = Fresh { id: self.fresh.id.clone(), nonce: self.fresh.nonce };
-        again
-    }
-
-    /// Whether the task still carries the id [`NewTask::with_generated_id`]
-    /// generated for it: an id no other submit can carry. A UUID v7 a user
-    /// passes to [`NewTask::new`] or `.id(..)` is a chosen id, whatever its
-    /// form, and so is the id of a clone (submitting the task and a clone
-    /// of it is two submits of one id). A store may then create the task
-    /// without first looking for one of the same id: the Redis store queues
-    /// such a lone plain submit with one command and creates its record at
-    /// the next claim or read.
-    ///
-    /// ```
-    /// use reliable_executor::storage::NewTask;
-    ///
-    /// let task = NewTask::with_generated_id("resize", b"{}".to_vec());
-    /// assert!(!task.clone().has_fresh_id());
-    /// assert_eq!(task.clone(), task);
-    /// assert!(task.has_fresh_id());
-    /// ```
-    pub fn has_fresh_id(&self) -> bool {
-        self.fresh.id.as_ref() == Some(&self.id)
+        self.clone()
     }
 
     /// Checks every field against the ranges all stores share: a valid id

@@ -58,9 +58,6 @@ if type(previous) == 'string' and string.sub(previous, 1, #nonce + 1) == nonce .
   end
   return {int(now), 1, out, aside, {}}
 end
--- The inbox's tasks (common/07_inbox.lua) wait in their levels before any is read;
--- entries left behind are due work left behind.
-local inbox_left = ingest(now)
 
 local until_ms = int(now + lease)
 local now_s = int(now)
@@ -250,7 +247,6 @@ if left <= 0 then
     if is_open and more == 0 and has_due(q) then more = 1 end
   end
 end
-if inbox_left > 0 then more = 1 end
 if more == 1 then wake() end
 if #leased > 0 then
   add_leases(leased)

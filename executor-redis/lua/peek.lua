@@ -10,11 +10,6 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local first = nil
--- An inbox entry (common/07_inbox.lua) is a task the next claim creates: work now.
-local inbox = redis.pcall('LLEN', ARGV[1] .. 'inbox')
-if type(inbox) == 'number' and inbox > 0 then
-  return {t[1] .. string.format('%06d', tonumber(t[2])), int(now)}
-end
 local function earliest(key, f)
   local e = redis.pcall('ZRANGE', key, 0, 0, 'WITHSCORES')
   if type(e) == 'table' and not e.err and e[2] then

@@ -1,10 +1,9 @@
 -- submit: many tasks in one call. ARGV[3] = n, then 16 values per task:
 -- id, name, payload, due kind (n|a|t), due value, max_attempts, max_duration,
 -- timeout, retry, mode (p|i|d), debounce key, window, max_wait, nonce, queue
--- ('' for the default queue), priority ('' for 0); then, when given, '1':
--- the inbox was emptied for this call (below). A task waits in its
--- level's ZSET (common/02_keys.lua); a debounced repeat moves the bound task within
--- the bound task's own level.
+-- ('' for the default queue), priority ('' for 0). A task waits in its
+-- level's ZSET (common/02_keys.lua); a debounced repeat moves the bound
+-- task within the bound task's own level.
 -- Returns {now, outcomes}, an outcome per task: 1 when this call created
 -- the task under its own id (the common answer, kept short: a batch of 500
 -- answers in one small reply), else {outcome, id[, reason]}: outcome
@@ -27,14 +26,6 @@ for i = 0, n - 1 do
 end
 if debounces then check_keys() else check_keys(1) end
 local now = now_ms()
--- The inbox's tasks (common/07_inbox.lua) are created first, so an id that waits
--- there as an entry (a clone of a fresh task submitted after it) is found
--- taken. An inbox longer than one ingest leaves the rest to Rust, which
--- empties it and calls again with the flag after the task values.
-if ARGV[4 + n * 16] ~= '1' and ingest(now) > 0 then
-  flush_counts()
-  return 'ingest'
-end
 local now_s = int(now)
 local out = {}
 -- Due entries are written with one ZADD per level at the end.

@@ -10,8 +10,7 @@
 -- base, id, name, due kind (n|a|t), due value, max_attempts, max_duration,
 -- timeout, retry, mode, nonce, queue, priority (submit.lua's values less
 -- the payload and the debounce ones; none can hold a newline, and a call
--- whose count is off is refused before anything is written); 2 the payload;
--- 3, when given, '1': the inbox was emptied for this call (below).
+-- whose count is off is refused before anything is written); 2 the payload.
 -- Answers `now` (an integer, the server's clock in ms) when it created the
 -- task, else exactly as submit.lua does for the same task, and writes the
 -- same record: checks first (the numbers, the task key, the waiting
@@ -28,9 +27,9 @@ end
 -- The pattern takes well-formed values whose numbers are short enough to
 -- be in range (under 16 digits, max_attempts under 10); anything else is
 -- checked value by value, as before the pattern, for the exact answer.
-if not ((#ARGV == 2 or #ARGV == 3) and base and (due_kind == 'n' or (#due_value > 0 and #due_value < 16)) and
+if not (#ARGV == 2 and base and (due_kind == 'n' or (#due_value > 0 and #due_value < 16)) and
     #max_attempts < 10 and #max_duration < 16 and #timeout < 16 and #queue <= 64) then
-  if #ARGV ~= 2 and #ARGV ~= 3 then return redis.error_reply('ERR submit_one: wrong number of arguments') end
+  if #ARGV ~= 2 then return redis.error_reply('ERR submit_one: wrong number of arguments') end
   local SAFE, U32 = 9007199254740991, 4294967295
   local function nat(v, max)
     if type(v) ~= 'string' or #v == 0 or #v > 16 or string.find(v, '[^0-9]') then return nil end
@@ -57,15 +56,6 @@ if not ((#ARGV == 2 or #ARGV == 3) and base and (due_kind == 'n' or (#due_value 
   if bad then return answer('invalid', id, bad .. ' is not a whole number') end
 end
 if priority == '0' then priority = '' end
--- A task of this id may still wait in the inbox (common/07_inbox.lua) as an entry:
--- a clone of a fresh task submitted after it, or a fresh task's id passed
--- to `.id(..)`. While the inbox holds entries the call writes nothing and
--- answers 'ingest'; Rust creates them (ingest.lua) and calls again with
--- ARGV[3] = '1'.
-if ARGV[3] ~= '1' then
-  local queued = redis.pcall('LLEN', base .. 'inbox')
-  if type(queued) == 'number' and queued > 0 then return 'ingest' end
-end
 local tkey = base .. 't:' .. id
 if redis.call('EXISTS', tkey) == 1 then
   local kind = redis.call('TYPE', tkey).ok

@@ -1,7 +1,7 @@
 //! Cancel, requeue, run now and delete: `cancel.lua`, `requeue.lua`,
 //! `run_now.lua`, `delete.lua`.
 
-use executor_core::{CancelOutcome, Error, Result, TaskId, TaskState};
+use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
 use fred::types::Value;
 
 use crate::{
@@ -9,13 +9,12 @@ use crate::{
     error::shape,
     record::{array, text},
     scripts::Lua,
-    storage::Drained,
 };
 
 impl RedisStorage {
     /// `{word, state?}` replies of cancel, requeue and run now;
     /// `{'corrupt', reason}` becomes [`Error::Corrupt`].
-    async fn by_id(&self, ns: &Drained<'_>, id: &TaskId, lua: &Lua) -> Result<(String, Option<TaskState>)> {
+    async fn by_id(&self, ns: &Namespace, id: &TaskId, lua: &Lua) -> Result<(String, Option<TaskState>)> {
         let keys = self.keys(ns, self.inner.layout.partition_of(id));
         let args = vec![Value::from(id.as_str()), Value::from(self.nonce())];
         let reply = array(self.run_in(lua, &keys, args).await?)?;
@@ -28,7 +27,7 @@ impl RedisStorage {
         Ok((word, state))
     }
 
-    pub(crate) async fn cancel(&self, ns: &Drained<'_>, id: &TaskId) -> Result<CancelOutcome> {
+    pub(crate) async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
         match self.by_id(ns, id, &self.inner.scripts.cancel).await? {
             (w, _) if w == "cancelled" => Ok(CancelOutcome::Cancelled),
             (w, _) if w == "requested" => Ok(CancelOutcome::Requested),
@@ -38,7 +37,7 @@ impl RedisStorage {
         }
     }
 
-    pub(crate) async fn requeue(&self, ns: &Drained<'_>, id: &TaskId) -> Result<()> {
+    pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
         match self.by_id(ns, id, &self.inner.scripts.requeue).await? {
             (w, _) if w == "ok" => self.poke(ns).await,
             (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
@@ -47,7 +46,7 @@ impl RedisStorage {
         }
     }
 
-    pub(crate) async fn run_now(&self, ns: &Drained<'_>, id: &TaskId) -> Result<()> {
+    pub(crate) async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
         match self.by_id(ns, id, &self.inner.scripts.run_now).await? {
             (w, _) if w == "ok" => self.poke(ns).await,
             (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
@@ -57,7 +56,7 @@ impl RedisStorage {
     }
 
     /// Deletes one task whatever its key holds (`delete.lua`).
-    pub(crate) async fn delete(&self, ns: &Drained<'_>, id: &TaskId) -> Result<bool> {
+    pub(crate) async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
         let keys = self.keys(ns, self.inner.layout.partition_of(id));
         let reply = self.run_in(&self.inner.scripts.delete, &keys, vec![Value::from(id.as_str())]).await?;
         Ok(reply.as_u64() == Some(1))

@@ -62,14 +62,14 @@ pub(crate) fn storage(e: RedisError) -> Error {
     Error::storage(e, retryable)
 }
 
-/// The error of a submit's command (a script call, the inbox's `RPUSH`)
-/// once it was handed to fred, for task `id`: [`Error::OutcomeUnknown`]
-/// when the command may have run and its answer was lost, else `e` as it
-/// is. fred does not say whether a command reached the socket, so every
-/// error of a command that may have: the connection broke (`IO`, `Canceled`:
-/// the storage's commands fail fast, so fred answers a command in flight on
-/// a dropped connection at once instead of resending it), a reply that did
-/// not parse (`Protocol`), or no answer within the command timeout. An
+/// The error of a submit's script call once it was handed to fred, for
+/// task `id`: [`Error::OutcomeUnknown`] when the command may have run and
+/// its answer was lost, else `e` as it is. fred does not say whether a
+/// command reached the socket, so every error of a command that may have:
+/// the connection broke (`IO`, `Canceled`: the storage's commands fail
+/// fast, so fred answers a command in flight on a dropped connection at
+/// once instead of resending it), a reply that did not parse (`Protocol`),
+/// or no answer within the command timeout. An
 /// error reply (a script error, `WRONGTYPE`, `BUSY`, `MOVED`) is an answer,
 /// and an error raised before the command was queued (not connected:
 /// [`crate::RedisStorage::client`]; backpressure; routing) sent nothing.

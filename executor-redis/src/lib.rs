@@ -57,9 +57,7 @@ pub use storage::RedisStorage;
 
 // Each method is the inherent one of the same name in the module of its
 // section (`submit.rs`, `claim.rs`, ...); the `RedisStorage::` path picks the
-// inherent function, not this trait method. Those that read or change
-// existing tasks take the namespace drained of its inbox (`drained`, in
-// `storage.rs`): none can be called without it.
+// inherent function, not this trait method.
 impl Storage for RedisStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
         RedisStorage::submit(self, ns, task).await
@@ -96,27 +94,27 @@ impl Storage for RedisStorage {
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        RedisStorage::cancel(self, &self.drained(ns, Some(id)).await, id).await
+        RedisStorage::cancel(self, ns, id).await
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        RedisStorage::get(self, &self.drained(ns, Some(id)).await, id).await
+        RedisStorage::get(self, ns, id).await
     }
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        RedisStorage::list(self, &self.drained(ns, None).await, query).await
+        RedisStorage::list(self, ns, query).await
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        RedisStorage::delete(self, &self.drained(ns, Some(id)).await, id).await
+        RedisStorage::delete(self, ns, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        RedisStorage::counts(self, &self.drained(ns, None).await).await
+        RedisStorage::counts(self, ns).await
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        RedisStorage::requeue(self, &self.drained(ns, Some(id)).await, id).await
+        RedisStorage::requeue(self, ns, id).await
     }
 
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
@@ -181,7 +179,7 @@ impl QueueControl for RedisStorage {
     }
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        RedisStorage::queues(self, &self.drained(ns, None).await).await
+        RedisStorage::queues(self, ns).await
     }
 
     async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
@@ -191,7 +189,7 @@ impl QueueControl for RedisStorage {
 
 impl RunNow for RedisStorage {
     async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        RedisStorage::run_now(self, &self.drained(ns, Some(id)).await, id).await
+        RedisStorage::run_now(self, ns, id).await
     }
 }
 
@@ -249,15 +247,14 @@ impl HistoryStore for RedisStorage {
 
 impl TierStorage for RedisStorage {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        RedisStorage::due_before(self, &self.drained(ns, None).await, before, limit).await
+        RedisStorage::due_before(self, ns, before, limit).await
     }
 
     async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        let ns = self.drained(ns, Some(&record.id)).await;
-        RedisStorage::import(self, &ns, record).await
+        RedisStorage::import(self, ns, record).await
     }
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        RedisStorage::remove(self, &self.drained(ns, Some(id)).await, id, fence).await
+        RedisStorage::remove(self, ns, id, fence).await
     }
 }

@@ -21,8 +21,8 @@
 //! rest of its state.
 
 use executor_core::{
-    Error, ListQuery, MAX_PRIORITY, Page, QueueName, Result, StateCounts, TaskId, TaskRecord, TaskState,
-    Unreadable,
+    Error, ListQuery, MAX_PRIORITY, Namespace, Page, QueueName, Result, StateCounts, TaskId, TaskRecord,
+    TaskState, Unreadable,
 };
 use fred::{interfaces::HashesInterface, prelude::ClientLike, types::Value};
 
@@ -30,7 +30,6 @@ use crate::{
     RedisStorage,
     error::storage,
     record::{self, FIELDS, array, text},
-    storage::Drained,
 };
 
 /// Index entries one script call looks at, at most: about 2.5 ms of the
@@ -137,7 +136,7 @@ fn parse_cursor(text: &str, partitions: u16) -> Result<Cursor> {
 }
 
 impl RedisStorage {
-    pub(crate) async fn get(&self, ns: &Drained<'_>, id: &TaskId) -> Result<Option<TaskRecord>> {
+    pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
         let key = self.keys(ns, self.inner.layout.partition_of(id)).task(id.as_str());
         let client = self.client()?.with_options(&self.inner.options);
         let mut names = FIELDS.to_vec();
@@ -162,7 +161,7 @@ impl RedisStorage {
         Ok(Some(task))
     }
 
-    pub(crate) async fn counts(&self, ns: &Drained<'_>) -> Result<StateCounts> {
+    pub(crate) async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
         let mut totals = std::collections::BTreeMap::<TaskState, i64>::new();
         for p in 0..self.partitions() {
             let client = self.client()?.with_options(&self.inner.options);
@@ -181,7 +180,7 @@ impl RedisStorage {
             .collect())
     }
 
-    pub(crate) async fn list(&self, ns: &Drained<'_>, query: ListQuery) -> Result<Page> {
+    pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         query.validate()?;
         let limit = query.limit;
         let mut cursor = match &query.cursor {

@@ -16,7 +16,6 @@ use crate::{
     RedisStorage,
     error::{shape, storage},
     record::{array, text},
-    storage::Drained,
 };
 
 impl RedisStorage {
@@ -94,7 +93,7 @@ impl RedisStorage {
 
     /// Every queue with waiting or running tasks, paused, or with limits,
     /// by name, summed over the partitions; times from the Redis clock.
-    pub(crate) async fn queues(&self, ns: &Drained<'_>) -> Result<Vec<QueueInfo>> {
+    pub(crate) async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
         let mut out = BTreeMap::<String, QueueInfo>::new();
         for p in 0..self.partitions() {
             let first = Value::from(if p == 0 { "1" } else { "0" });

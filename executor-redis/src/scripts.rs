@@ -28,15 +28,14 @@ use crate::error::storage;
 /// (a test checks), so tools outside the crate (the Lua bench, the
 /// integration tests) assemble the same prelude from the files in name
 /// order.
-const PRELUDE: [(&str, &str); 8] = [
+const PRELUDE: [(&str, &str); 7] = [
     ("01_values", include_str!("../lua/common/01_values.lua")),
     ("02_keys", include_str!("../lua/common/02_keys.lua")),
     ("03_counts", include_str!("../lua/common/03_counts.lua")),
     ("04_attempt_log", include_str!("../lua/common/04_attempt_log.lua")),
     ("05_limits", include_str!("../lua/common/05_limits.lua")),
     ("06_records", include_str!("../lua/common/06_records.lua")),
-    ("07_inbox", include_str!("../lua/common/07_inbox.lua")),
-    ("08_begin", include_str!("../lua/common/08_begin.lua")),
+    ("07_begin", include_str!("../lua/common/07_begin.lua")),
 ];
 
 /// The prelude's parts joined in their order.
@@ -204,7 +203,6 @@ macro_rules! scripts {
 scripts! {
     submit: true,
     submit_one: false,
-    ingest: true,
     claim: true,
     heartbeat: true,
     finish: true,

@@ -5,14 +5,13 @@ use std::{
     collections::HashMap,
     fmt,
     hash::{BuildHasher, Hasher},
-    ops::Deref,
     sync::{
         Arc, Mutex, Weak,
         atomic::{AtomicU64, AtomicUsize, Ordering},
     },
 };
 
-use executor_core::{Namespace, Result, TaskId};
+use executor_core::{Namespace, Result};
 use fred::{
     clients::{Client, Pool},
     interfaces::ClientLike,
@@ -230,67 +229,6 @@ impl RedisStorage {
             .await
             .map_err(storage)?;
         Ok(())
-    }
-}
-
-/// A namespace whose inbox (`lua/common/07_inbox.lua`) was drained for one
-/// read or change of existing tasks ([`RedisStorage::drained`]). Every
-/// inherent method that reads or changes tasks by id, index or count takes
-/// one instead of a bare [`Namespace`], so none can run before the tasks
-/// submitted through the inbox were created: the drain is in one place,
-/// and a new read cannot forget it.
-#[derive(Debug)]
-pub(crate) struct Drained<'a>(&'a Namespace);
-
-impl Deref for Drained<'_> {
-    type Target = Namespace;
-
-    fn deref(&self) -> &Namespace {
-        self.0
-    }
-}
-
-impl RedisStorage {
-    /// Creates the tasks waiting in the inbox of `id`'s partition, or of
-    /// every partition for `None` (a task of a given id can only be in its
-    /// own partition's inbox), so the read or change that follows sees
-    /// every task submitted before it began, as if a script had created
-    /// each. An inbox that cannot be emptied (a key edited by hand, the
-    /// server away) is logged and left: the call goes on and answers for
-    /// itself.
-    pub(crate) async fn drained<'a>(&self, ns: &'a Namespace, id: Option<&TaskId>) -> Drained<'a> {
-        match id {
-            Some(id) => self.drain_partition(ns, self.inner.layout.partition_of(id)).await,
-            None => {
-                for p in 0..self.partitions() {
-                    self.drain_partition(ns, p).await;
-                }
-            }
-        }
-        Drained(ns)
-    }
-
-    /// Empties partition `p`'s inbox (`lua/ingest.lua`, 500 entries per
-    /// call): for [`RedisStorage::drained`], and for a submit script that
-    /// found more entries than it creates in one call.
-    pub(crate) async fn drain_partition(&self, ns: &Namespace, p: u16) {
-        let keys = self.keys(ns, p);
-        // A bound on the calls: a producer faster than this loop does not
-        // hold the read forever.
-        for _ in 0..64 {
-            match self.run_in(&self.inner.scripts.ingest, &keys, Vec::new()).await {
-                Ok(Value::Integer(0)) => return,
-                Ok(Value::Integer(_)) => {}
-                Ok(other) => {
-                    tracing::warn!(reply = ?other, "unexpected answer from ingest.lua");
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, namespace = %ns, partition = p, "the inbox was not read");
-                    return;
-                }
-            }
-        }
     }
 }
 

@@ -3,27 +3,23 @@
 //! Group commit: concurrent `submit` and `finish` calls of one process share
 //! script calls ([`executor_core::storage::GroupCommit`]). A call that finds
 //! its namespace idle is sent at once from the caller's task (a lone plain
-//! task under a generated id to the inbox, another lone plain or idempotent
-//! task by `submit_one.lua`); under load a batch holds every call that
-//! arrived during one round trip, so a no-op task costs a fraction of a
-//! script call to submit and to finish. Each item keeps its own answer (a
+//! or idempotent task by `submit_one.lua`, whatever its id); under load a
+//! batch holds every call that arrived during one round trip, so a no-op
+//! task costs a fraction of a script call to submit and to finish. Each item keeps its own answer (a
 //! duplicate id, a stale fence), exactly as if it had been sent alone.
 
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
-    Error, Namespace, Result, SubmitOutcome, Submitted, TaskId, Timestamp,
+    Error, Namespace, Result, SubmitOutcome, Submitted, TaskId,
     storage::{Debounce, Due, NewTask, SubmitMode},
 };
-use fred::{
-    interfaces::{ClientLike, ListInterface, SortedSetsInterface},
-    types::Value,
-};
+use fred::types::Value;
 
 use crate::{
     RedisStorage,
     args::{duration_ms, instant_ms},
-    error::{answer_lost, sent, shape, storage},
+    error::{answer_lost, sent, shape},
     record::{array, text},
     storage::upgrade,
 };
@@ -31,12 +27,6 @@ use crate::{
 /// Tasks per script call: long enough to amortise the round trip, short
 /// enough that one call does not hold the server for long.
 const CHUNK: usize = 500;
-
-/// The largest payload a lone submit sends through the inbox: a claim
-/// reads 50 entries at a time into the server's Lua heap, so an entry is
-/// kept small enough that a slice stays a few megabytes. A larger payload
-/// takes `submit_one.lua`, where its transfer costs more than the script.
-const INBOX_PAYLOAD: usize = 256 << 10;
 
 impl RedisStorage {
     pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
@@ -123,21 +113,11 @@ impl RedisStorage {
         }
         let packed = task.packed(&base);
         let Encoded { id, payload, .. } = task;
-        let mut args = vec![Value::from(packed), Value::Bytes(payload.into())];
-        let lua = &self.inner.scripts.submit_one;
-        let mut reply = match self.run(lua, keys.clone(), args.clone()).await {
+        let args = vec![Value::from(packed), Value::Bytes(payload.into())];
+        let reply = match self.run(&self.inner.scripts.submit_one, keys, args).await {
             Ok(reply) => reply,
             Err(e) => return Ok(Err(sent(e, &id))),
         };
-        if is_ingest(&reply) {
-            // The inbox held entries, one of which may carry this id.
-            self.drain_partition(ns, self.inner.layout.partition_of(&id)).await;
-            args.push(Value::from("1"));
-            reply = match self.run(lua, keys, args).await {
-                Ok(reply) => reply,
-                Err(e) => return Ok(Err(sent(e, &id))),
-            };
-        }
         self.wake_after_submit(ns).await;
         match reply {
             Value::Integer(_) => Ok(Ok(Submitted::new(id, SubmitOutcome::Created))),
@@ -149,42 +129,6 @@ impl RedisStorage {
                 }
             }
         }
-    }
-
-    /// A lone plain task under an id generated for it
-    /// ([`NewTask::has_fresh_id`]): no other submit can carry the id, so
-    /// there is nothing to look up before it is stored, and it is queued in
-    /// its partition's inbox by one `RPUSH`, sent with the wake marker's
-    /// `ZADD` (one round trip, two plain commands: no script runs for it).
-    /// The next claim of the partition, or the first read of tasks
-    /// ([`RedisStorage::drained`]), creates its record exactly as
-    /// `submit.lua` would (`lua/common/07_inbox.lua`, `ingest`). The entry carries
-    /// the nonce, so a resent `RPUSH` (fred repeats a command whose
-    /// connection dropped) creates the task once. A wake marker that cannot
-    /// be set (a key edited by hand) does not fail the submit, as in the
-    /// scripts: waiters still peek at the inbox.
-    async fn submit_inbox(&self, ns: &Namespace, task: Encoded) -> Result<Result<Submitted>> {
-        let layout = &self.inner.layout;
-        let base = layout.base(ns, layout.partition_of(&task.id));
-        let at = Timestamp::now_system().as_millis();
-        let (id, entry) = task.into_entry(at);
-        let client = self.client()?.with_options(&self.inner.options);
-        // Both sent at once on one connection, as fred pipelines concurrent
-        // commands (its `Pipeline` costs about 25 µs more per call here:
-        // docs/benchmarks.md).
-        let (pushed, woken) = tokio::join!(
-            client.rpush::<Value, _, _>(format!("{base}inbox"), Value::Bytes(entry.into())),
-            client.zadd::<Value, _, _>(layout.wake(ns), None, None, false, false, (0.0, "w")),
-        );
-        match pushed {
-            Ok(Value::Integer(_)) => {}
-            Ok(other) => return Err(shape(&format!("RPUSH answered {other:?}"))),
-            Err(e) => return Ok(Err(sent(storage(e), &id))),
-        }
-        if let Err(e) = woken {
-            tracing::warn!(error = %e, namespace = %ns, "the wake marker could not be set");
-        }
-        Ok(Ok(Submitted::new(id, SubmitOutcome::Created)))
     }
 
     /// Sets the wake marker where the scripts cannot ([`RedisStorage::poke`])
@@ -204,9 +148,9 @@ impl RedisStorage {
     /// range.
     fn encode(&self, task: NewTask) -> Result<Encoded> {
         task.validate()?;
-        // The submit's own nonce, kept in the task's `h` field (and in its
-        // inbox entry): a resend of the same submit answers `created`
-        // whether its lost try stored the task or not.
+        // The submit's own nonce, kept in the task's `h` field: a resend of
+        // the same submit answers `created` whether its lost try stored the
+        // task or not.
         let nonce = format!("{:x}", task.nonce());
         if task.payload.len() > RedisStorage::MAX_PAYLOAD {
             return Err(Error::PayloadTooLarge {
@@ -288,9 +232,7 @@ impl RedisStorage {
             && matches!(task.mode, SubmitMode::Plain | SubmitMode::Idempotent)
         {
             let task = tasks.into_iter().next().ok_or_else(|| shape("no task"))?;
-            let to_inbox = for_inbox(&task);
             return Ok(vec![match self.encode(task) {
-                Ok(task) if to_inbox => self.submit_inbox(ns, task).await?,
                 Ok(task) => self.submit_lone(ns, task).await?,
                 Err(e) => Err(e),
             }]);
@@ -330,15 +272,7 @@ impl RedisStorage {
                     indexes.push((i, id));
                     args.extend(a);
                 }
-                let mut called = self.run_in(&self.inner.scripts.submit, &keys, args.clone()).await;
-                if called.as_ref().is_ok_and(is_ingest) {
-                    // The inbox was longer than the script empties in one
-                    // call: emptied here, then the batch again, told so.
-                    self.drain_partition(ns, u16::try_from(p).unwrap_or(0)).await;
-                    args.push(Value::from("1"));
-                    called = self.run_in(&self.inner.scripts.submit, &keys, args).await;
-                }
-                match called {
+                match self.run_in(&self.inner.scripts.submit, &keys, args).await {
                     Ok(reply) => {
                         reached = true;
                         let outcomes = array(array(reply)?.into_iter().nth(1).unwrap_or(Value::Null))?;
@@ -379,22 +313,6 @@ impl RedisStorage {
         }
         Ok(results.into_iter().map(|r| r.unwrap_or_else(|| Err(shape("a task got no answer")))).collect())
     }
-}
-
-/// Whether a submit script answered that the inbox must be emptied first
-/// (`submit_one.lua`, `submit.lua`).
-fn is_ingest(reply: &Value) -> bool {
-    reply.as_str().is_some_and(|s| s == "ingest")
-}
-
-/// Whether a lone submit of `task` goes to the inbox
-/// ([`RedisStorage::submit_inbox`]): a plain task under the id generated
-/// for it, with a payload of at most [`INBOX_PAYLOAD`]. Its entry is
-/// checked where it is created, after the submit has answered, so no value
-/// may hold a newline: `encode` refuses one in the name (`validate`), ids
-/// and queues refuse whitespace, JSON escapes it, the rest are digits.
-fn for_inbox(task: &NewTask) -> bool {
-    task.has_fresh_id() && task.mode == SubmitMode::Plain && task.payload.len() <= INBOX_PAYLOAD
 }
 
 /// One task's values as the scripts take them ([`RedisStorage::encode`]).
@@ -441,38 +359,15 @@ impl Encoded {
         ]
     }
 
-    /// The task's id and its inbox entry (`lua/common/07_inbox.lua`): the values
-    /// `packed` gives less the key base and the mode, then the submitter's
-    /// clock `at_ms`, each ended by a newline, then the payload.
-    fn into_entry(self, at_ms: u64) -> (TaskId, Vec<u8>) {
-        use std::fmt::Write;
-        let mut entry = String::with_capacity(self.id.as_str().len() + self.name.len() + 96);
-        self.write_values(&mut entry, None);
-        let _ = write!(entry, "\n{at_ms}\n");
-        let mut entry = entry.into_bytes();
-        entry.extend_from_slice(&self.payload);
-        (self.id, entry)
-    }
-
     /// `submit_one.lua`'s first argument: the key base, then the values
     /// `into_args` gives less the payload and the debounce ones, joined by
     /// newlines.
     fn packed(&self, base: &str) -> String {
-        let mut s = String::with_capacity(base.len() + self.id.as_str().len() + self.name.len() + 96);
-        s.push_str(base);
-        s.push('\n');
-        self.write_values(&mut s, Some(self.mode));
-        s
-    }
-
-    /// The values both of the above carry, joined by newlines: id, name,
-    /// due kind and value, max_attempts, max_duration, timeout, retry,
-    /// `mode` where given, nonce, queue, priority ('' for 0).
-    fn write_values(&self, s: &mut String, mode: Option<&str>) {
         use std::fmt::Write;
+        let mut s = String::with_capacity(base.len() + self.id.as_str().len() + self.name.len() + 96);
         let _ = write!(
             s,
-            "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+            "{base}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
             self.id.as_str(),
             self.name,
             self.due_kind,
@@ -481,15 +376,14 @@ impl Encoded {
             self.max_duration,
             self.timeout,
             self.retry,
+            self.mode,
+            self.nonce,
+            self.queue,
         );
-        if let Some(mode) = mode {
-            s.push_str(mode);
-            s.push('\n');
-        }
-        let _ = write!(s, "{}\n{}\n", self.nonce, self.queue);
         if self.priority != 0 {
             let _ = write!(s, "{}", self.priority);
         }
+        s
     }
 }
 

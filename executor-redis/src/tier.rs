@@ -11,7 +11,6 @@ use crate::{
     args::{duration_ms, instant_ms},
     error::shape,
     record::{self, array, text},
-    storage::Drained,
 };
 
 /// Index entries one `due_before` call looks at per partition beyond the
@@ -37,7 +36,7 @@ impl RedisStorage {
     /// merged over the partitions. Read only.
     pub(crate) async fn due_before(
         &self,
-        ns: &Drained<'_>,
+        ns: &Namespace,
         before: Timestamp,
         limit: usize,
     ) -> Result<Vec<TaskRecord>> {
@@ -76,7 +75,7 @@ impl RedisStorage {
 
     /// Stores `record` as given unless its id exists; indexes it by state and
     /// wakes sleepers when it is due.
-    pub(crate) async fn import(&self, ns: &Drained<'_>, record: TaskRecord) -> Result<bool> {
+    pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
         if record.payload.len() > RedisStorage::MAX_PAYLOAD {
             return Err(Error::PayloadTooLarge {
                 size: record.payload.len(),
@@ -115,7 +114,7 @@ impl RedisStorage {
     }
 
     /// Deletes a waiting task with fence `fence` and its index entries.
-    pub(crate) async fn remove(&self, ns: &Drained<'_>, id: &TaskId, fence: u64) -> Result<bool> {
+    pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         let keys = self.keys(ns, self.inner.layout.partition_of(id));
         let args = vec![Value::from(id.as_str()), Value::from(fence.to_string())];
         let reply = self.run_in(&self.inner.scripts.remove, &keys, args).await?;

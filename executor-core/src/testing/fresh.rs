@@ -1,9 +1,8 @@
 //! Checks of tasks submitted alone under an id generated for them
 //! ([`NewTask::with_generated_id`], what `TaskBuilder` sends without
-//! `.id(..)`): a store may take such a task by a shorter path (the Redis
-//! store queues it with one command and creates its record at the next
-//! claim or read), and every read, change and claim must see it exactly as
-//! if it had been created at once.
+//! `.id(..)`), the submit a request handler awaits: a store may send a lone
+//! submit by a shorter path than a batch, and every read, change and claim
+//! must see the task exactly as if it had been created by any other.
 
 use std::time::Duration;
 
@@ -26,7 +25,7 @@ fn fresh(n: u32) -> NewTask {
 
 /// Submits `task` alone and expects it created under its own id.
 async fn submit_fresh<S: Storage>(s: &S, ns: &Namespace, task: NewTask) -> TaskId {
-    assert!(task.has_fresh_id(), "the check's task must carry a generated id");
+    assert!(task.id.is_generated(), "the check's task must carry a generated id");
     let id = task.id.clone();
     let out = ok(&format!("submit {id}"), s.submit(ns, task).await);
     assert_eq!(
@@ -151,28 +150,32 @@ pub async fn fresh_id_cancel_and_delete_before_a_claim<S: Storage>(s: &S, ns: &N
     assert_eq!((counts.get(TaskState::Created), counts.get(TaskState::Cancelled)), (0, 1), "{counts:?}");
 }
 
-/// A clone of a fresh task is a second submit of its id: submitted alone
-/// or in a batch after the task, before anything has claimed or read it,
-/// it is refused as a duplicate (or answered `Existing` when idempotent),
-/// and one task runs.
-pub async fn fresh_id_clone_is_a_duplicate<S: Storage>(s: &S, ns: &Namespace) {
+/// Another submit of a fresh task's id (a task built again under it) is a
+/// second submit of the id: submitted alone or in a batch after the task,
+/// before anything has claimed or read it, it is refused as a duplicate (or
+/// answered `Existing` when idempotent), and one task runs. A clone of the
+/// task is the same submit: answered `Created`, and still one task.
+pub async fn fresh_id_another_submit_is_a_duplicate<S: Storage>(s: &S, ns: &Namespace) {
     let task = fresh(1);
-    let (alone, batched, mut idempotent) = (task.clone(), task.clone(), task.clone());
-    assert!(!alone.has_fresh_id(), "a clone's id is a chosen one");
+    let again = |n: u32| NewTask::new(task.id.clone(), "fresh", json!({ "n": n }).to_string().into_bytes());
+    let (alone, batched, mut idempotent, clone) = (again(2), again(3), again(4), task.clone());
+    assert_ne!(alone.nonce(), task.nonce(), "a task built again is another submit");
     let id = submit_fresh(s, ns, task).await;
     let e = s.submit(ns, alone).await.err();
-    assert!(matches!(&e, Some(crate::Error::DuplicateId(d)) if *d == id), "the clone alone: {e:?}");
+    assert!(matches!(&e, Some(crate::Error::DuplicateId(d)) if *d == id), "another submit alone: {e:?}");
     let other = fresh(2);
     let other_id = other.id.clone();
     let out = ok("submit_many", s.submit_many(ns, vec![batched, other]).await);
     assert!(
         matches!(&out[0], Err(crate::Error::DuplicateId(d)) if *d == id),
-        "the clone in a batch: {out:?}"
+        "another submit in a batch: {out:?}"
     );
     assert!(matches!(&out[1], Ok(o) if o.id == other_id && o.outcome == SubmitOutcome::Created), "{out:?}");
     idempotent.mode = crate::storage::SubmitMode::Idempotent;
-    let again = ok("idempotent submit", s.submit(ns, idempotent).await);
-    assert_eq!((again.id, again.outcome), (id.clone(), SubmitOutcome::Existing), "the clone, idempotent");
+    let existing = ok("idempotent submit", s.submit(ns, idempotent).await);
+    assert_eq!((existing.id, existing.outcome), (id.clone(), SubmitOutcome::Existing), "another, idempotent");
+    let same = ok("the clone", s.submit(ns, clone).await);
+    assert_eq!((same.id, same.outcome), (id.clone(), SubmitOutcome::Created), "a clone is the same submit");
     let claimed = ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await);
     let mut got: Vec<TaskId> = claimed.iter().map(|r| r.id.clone()).collect();
     got.sort();

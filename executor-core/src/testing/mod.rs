@@ -112,7 +112,7 @@ macro_rules! storage_conformance_tests {
             fresh_id_claimed_in_submit_order
             fresh_id_delayed_not_claimed_before_due
             fresh_id_cancel_and_delete_before_a_claim
-            fresh_id_clone_is_a_duplicate
+            fresh_id_another_submit_is_a_duplicate
             duplicate_id_refused
             idempotent_submit_returns_existing
             debounce_moves_due_and_replaces_payload
@@ -459,6 +459,6 @@ pub fn new_task(id: &str) -> NewTask {
         mode: SubmitMode::Plain,
         queue: crate::QueueName::default(),
         priority: 0,
-        fresh: crate::task::Fresh::default(),
+        nonce: crate::task::new_nonce(),
     }
 }

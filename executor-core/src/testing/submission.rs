@@ -293,15 +293,17 @@ pub async fn payload_cap_is_the_stores_own<S: Storage>(s: &S, ns: &Namespace) {
     assert!(rec.payload == expected, "payload read back differs from what was submitted");
 }
 
-/// A resend of a submit ([`NewTask::resend`](crate::storage::NewTask::resend):
-/// same id and nonce, as the client sends after a lost answer) is answered
-/// as the first time, `Created`, and stores nothing more; another submit of
-/// the id is still a duplicate (plain) or the existing task (idempotent).
-/// The same for a debounced submit and for a batch.
+/// A resend of a submit ([`NewTask::resend`](crate::storage::NewTask::resend),
+/// or any clone: same id and nonce, as the client sends after a lost
+/// answer) is answered as the first time, `Created`, and stores nothing
+/// more; another submit of the id (a task built again) is still a duplicate
+/// (plain) or the existing task (idempotent). The same for a debounced
+/// submit and for a batch.
 pub async fn resend_is_answered_as_the_first_submit<S: Storage>(s: &S, ns: &Namespace) {
     let first = new_task("resent");
     let again = first.resend();
-    let other = first.clone();
+    let other = new_task("resent");
+    assert_ne!(other.nonce(), first.nonce(), "a task built again is another submit");
     assert_eq!(ok("submit", s.submit(ns, first).await).outcome, SubmitOutcome::Created);
     let out = ok("resend", s.submit(ns, again).await);
     assert_eq!((out.id.as_str(), out.outcome), ("resent", SubmitOutcome::Created), "a resend is Created");

@@ -51,9 +51,11 @@ async fn a_lone_submit_whose_answer_is_lost_is_unknown_and_its_resend_is_created
     // The server committed it: the task is there, once.
     assert!(direct.get(&ns, &task.id).await?.is_some(), "the cut submit was not stored");
     assert_eq!(storage.submit(&ns, task.resend()).await?.outcome, SubmitOutcome::Created);
-    // Another submit of the id is a duplicate; an idempotent one finds it.
-    assert!(matches!(storage.submit(&ns, task.clone()).await, Err(Error::DuplicateId(_))));
-    let mut idempotent = task.clone();
+    // Another submit of the id (a task built again) is a duplicate; an
+    // idempotent one finds it.
+    let another = || testing::new_task(task.id.as_str());
+    assert!(matches!(storage.submit(&ns, another()).await, Err(Error::DuplicateId(_))));
+    let mut idempotent = another();
     idempotent.mode = SubmitMode::Idempotent;
     assert_eq!(storage.submit(&ns, idempotent).await?.outcome, SubmitOutcome::Existing);
     assert_eq!(direct.counts(&ns).await?.total(), 1);

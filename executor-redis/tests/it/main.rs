@@ -21,7 +21,6 @@ mod corrupt_lease;
 mod corrupt_schedule;
 mod corrupt_submit;
 mod functions;
-mod inbox;
 mod limits;
 mod outcome;
 mod partitioned;

@@ -59,9 +59,11 @@ async fn a_lone_submit_whose_answer_is_lost_is_unknown_and_its_resend_is_created
     assert!(direct.get(&ns, &task.id).await?.is_some(), "the cut submit was not stored");
     let again = resend(&storage, &ns, &task).await?;
     assert_eq!(again.outcome, SubmitOutcome::Created);
-    // Another submit of the id is a duplicate; an idempotent one finds it.
-    assert!(matches!(storage.submit(&ns, task.clone()).await, Err(Error::DuplicateId(_))));
-    let mut idempotent = task.clone();
+    // Another submit of the id (a task built again) is a duplicate; an
+    // idempotent one finds it.
+    let another = || testing::new_task(task.id.as_str());
+    assert!(matches!(storage.submit(&ns, another()).await, Err(Error::DuplicateId(_))));
+    let mut idempotent = another();
     idempotent.mode = executor_core::storage::SubmitMode::Idempotent;
     assert_eq!(storage.submit(&ns, idempotent).await?.outcome, SubmitOutcome::Existing);
     assert_eq!(direct.counts(&ns).await?.total(), 1);
@@ -104,7 +106,7 @@ async fn a_batch_whose_answer_is_lost_is_unknown_for_each_task() -> TestResult {
 async fn the_client_resends_a_lost_submit_and_answers_once() -> TestResult {
     let (proxy, storage, direct, ns) = proxied().await?;
     let client = Client::without_name_check(storage, ns.clone());
-    // A generated id (the inbox's path): the payload marks the request.
+    // A generated id, as the builder makes one: the payload marks the request.
     let marker = format!("lost-{}", ns.as_str());
     proxy.cut_after(marker.as_bytes());
     let submitted = TaskBuilder::new("noop", &marker, TaskOptions::new()).submit(&client).await?;

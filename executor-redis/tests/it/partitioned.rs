@@ -208,14 +208,19 @@ async fn debounce_keeps_or_refuses_a_chosen_id_never_changes_it() -> TestResult 
     let (storage, ns) = fresh().await;
     let (mut kept, mut refused) = (0, 0);
     for i in 0..12 {
-        let mut task = testing::new_task(&format!("per-user-{i}"));
-        task.mode = SubmitMode::Debounce(Debounce::new(format!("user-{i}"), Duration::from_secs(30)));
+        let debounced = |id: &str| {
+            let mut task = testing::new_task(id);
+            task.mode = SubmitMode::Debounce(Debounce::new(format!("user-{i}"), Duration::from_secs(30)));
+            task
+        };
+        let task = debounced(&format!("per-user-{i}"));
         match storage.submit(&ns, task.clone()).await {
             Ok(out) => {
                 assert_eq!((&out.id, out.outcome), (&task.id, SubmitOutcome::Created));
-                task.payload = br#"{"n":2}"#.to_vec();
-                task.id = TaskId::new(format!("per-user-{i}-again"))?;
-                match storage.submit(&ns, task.clone()).await {
+                // A repeat is another submit: another task, built again.
+                let mut repeat = debounced(&format!("per-user-{i}-again"));
+                repeat.payload = br#"{"n":2}"#.to_vec();
+                match storage.submit(&ns, repeat).await {
                     // The repeat's own id may be refused too; when it is
                     // taken, it coalesces into the first task.
                     Ok(again) => assert_eq!(
