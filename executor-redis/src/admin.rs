@@ -1,6 +1,7 @@
 //! Cancel, requeue, run now and delete: `cancel.lua`, `requeue.lua`,
 //! `run_now.lua`, `delete.lua`.
 
+use executor_core::storage::RunNow;
 use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
 use fred::types::Value;
 
@@ -46,19 +47,21 @@ impl RedisStorage {
         }
     }
 
-    pub(crate) async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+    /// Deletes one task whatever its key holds (`delete.lua`).
+    pub(crate) async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+        let keys = self.keys(ns, self.inner.layout.partition_of(id));
+        let reply = self.run_in(&self.inner.scripts.delete, &keys, vec![Value::from(id.as_str())]).await?;
+        Ok(reply.as_u64() == Some(1))
+    }
+}
+
+impl RunNow for RedisStorage {
+    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
         match self.by_id(ns, id, &self.inner.scripts.run_now).await? {
             (w, _) if w == "ok" => self.poke(ns).await,
             (w, _) if w == "missing" => Err(Error::NotFound(id.clone())),
             (_, Some(state)) => Err(Error::IllegalTransition { id: id.clone(), state, action: "run now" }),
             (w, None) => Err(shape(&format!("run_now answered `{w}`"))),
         }
-    }
-
-    /// Deletes one task whatever its key holds (`delete.lua`).
-    pub(crate) async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        let keys = self.keys(ns, self.inner.layout.partition_of(id));
-        let reply = self.run_in(&self.inner.scripts.delete, &keys, vec![Value::from(id.as_str())]).await?;
-        Ok(reply.as_u64() == Some(1))
     }
 }

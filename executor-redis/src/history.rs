@@ -5,6 +5,7 @@
 //! the server's `TIME`; the leader's [`RedisStorage::trim_history`] deletes
 //! old minutes (no `EXPIRE`: the keep period is the executor's setting).
 
+use executor_core::storage::HistoryStore;
 use std::collections::BTreeMap;
 
 use executor_core::{
@@ -61,10 +62,12 @@ impl RedisStorage {
         let keys = vec![self.inner.layout.history(ns)];
         self.run(&self.inner.scripts.history, keys, args).await
     }
+}
 
+impl HistoryStore for RedisStorage {
     /// Adds every count to the minute of the server's `TIME` in one
     /// script; the call's nonce makes a resend by fred add nothing twice.
-    pub(crate) async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
+    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
         let counts = check_history(counts)?;
         if counts.is_empty() {
             return Ok(());
@@ -83,7 +86,7 @@ impl RedisStorage {
     /// Every bucket from `since` on, by minute then name. A minute or a
     /// field that does not parse (edited by hand) is left out with a
     /// warning; the rest still answers.
-    pub(crate) async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
+    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
         let since = instant_ms("history since", since.min(Timestamp::MAX))?;
         let items = array(self.history_op(ns, vec![Value::from("read"), Value::from(since)]).await?)?;
         let mut out = BTreeMap::new();
@@ -110,7 +113,7 @@ impl RedisStorage {
     }
 
     /// Deletes every minute before `before` in one script; how many went.
-    pub(crate) async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
+    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
         let before = instant_ms("history before", before.min(Timestamp::MAX))?;
         let reply = self.history_op(ns, vec![Value::from("trim"), Value::from(before)]).await?;
         reply.as_u64().ok_or_else(|| shape(&format!("history trim answered {reply:?}")))

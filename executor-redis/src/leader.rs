@@ -2,6 +2,7 @@
 //! `leader_get.lua` on the namespace's `leader` hash and token sequence; and
 //! the workers' announcements the leader compares (`workers.lua`).
 
+use executor_core::storage::Presence;
 use std::time::Duration;
 
 use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
@@ -48,8 +49,10 @@ impl RedisStorage {
         let keys = self.inner.layout.leader(ns).to_vec();
         term(self.run(&self.inner.scripts.leader_get, keys, Vec::new()).await?)
     }
+}
 
-    pub(crate) async fn announce(
+impl Presence for RedisStorage {
+    async fn announce(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -65,7 +68,7 @@ impl RedisStorage {
     }
 
     /// The unlapsed announcements; one that does not parse is left out.
-    pub(crate) async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
         let reply = self
             .run(&self.inner.scripts.workers, vec![self.inner.layout.workers(ns)], vec![Value::from("list")])
             .await?;

@@ -39,17 +39,12 @@ mod submit;
 mod tier;
 mod wake;
 
-use executor_core::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
-    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
-    schedule::Schedule,
-    storage::{
-        Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
-        ScheduleEntry, Storage, TierStorage,
-    },
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueName, Result, Retention, StateCounts,
+    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
 pub use builder::RedisStorageBuilder;
@@ -57,7 +52,9 @@ pub use storage::RedisStorage;
 
 // Each method is the inherent one of the same name in the module of its
 // section (`submit.rs`, `claim.rs`, ...); the `RedisStorage::` path picks the
-// inherent function, not this trait method.
+// inherent function, not this trait method. The optional abilities are
+// implemented in their own modules (`queues.rs`, `schedule.rs`,
+// `history.rs`, `admin.rs` for `RunNow`, `leader.rs` for `Presence`).
 impl Storage for RedisStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
         RedisStorage::submit(self, ns, task).await
@@ -170,78 +167,6 @@ impl Storage for RedisStorage {
 
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
         RedisStorage::housekeeping(self, ns).await
-    }
-}
-
-impl QueueControl for RedisStorage {
-    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        RedisStorage::pause_queue(self, ns, queue, paused).await
-    }
-
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        RedisStorage::queues(self, ns).await
-    }
-
-    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        RedisStorage::set_queue_limits(self, ns, queue, limits).await
-    }
-}
-
-impl RunNow for RedisStorage {
-    async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        RedisStorage::run_now(self, ns, id).await
-    }
-}
-
-impl Presence for RedisStorage {
-    async fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> Result<()> {
-        RedisStorage::announce(self, ns, worker, names, ttl).await
-    }
-
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
-        RedisStorage::workers(self, ns).await
-    }
-}
-
-impl ScheduleStore for RedisStorage {
-    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
-        RedisStorage::put_schedule(self, ns, schedule).await
-    }
-
-    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
-        RedisStorage::schedules(self, ns).await
-    }
-
-    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
-        RedisStorage::remove_schedule(self, ns, name).await
-    }
-
-    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
-        RedisStorage::pause_schedule(self, ns, name, paused).await
-    }
-
-    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
-        RedisStorage::advance_schedule(self, ns, name, advance).await
-    }
-}
-
-impl HistoryStore for RedisStorage {
-    async fn add_history(&self, ns: &Namespace, counts: &[HistoryCount]) -> Result<()> {
-        RedisStorage::add_history(self, ns, counts).await
-    }
-
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-        RedisStorage::history(self, ns, since).await
-    }
-
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        RedisStorage::trim_history(self, ns, before).await
     }
 }
 

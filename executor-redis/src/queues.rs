@@ -4,6 +4,7 @@
 //! operator's view of the queues (`queues.lua` in every partition, added up
 //! here).
 
+use executor_core::storage::QueueControl;
 use std::{collections::BTreeMap, time::Duration};
 
 use executor_core::{Error, Namespace, QueueInfo, QueueLimits, QueueName, RateLimit, Result, Timestamp};
@@ -19,10 +20,47 @@ use crate::{
 };
 
 impl RedisStorage {
+    /// Runs `limits.lua` or `limits_tidy.lua`: partition 0's script keys,
+    /// then the other partitions' lease ZSETs (one server, no slot check).
+    pub(crate) async fn run_limits(
+        &self,
+        lua: &crate::scripts::Lua,
+        ns: &Namespace,
+        args: Vec<Value>,
+    ) -> Result<Value> {
+        let first = self.keys(ns, 0);
+        let mut keys = first.script_keys.to_vec();
+        keys.extend((1..self.partitions()).map(|p| self.keys(ns, p).lease().to_owned()));
+        let mut all = vec![Value::from(first.base.as_str()), self.inline_wake()];
+        all.extend(args);
+        self.run(lua, keys, all).await
+    }
+}
+
+/// A limits field as `limits.lua` writes it: `concurrency,starts,per_ms,burst`,
+/// each empty when not set; `None` when it does not parse.
+fn parse_limits(spec: &str) -> Option<QueueLimits> {
+    let mut parts = spec.split(',');
+    let (c, starts, per, burst) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let mut limits = QueueLimits::new();
+    if !c.is_empty() {
+        limits = limits.concurrency(c.parse().ok()?);
+    }
+    if !starts.is_empty() {
+        let rate = RateLimit::new(starts.parse().ok()?, Duration::from_millis(per.parse().ok()?)).ok()?;
+        limits = limits.rate(rate.burst(burst.parse().ok()?).ok()?);
+    }
+    (!limits.is_none() && limits.validate().is_ok()).then_some(limits)
+}
+
+impl QueueControl for RedisStorage {
     /// Writes the pause to every partition: each claim script reads its own
     /// partition's copy, in its own slot, atomically with the claim. A
     /// resume sets the wake marker, so idle claimers look again at once.
-    pub(crate) async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         for p in 0..self.partitions() {
             let key = self.keys(ns, p).paused();
             let args = vec![Value::from(if paused { "1" } else { "0" }), Value::from(queue.as_str())];
@@ -42,12 +80,7 @@ impl RedisStorage {
     /// set from every partition's leases in the same script. Refused on a
     /// Redis Cluster with several partitions, where one script cannot
     /// reach every partition's slot.
-    pub(crate) async fn set_queue_limits(
-        &self,
-        ns: &Namespace,
-        queue: &QueueName,
-        limits: &QueueLimits,
-    ) -> Result<()> {
+    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
         if !self.inner.layout.has_limits() {
             return Err(Error::unsupported(
                 "set_queue_limits",
@@ -75,25 +108,9 @@ impl RedisStorage {
         self.run_limits(&self.inner.scripts.limits, ns, args).await.map(drop)
     }
 
-    /// Runs `limits.lua` or `limits_tidy.lua`: partition 0's script keys,
-    /// then the other partitions' lease ZSETs (one server, no slot check).
-    pub(crate) async fn run_limits(
-        &self,
-        lua: &crate::scripts::Lua,
-        ns: &Namespace,
-        args: Vec<Value>,
-    ) -> Result<Value> {
-        let first = self.keys(ns, 0);
-        let mut keys = first.script_keys.to_vec();
-        keys.extend((1..self.partitions()).map(|p| self.keys(ns, p).lease().to_owned()));
-        let mut all = vec![Value::from(first.base.as_str()), self.inline_wake()];
-        all.extend(args);
-        self.run(lua, keys, all).await
-    }
-
     /// Every queue with waiting or running tasks, paused, or with limits,
     /// by name, summed over the partitions; times from the Redis clock.
-    pub(crate) async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
         let mut out = BTreeMap::<String, QueueInfo>::new();
         for p in 0..self.partitions() {
             let first = Value::from(if p == 0 { "1" } else { "0" });
@@ -149,25 +166,6 @@ impl RedisStorage {
             .filter(|q| q.waiting > 0 || q.paused || q.running > 0 || !q.limits.is_none())
             .collect())
     }
-}
-
-/// A limits field as `limits.lua` writes it: `concurrency,starts,per_ms,burst`,
-/// each empty when not set; `None` when it does not parse.
-fn parse_limits(spec: &str) -> Option<QueueLimits> {
-    let mut parts = spec.split(',');
-    let (c, starts, per, burst) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    let mut limits = QueueLimits::new();
-    if !c.is_empty() {
-        limits = limits.concurrency(c.parse().ok()?);
-    }
-    if !starts.is_empty() {
-        let rate = RateLimit::new(starts.parse().ok()?, Duration::from_millis(per.parse().ok()?)).ok()?;
-        limits = limits.rate(rate.burst(burst.parse().ok()?).ok()?);
-    }
-    (!limits.is_none() && limits.validate().is_ok()).then_some(limits)
 }
 
 #[cfg(test)]

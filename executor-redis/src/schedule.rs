@@ -4,6 +4,7 @@
 //! partition 0's hash tag beside the leader, so every change is one script
 //! on one slot, on a cluster too.
 
+use executor_core::storage::ScheduleStore;
 use executor_core::{
     Error, Namespace, Result, TaskId, Timestamp,
     schedule::Schedule,
@@ -81,11 +82,13 @@ impl RedisStorage {
             _ => Err(shape(&format!("schedule {op} answered {reply:?}"))),
         }
     }
+}
 
+impl ScheduleStore for RedisStorage {
     /// Stores the definition; a new schedule's state starts at the store's
     /// clock, so no tick before it was added fires, and an existing one
     /// keeps its state (a state that no longer parses starts again).
-    pub(crate) async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
+    async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
         let json = serde_json::to_string(schedule).map_err(|e| Error::invalid("schedule", e.to_string()))?;
         let args = vec![Value::from("put"), Value::from(schedule.name.as_str()), Value::from(json)];
         self.schedule_op(ns, args).await.map(drop)
@@ -94,7 +97,7 @@ impl RedisStorage {
     /// Every schedule by name; one whose definition or state does not parse
     /// (edited by hand) is left out with a warning, so one bad entry never
     /// stops the leader from firing the others.
-    pub(crate) async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
+    async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
         let items = array(self.schedule_op(ns, vec![Value::from("list")]).await?)?;
         let mut entries = Vec::with_capacity(items.len() / 3);
         for triple in items.chunks(3) {
@@ -112,14 +115,14 @@ impl RedisStorage {
 
     /// Deletes the definition and the state in one script, so no half of a
     /// schedule is left behind; whether the definition existed.
-    pub(crate) async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
+    async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
         let reply = self.schedule_op(ns, vec![Value::from("remove"), Value::from(name)]).await?;
         Self::flag(&reply, "remove")
     }
 
     /// Sets the paused flag and keeps the rest of the state; whether the
     /// schedule exists (a missing one is never created).
-    pub(crate) async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
+    async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
         let args = vec![Value::from("pause"), Value::from(name), Value::from(if paused { "1" } else { "0" })];
         Self::flag(&self.schedule_op(ns, args).await?, "pause")
     }
@@ -128,12 +131,7 @@ impl RedisStorage {
     /// least the stored fence, in one script, so a deposed leader never
     /// moves a schedule its successor has moved. The nonce lets a resent
     /// call answer `true` like the first one did.
-    pub(crate) async fn advance_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        advance: &Advance,
-    ) -> Result<bool> {
+    async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
         if advance.token > MAX_FENCE {
             return Err(Error::invalid(
                 "fencing token",
