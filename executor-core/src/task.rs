@@ -378,6 +378,28 @@ impl NewTask {
         self.nonce
     }
 
+    /// This task under `nonce`: the same submit as the task that carried
+    /// it. For a producer that keeps what it sends (an outbox row, a file)
+    /// and sends it again after a crash lost the answer, so the store
+    /// answers the resend as the first submit, and for a test that compares
+    /// a built task with the one it expects.
+    ///
+    /// ```
+    /// use std::num::NonZeroU64;
+    /// use reliable_executor::{TaskId, storage::NewTask};
+    ///
+    /// let sent = NewTask::new(TaskId::new("order-7")?, "resize", b"{}".to_vec());
+    /// let kept = NonZeroU64::new(sent.nonce()).ok_or("a nonce is never 0")?;
+    /// let again = NewTask::new(TaskId::new("order-7")?, "resize", b"{}".to_vec()).with_nonce(kept);
+    /// assert_eq!(again, sent);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn with_nonce(mut self, nonce: std::num::NonZeroU64) -> Self {
+        self.nonce = nonce.get();
+        self
+    }
+
     /// This very submit, to send again after its outcome was lost
     /// ([`crate::Error::OutcomeUnknown`]): a clone, with the same id, nonce
     /// and fields (the name says why it is sent; any clone is the same
