@@ -80,8 +80,8 @@ pub trait Storage: Send + Sync + 'static {
     /// with `due_at <= now`, highest priority first, then earliest due) for `worker`: each becomes `RUNNING` with its fence
     /// and attempts incremented, `started_at = now` and
     /// `lease_until = now + lease`. One atomic step per batch, so concurrent
-    /// claimers never get the same task (invariant 2) and nothing is claimed
-    /// early (invariant 4).
+    /// claimers never get the same task and nothing is claimed before it is
+    /// due.
     ///
     /// # Errors
     /// Store failures only.
@@ -123,7 +123,8 @@ pub trait Storage: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Heartbeat>> + Send;
 
     /// Ends an attempt. Refused with [`crate::Error::StaleFence`] unless the
-    /// task is `RUNNING` with this lease's fence (invariant 2). Returns the
+    /// task is `RUNNING` with this lease's fence (a late attempt never
+    /// overwrites a newer one). Returns the
     /// new state.
     ///
     /// # Errors
@@ -279,7 +280,7 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Resolves when work may have become due in `ns`, or after `max_wait`,
     /// whichever is first: the wake-up that lets an idle executor start a due
-    /// task within milliseconds without busy polling (invariant 4). Spurious
+    /// task within milliseconds without busy polling. Spurious
     /// wake-ups are allowed.
     ///
     /// # Errors
@@ -321,7 +322,7 @@ pub trait QueueControl: Storage {
         paused: bool,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// Sets `queue`'s fleet-wide limits (issue 16), replacing the ones it
+    /// Sets `queue`'s fleet-wide limits, replacing the ones it
     /// had; [`QueueLimits::default`] removes them. From the next claim on,
     /// every claim takes no more of the queue's tasks than its concurrency
     /// limit leaves (tasks `RUNNING` in the store count until they finish

@@ -2,7 +2,7 @@
 -- ARGV[6] is the call's nonce: a resent claim (fred retries a command whose
 -- connection dropped) returns the tasks the first execution claimed instead
 -- of claiming more. ARGV[7], when given, says what to do with the claim
--- plan (issue 16) that follows: 'a' applies the quotas then fills, 'q'
+-- plan that follows: 'a' applies the quotas then fills, 'q'
 -- applies the quotas only (the first pass over several partitions, so one
 -- partition's fill does not take slots another's quotas would fill);
 -- ARGV[8] is the number of shares, then a queue and a quota per share: up to
@@ -13,7 +13,7 @@
 -- due first. Returns {now, more_due (0|1), {{id, fields...}...},
 -- {{id, reason}...}, {queues cut short}}: the fourth holds the records set aside as corrupt
 -- (set_aside in common/06_records.lua) instead of being claimed; the rest of the batch
--- is claimed as if they were not there (invariant 7).
+-- is claimed as if they were not there (a bad record never stops its neighbours).
 -- Fleet-wide limits (common/05_limits.lua): a limited queue gives no more tasks than
 -- its concurrency limit leaves (its running set's ZCARD) and than whole
 -- tokens are in its bucket, in the quotas and the fill alike; its claimed

@@ -2,7 +2,8 @@
 -- id, fence, outcome (C completed, R retry, F failed, T timed out, E errored,
 -- X cancelled, L released, P postponed), retry or postpone delay ms, error
 -- text, nonce. Released and postponed attempts are not counted.
--- Only a RUNNING task with the same fence changes (invariant 2); the answer
+-- Only a RUNNING task with the same fence changes, so a late attempt never
+-- overwrites a newer one; the answer
 -- per item is the new state, 'STALE', or 'INVALID' for an item whose delay
 -- is not a whole number (Rust checks it first; this keeps the script from
 -- failing half way). A resent item (same nonce, already applied) answers

@@ -1,4 +1,4 @@
--- limits: sets the fleet-wide limits of queue ARGV[3] (issue 16), run in
+-- limits: sets the fleet-wide limits of queue ARGV[3], run in
 -- partition 0 with its script keys and, on a standalone server with several
 -- partitions, the other partitions' lease ZSETs as KEYS[9..]. ARGV[4]
 -- concurrency, ARGV[5] starts, ARGV[6] interval ms, ARGV[7] burst; all

@@ -2,7 +2,7 @@
 -- is presumed dead). Past the deadline -> TIMEOUT; no attempts left -> FAILED;
 -- else PENDING due now, the lost attempt appended to the attempt log
 -- (`lease_expired`, common/04_attempt_log.lua). The fence grows in every
--- case, so the old worker's late writes are refused (invariant 2). A lease
+-- case, so the old worker's late writes are refused. A lease
 -- entry whose record is corrupt is set aside (common/06_records.lua); one
 -- without a task is dropped.
 -- Returns {retried, failed, timed_out, {{id, reason}...} set aside}.
