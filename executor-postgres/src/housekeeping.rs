@@ -17,8 +17,8 @@ const HOUSEKEEPING_RETRIES: u32 = 1;
 
 /// The reap, in one statement (see the file): up to `$2` expired leases no
 /// one is changing right now, each moved on as its row says with its fence
-/// bumped, so the presumed-dead worker's late finish is refused
-/// (invariant 2).
+/// bumped, so the presumed-dead worker's late finish is refused and no
+/// two attempts of a task overlap.
 const REAP_SQL: &str = sql!("housekeeping/reap");
 
 impl PostgresStorage {

@@ -212,7 +212,7 @@ impl PostgresStorage {
     /// taken id answers its own item only. A batch the server refuses for
     /// another reason (nothing was written) is redone row by row, so each
     /// task gets its own answer and one bad row never fails its neighbours
-    /// (invariant 7). A batch whose connection was lost after it was sent
+    /// (bad input harms no neighbour). A batch whose connection was lost after it was sent
     /// has an unknown outcome: each of its tasks gets its own
     /// [`Error::OutcomeUnknown`]. Debounced ones go one by one.
     pub(crate) async fn submit_many(

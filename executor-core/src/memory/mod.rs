@@ -130,7 +130,8 @@ impl MemoryStorage {
     /// As [`MemoryStorage::with`] for a change that may take tasks out of
     /// RUNNING (a finish, a reap, a delete): when one left a queue with a
     /// concurrency limit, its slot is free and idle claimers are woken, since
-    /// their wait leaves a queue at its limit out (invariant 10).
+    /// their wait leaves a queue at its limit out: without the wake-up the
+    /// freed slot would wait out their whole idle wait.
     fn with_release<R>(&self, ns: &Namespace, f: impl FnOnce(&mut Space, Timestamp) -> R) -> R {
         let (out, freed) = self.with(ns, |space, now| {
             let before = space.running_in_limited_queues();
@@ -318,7 +319,8 @@ impl Storage for MemoryStorage {
 
     /// Returns at once if a task is due; else sleeps until the earliest due
     /// time, a wake-up from a submit, retry, release, requeue or reap, or
-    /// `max_wait`, whichever is first (invariant 4).
+    /// `max_wait`, whichever is first, so due work starts within
+    /// milliseconds without polling.
     async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
         self.wait(ns, None, max_wait).await
     }

@@ -365,8 +365,8 @@ pub async fn queue_concurrency_limit_holds<S: QueueControl>(s: &S, ns: &Namespac
     assert_eq!(running.throttled, 2, "both claims were cut short by the limit, once each: {running:?}");
 
     // An idle claimer of lim alone is not woken by its due tasks. Wake-ups
-    // the submits and claims above left behind (a push delivered late on a
-    // busy machine) are taken first: a wait that lasts its whole time says
+    // the submits and claims above left behind (a push delivered late when
+    // the server or the test is slow) are taken first: a wait that lasts its whole time says
     // none is left, and one that never does is the failure checked below.
     for _ in 0..10 {
         let t = tokio::time::Instant::now();
