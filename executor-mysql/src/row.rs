@@ -3,8 +3,8 @@
 //! callers turn into [`executor_core::Error::Corrupt`] or an `ERROR` state;
 //! nothing here panics.
 
-use executor_core::{Error, QueueName, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId};
-use sqlx::{Row, mysql::MySqlRow};
+use executor_core::{QueueName, RetryPolicy, TaskId, TaskRecord, WorkerId};
+use sqlx::mysql::MySqlRow;
 
 /// Reads one row selected with the task columns the claim and list
 /// statements name (`sql/claim/read_claimed.sql`).
@@ -26,7 +26,7 @@ pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
         .map_err(|_| "negative timeout_ms".to_owned())?;
     let mut task = TaskRecord::new(
         id,
-        col::<String>(row, "name")?,
+        col::<_, String>(row, "name")?,
         state,
         col(row, "payload")?,
         time(row, "created_at")?,
@@ -52,73 +52,12 @@ pub(crate) fn task_from_row(row: &MySqlRow) -> Result<TaskRecord, String> {
     Ok(task)
 }
 
-/// The attempt log of a row that selected it (`sql/query/get.sql`, the tier
-/// moves), read leniently
-/// ([`executor_core::storage::attempt_log_from_column`]): NULL, or a value
-/// that does not parse, reads as empty, so the task stays readable.
-pub(crate) fn attempt_log(row: &MySqlRow, id: &TaskId) -> Vec<executor_core::AttemptRecord> {
-    executor_core::storage::attempt_log_from_column(id, row.try_get::<Option<String>, _>("attempt_log"))
-}
-
 /// [`task_from_row`] of a row that selected the attempt log too, the log
 /// included.
 pub(crate) fn task_with_log(row: &MySqlRow) -> Result<TaskRecord, String> {
     let mut task = task_from_row(row)?;
-    task.attempt_log = attempt_log(row, &task.id);
+    task.attempt_log = executor_sql::row::attempt_log(row, &task.id);
     Ok(task)
 }
 
-/// A state exactly as the statements write it. `TaskState`'s parser
-/// ignores case, but the generated columns and every statement compare
-/// exactly: a `'created'` would read as waiting yet never be claimed. The
-/// `ck_tasks_state` constraint keeps such values out; this keeps a row from
-/// before it (or a server that ignores CHECK) from reading as valid.
-pub(crate) fn exact_state(raw: &str) -> Result<TaskState, String> {
-    TaskState::ALL
-        .into_iter()
-        .find(|st| st.as_str() == raw)
-        .ok_or_else(|| format!("state `{raw}` is not one of the eight states, spelled exactly"))
-}
-
-/// The raw id of a row, for rows that do not parse.
-pub(crate) fn raw_id(row: &MySqlRow) -> String {
-    row.try_get::<String, _>("id").unwrap_or_default()
-}
-
-/// A [`TaskId`] for an error about a row whose own id may not be valid:
-/// whitespace and control characters become `_`, so the message still
-/// points at the row.
-pub(crate) fn id_for_error(raw: &str) -> TaskId {
-    let mut cleaned: String =
-        raw.chars().map(|c| if c.is_whitespace() || c.is_control() { '_' } else { c }).collect();
-    while cleaned.len() > executor_core::MAX_ID_LEN {
-        cleaned.pop();
-    }
-    TaskId::new(cleaned).unwrap_or_else(|_| TaskId::generate())
-}
-
-/// [`Error::Corrupt`] for a row.
-pub(crate) fn corrupt(raw: &str, reason: String) -> Error {
-    Error::Corrupt { id: id_for_error(raw), reason }
-}
-
-/// Column `name` of `row`, or why it does not decode.
-pub(crate) fn col<'r, T>(row: &'r MySqlRow, name: &'static str) -> Result<T, String>
-where
-    T: sqlx::Decode<'r, sqlx::MySql> + sqlx::Type<sqlx::MySql>,
-{
-    row.try_get::<T, _>(name).map_err(|e| format!("column `{name}`: {e}"))
-}
-
-fn time(row: &MySqlRow, name: &'static str) -> Result<Timestamp, String> {
-    let v: i64 = col(row, name)?;
-    u64::try_from(v).map(Timestamp::from_millis).map_err(|_| format!("column `{name}` is negative: {v}"))
-}
-
-fn opt_time(row: &MySqlRow, name: &'static str) -> Result<Option<Timestamp>, String> {
-    let v: Option<i64> = col(row, name)?;
-    v.map(|v| {
-        u64::try_from(v).map(Timestamp::from_millis).map_err(|_| format!("column `{name}` is negative: {v}"))
-    })
-    .transpose()
-}
+pub(crate) use executor_sql::row::{col, corrupt, exact_state, id_for_error, opt_time, raw_id, time};

@@ -39,7 +39,7 @@ fn entry(r: &MySqlRow) -> Result<ScheduleEntry, String> {
     let mut e = ScheduleEntry::new(schedule, Timestamp::from_millis(col(r, "cursor_ms")?));
     e.paused = col(r, "paused")?;
     e.fence = col(r, "fence")?;
-    e.last_task = col::<Option<String>>(r, "last_task")?
+    e.last_task = col::<_, Option<String>>(r, "last_task")?
         .map(TaskId::new)
         .transpose()
         .map_err(|e| format!("column `last_task`: {e}"))?;
@@ -89,7 +89,7 @@ impl ScheduleStore for MySqlStorage {
             .filter_map(|r| match entry(r) {
                 Ok(e) => Some(e),
                 Err(reason) => {
-                    let name = col::<String>(r, "name").unwrap_or_default();
+                    let name = col::<_, String>(r, "name").unwrap_or_default();
                     tracing::warn!(namespace = %ns, schedule = %name, %reason, "stored schedule does not parse; left out");
                     None
                 }

@@ -1,8 +1,8 @@
 //! The statements: each one a file under `sql/`, `sql/<module>/<what it
-//! does>.sql`, loaded at compile time by [`sql!`]; and what binds them.
+//! does>.sql`, loaded at compile time by `sql!`; and what binds them.
 //!
 //! A file starts with a comment saying what the statement does and what its
-//! parameters are; [`sql!`] leaves that comment out of the text sent. A
+//! parameters are; `sql!` leaves that comment out of the text sent. A
 //! statement whose shape depends on its input marks the part that varies,
 //! and the driver writes it in at run time:
 //!
@@ -18,40 +18,7 @@
 //! As they are, the files are statements the server runs: the group once,
 //! the example list, every optional line; `explain/run.sh` runs them so.
 
-/// The statement in `sql/<name>.sql`, without its leading comment, as a
-/// `&'static str`.
-macro_rules! sql {
-    ($name:literal) => {{
-        const TEXT: &str =
-            crate::sql::body(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/", $name, ".sql")));
-        TEXT
-    }};
-}
-pub(crate) use sql;
-
-/// `text` without its leading comment lines and the blank space around it.
-pub(crate) const fn body(text: &str) -> &str {
-    let b = text.as_bytes();
-    let mut start = 0;
-    loop {
-        while start < b.len() && b[start].is_ascii_whitespace() {
-            start += 1;
-        }
-        if start + 1 < b.len() && b[start] == b'-' && b[start + 1] == b'-' {
-            while start < b.len() && b[start] != b'\n' {
-                start += 1;
-            }
-        } else {
-            break;
-        }
-    }
-    let mut end = b.len();
-    while end > start && b[end - 1].is_ascii_whitespace() {
-        end -= 1;
-    }
-    let (_, rest) = text.split_at(start);
-    rest.split_at(end - start).0
-}
+pub(crate) use executor_sql::sql;
 
 /// Where the marker `/*kind:name*/` and the group after it (a `?`, or one
 /// parenthesised group, strings inside skipped) are in `text`: the marker's
@@ -278,39 +245,15 @@ mod tests {
         );
         assert_eq!(literals("r IN /*LITERALS:r*/(0, 1, 2) AND", "r", "4, 7"), "r IN (4, 7) AND");
         assert_eq!(only("a\n  b -- if x\n  c -- if y\nd", &["y"]), "a\n  c\nd");
-        assert_eq!(body("-- what\n-- ?1 ns\nSELECT 1\nFROM t\n"), "SELECT 1\nFROM t");
     }
 
     /// Every statement file is run by the code: each one's name appears in
     /// a `sql!(..)` call under `src/`, so no dead statement file stays.
     #[test]
     fn every_statement_file_is_used() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut code = String::new();
-        for entry in std::fs::read_dir(root.join("src")).into_iter().flatten().flatten() {
-            code.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-        let mut files = Vec::new();
-        let mut dirs = vec![root.join("sql")];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "sql") {
-                    files.push(path);
-                }
-            }
-        }
-        assert!(files.len() > 50, "{} statement files found", files.len());
-        let unused: Vec<String> = files
-            .iter()
-            .filter_map(|path| {
-                let name = path.strip_prefix(root.join("sql")).ok()?.with_extension("");
-                let name = name.to_str()?.replace('\\', "/");
-                (!code.contains(&format!("sql!(\"{name}\")"))).then_some(name)
-            })
-            .collect();
+        let (files, unused) =
+            executor_sql::unused_statement_files(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(files > 50, "{files} statement files found");
         assert!(unused.is_empty(), "statement files no code runs: {unused:?}");
     }
 }

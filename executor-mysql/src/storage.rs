@@ -121,7 +121,7 @@ impl MySqlStorage {
 
     pub(crate) fn with_options(pool: MySqlPool, opts: MySqlOptions) -> Self {
         Self {
-            conns: Arc::new(Conns::new(pool)),
+            conns: Arc::new(Conns::new(pool, 2, crate::sql::SESSION_SETUP)),
             opts: Arc::new(opts),
             wake: Arc::new(Notify::new()),
             finishes: Arc::new(GroupCommit::new()),

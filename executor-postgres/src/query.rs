@@ -101,60 +101,13 @@ impl PostgresStorage {
     }
 }
 
-/// What every cursor of this store starts with.
+/// What every cursor of this store starts with (`executor_sql::cursor`).
 const CURSOR_PREFIX: &str = "pg1.";
 
-/// `pg1.<finished_at or ->.<id in hex>`: hex, so any stored id (even one
-/// that is not a valid `TaskId` any more) round-trips, and a cursor from
-/// another store or another version is refused rather than misread.
 fn make_cursor(finished: Option<i64>, id: &str) -> String {
-    let f = finished.map_or_else(|| "-".to_owned(), |f| f.to_string());
-    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
-    format!("{CURSOR_PREFIX}{f}.{hex}")
+    executor_sql::cursor::make(CURSOR_PREFIX, finished, id)
 }
 
 fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
-    let bad = || Error::invalid("cursor", format!("`{c}` was not made by this store's list"));
-    let (f, hex) = c.strip_prefix(CURSOR_PREFIX).and_then(|rest| rest.split_once('.')).ok_or_else(bad)?;
-    let f = match f {
-        "-" => None,
-        f => Some(f.parse::<u64>().ok().and_then(|f| i64::try_from(f).ok()).ok_or_else(bad)?),
-    };
-    if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * 4 * executor_core::MAX_ID_LEN {
-        return Err(bad());
-    }
-    let bytes = (0..hex.len())
-        .step_by(2)
-        .map(|i| hex.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
-        .collect::<Option<Vec<u8>>>()
-        .ok_or_else(bad)?;
-    Ok((f, String::from_utf8(bytes).map_err(|_| bad())?))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_foreign_ones_are_refused() {
-        for (f, id) in [(None, "a:b"), (Some(17), "x"), (Some(0), "pad "), (None, "é.\u{1d11e}")] {
-            assert_eq!(parse_cursor(&make_cursor(f, id)).ok(), Some((f, id.to_owned())), "{f:?} {id:?}");
-        }
-        for foreign in [
-            "garbage",
-            "x:y",
-            "0:x:y",
-            "-:a",
-            "pg1.",
-            "pg1.-.",
-            "pg1.x.61",
-            "pg1.-1.61",
-            "pg1.1.6",
-            "pg1.1.zz",
-            "pg1.1.ff",
-            "my1.1.61",
-        ] {
-            assert!(parse_cursor(foreign).is_err(), "{foreign} accepted");
-        }
-    }
+    executor_sql::cursor::parse(CURSOR_PREFIX, executor_core::MAX_ID_LEN, c)
 }

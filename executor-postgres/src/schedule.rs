@@ -30,7 +30,7 @@ fn entry(r: &PgRow) -> Result<ScheduleEntry, String> {
     e.paused = col(r, "paused")?;
     let fence: i64 = col(r, "fence")?;
     e.fence = u64::try_from(fence).map_err(|_| format!("column `fence` is negative: {fence}"))?;
-    e.last_task = col::<Option<String>>(r, "last_task")?
+    e.last_task = col::<_, Option<String>>(r, "last_task")?
         .map(TaskId::new)
         .transpose()
         .map_err(|e| format!("column `last_task`: {e}"))?;
@@ -78,7 +78,7 @@ impl ScheduleStore for PostgresStorage {
             .filter_map(|r| match entry(r) {
                 Ok(e) => Some(e),
                 Err(reason) => {
-                    let name = col::<String>(r, "name").unwrap_or_default();
+                    let name = col::<_, String>(r, "name").unwrap_or_default();
                     tracing::warn!(namespace = %ns, schedule = %name, %reason, "stored schedule does not parse; left out");
                     None
                 }

@@ -118,7 +118,7 @@ impl PostgresStorage {
         let wakes = Arc::new(Wakes::default());
         Self {
             listener: Arc::new(Listener::new(pool.clone(), Arc::clone(&wakes))),
-            conns: Arc::new(Conns::new(pool)),
+            conns: Arc::new(Conns::new(pool, 3, crate::sql::SESSION_SETUP)),
             opts: Arc::new(opts),
             wakes,
             finishes: Arc::new(GroupCommit::new()),

@@ -1,0 +1,35 @@
+//! The SQL core of reliable-executor: the mechanism its SQL drivers share,
+//! written once and generic over the database (as sqlx writes its pool
+//! once over `sqlx::Database`).
+//!
+//! A driver (`reliable-executor-mysql`, `reliable-executor-postgres`) owns
+//! what truly differs between dialects: its statements (one `.sql` file
+//! each), the claim, the fleet-wide limits, the wake-ups, the migrations,
+//! and which server errors mean what ([`ErrorClass`]). This crate owns:
+//!
+//! - [`conn`]: the connections a storage's own statements run on (a free
+//!   list beside the sqlx pool, closed rather than reused after a dropped
+//!   operation), and whether a failed statement was sent;
+//! - [`error`]: turning sqlx errors into [`executor_core::Error`] by their
+//!   type and the dialect's classes, retrying lock conflicts, and the
+//!   "outcome unknown" of a submit whose answer was lost;
+//! - [`cursor`]: where the next page of a list starts;
+//! - [`finish`]: ending attempts, alone or in batches of completions,
+//!   concurrent finishes sharing one batch (group commit);
+//! - [`row`]: reading task rows, whatever the dialect's column types;
+//! - [`sql!`]: a statement file, loaded at compile time without its
+//!   leading comment.
+//!
+//! Applications do not use this crate directly.
+
+pub mod conn;
+pub mod cursor;
+pub mod error;
+pub mod finish;
+pub mod row;
+mod statement;
+
+pub use error::ErrorClass;
+#[doc(hidden)]
+pub use statement::body;
+pub use statement::unused_statement_files;
