@@ -1,22 +1,34 @@
 //! What operators and producers call to change a task: cancel, requeue,
 //! delete.
 
-use executor_core::storage::RunNow;
 use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
+use executor_sql::dialect::Admin;
 use sqlx::Row;
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error, row,
     sql::{bind_task, sql},
 };
 
-impl MySqlStorage {
+async fn state_of(s: &MySqlDialect, ns: &Namespace, id: &TaskId) -> Result<Option<TaskState>> {
+    let q = sqlx::query(sql!("admin/state"));
+    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
+    match r {
+        None => Ok(None),
+        Some(r) => {
+            let st: String = r.try_get("state").map_err(error::storage)?;
+            row::exact_state(&st).map(Some).map_err(|reason| Error::Corrupt { id: id.clone(), reason })
+        }
+    }
+}
+
+impl Admin for MySqlDialect {
     /// Cancels a waiting task, or flags a running one for its worker's next
     /// heartbeat. Each branch is one statement conditional on the state, so a
     /// task claimed in between is flagged instead of cancelled under its worker.
-    pub(crate) async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
+    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
         // A task can move between waiting and running while we look (a release,
         // a claim): a few rounds settle it.
         for _ in 0..5 {
@@ -44,7 +56,7 @@ impl MySqlStorage {
     /// Moves a dead-lettered task back to `PENDING`, due now, attempts reset,
     /// with the attempt that dead-lettered it appended to its attempt log
     /// (`dead`) in the same statement, before the columns it reads change.
-    pub(crate) async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
+    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
         let done = sqlx::query(sql!("admin/requeue"));
         let done = bind_task(done, ns, id).execute_on(&self.conns).await.map_err(error::storage)?;
         if done.rows_affected() > 0 {
@@ -61,7 +73,7 @@ impl MySqlStorage {
     /// statement. Its debounce key goes with the row (the `waiting_key` index
     /// entry); a worker still running it has its finish refused as stale (no
     /// row matches the fence).
-    pub(crate) async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
+    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
         let done = error::retry_lock_conflicts(|| async move {
             let q = sqlx::query(sql!("admin/delete"));
             bind_task(q, ns, id).execute_on(&self.conns).await.map_err(error::storage)
@@ -74,21 +86,7 @@ impl MySqlStorage {
         }
         Ok(deleted)
     }
-}
 
-async fn state_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<TaskState>> {
-    let q = sqlx::query(sql!("admin/state"));
-    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
-    match r {
-        None => Ok(None),
-        Some(r) => {
-            let st: String = r.try_get("state").map_err(error::storage)?;
-            row::exact_state(&st).map(Some).map_err(|reason| Error::Corrupt { id: id.clone(), reason })
-        }
-    }
-}
-
-impl RunNow for MySqlStorage {
     /// A waiting task due later becomes due now (the server's clock): one
     /// UPDATE by primary key. A task already due keeps its due time, so its
     /// place; anything but `CREATED`/`PENDING` is refused with its state.

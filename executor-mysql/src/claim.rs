@@ -1,5 +1,6 @@
 //! Claiming due tasks and renewing the leases on them.
 
+use executor_sql::dialect::Claim;
 use std::{collections::HashMap, time::Duration};
 
 use executor_core::{
@@ -13,7 +14,7 @@ use sqlx::{
 };
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error, limits, row,
     sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, ms, padded, sql},
@@ -73,190 +74,6 @@ impl RankHints {
         for (r, k) in keep.iter_mut().enumerate() {
             *k = if seen & (1 << r) != 0 { KEEP } else { k.saturating_sub(1) };
         }
-    }
-}
-
-impl MySqlStorage {
-    /// Claims up to `limit` due tasks of the default queue: a plan of that
-    /// queue alone, so the same three statements as any one-queue claim.
-    pub(crate) async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
-    }
-
-    /// Claims as `plan` says in three autocommit statements, none of which
-    /// waits for the client while it holds a lock (invariant 9: a claimer
-    /// stopped at any point holds nothing; the tasks it claimed come back
-    /// through the reaper one lease later):
-    ///
-    /// 1. per queue of the plan, `SELECT id ... WHERE queue = ? AND
-    ///    queue_rank IN (ranks) AND ready_at <= now AND NOT EXISTS (a paused
-    ///    row for the queue) ORDER BY queue_rank, ready_at, id LIMIT 2n FOR
-    ///    UPDATE SKIP LOCKED` over the ranks where recent claims found due
-    ///    tasks, and the same without `FOR UPDATE` over the other ranks
-    ///    ([`RankHints`]), all joined by `UNION ALL` into one statement:
-    ///    candidates (the locked ones no one is changing right now; the
-    ///    locks end with the statement) of every rank, sorted into claim
-    ///    order by the client, none from a paused queue (the pause is read
-    ///    by the claim itself, so it holds from the next claim statement
-    ///    on);
-    /// 2. `UPDATE ... WHERE id IN (ids) AND ready_at <= now ORDER BY
-    ///    queue_rank, ready_at, id LIMIT n`, stamping a fresh token: the
-    ///    condition is checked again under the row lock, so two claimers
-    ///    never take the same task (invariant 2) and nothing is taken before
-    ///    it is due (invariant 4, on the server's clock). With one queue the
-    ///    ids are every candidate and the first `n` still waiting are taken;
-    ///    with several, they are the ones the plan picks (each share's quota
-    ///    in order, then the rest of the limit from the same queues in order);
-    /// 3. the claimed rows read back by their ids and the token, returned in
-    ///    claim order.
-    ///
-    /// A queue with fleet-wide limits is left out of these statements (its
-    /// row in the queues table makes the select skip it, and a branch of
-    /// the same select names it) and claimed in its own short transaction
-    /// instead (`limits.rs`): the queues this process knows to be limited
-    /// first, each up to its quota, then the rest of the plan as above,
-    /// then the rest of the limit from limited queues that gave all they
-    /// were asked for.
-    ///
-    /// Candidates are fetched twice over so that a concurrent claimer that
-    /// picked the same ones leaves this one the rest; a claim that lost
-    /// candidates that way tries again for what it still wants, up to
-    /// [`ROUNDS`] times. A waiting row whose counters are at their column's
-    /// maximum, or that does not parse, is moved to `ERROR` with the
-    /// reason, so it can never block the queue.
-    pub(crate) async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        plan: &ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        let mut claimed: Vec<TaskRecord> = Vec::new();
-        let mut want = Want::new(plan);
-        let one_queue = want.queues.len() == 1;
-        // Queues with limits (as far as this process knows) first, each up
-        // to its quota, in their own transactions (`limits.rs`).
-        let mut refill: Vec<QueueName> = Vec::new();
-        let mut busy: Vec<(QueueName, usize)> = Vec::new();
-        let known: Vec<(QueueName, usize)> =
-            want.queues.iter().filter(|(q, _)| self.known_limited(ns, q)).cloned().collect();
-        for (queue, quota) in known {
-            let upto = quota.min(want.limit);
-            if upto == 0 {
-                // Nothing of its own to take now: only the fill may.
-                want.remove(&queue);
-                refill.push(queue);
-                continue;
-            }
-            let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
-            match take.outcome {
-                limits::Outcome::Unlimited => {
-                    self.forget_limited(ns, &queue);
-                    continue;
-                }
-                limits::Outcome::Full => refill.push(queue.clone()),
-                limits::Outcome::Busy => busy.push((queue.clone(), upto)),
-                limits::Outcome::Done => {}
-            }
-            want.took(&take.tasks);
-            want.remove(&queue);
-            claimed.extend(take.tasks);
-        }
-        for _ in 0..ROUNDS {
-            if want.limit == 0 || want.queues.is_empty() {
-                break;
-            }
-            let round = error::retry_lock_conflicts(|| claim_once(self, ns, worker, &want, lease)).await?;
-            want.took(&round.tasks);
-            claimed.extend(round.tasks);
-            // Queues the statement found limited: this process learns them
-            // here, and they take their part in the fill below.
-            for queue in round.limited {
-                self.remember_limited(ns, &queue);
-                want.remove(&queue);
-                refill.push(queue);
-            }
-            if !round.lost_race {
-                break;
-            }
-        }
-        // The fill: the rest of the limit from limited queues that took all
-        // they were asked for.
-        for queue in refill {
-            if want.limit == 0 {
-                break;
-            }
-            let take = self.claim_limited(ns, worker, &queue, want.limit, lease).await?;
-            if take.outcome == limits::Outcome::Busy {
-                busy.push((queue, want.limit));
-            }
-            want.took(&take.tasks);
-            claimed.extend(take.tasks);
-        }
-        // A queue another claimer was claiming: its transaction is a few
-        // round trips, so a claim that got nothing else tries again shortly
-        // rather than leave its caller to spin. Never waits while it holds
-        // tasks of other queues, and a stopped holder costs at most this.
-        if claimed.is_empty() {
-            for pause_ms in [2, 8, 32] {
-                if busy.is_empty() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
-                let mut still = Vec::new();
-                for (queue, upto) in busy {
-                    let upto = upto.min(want.limit);
-                    if upto == 0 {
-                        continue;
-                    }
-                    let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
-                    if take.outcome == limits::Outcome::Busy {
-                        still.push((queue, upto));
-                    }
-                    want.took(&take.tasks);
-                    claimed.extend(take.tasks);
-                }
-                busy = still;
-                if !claimed.is_empty() {
-                    break;
-                }
-            }
-        }
-        // A round after the first takes what an earlier one lost to other
-        // claimers, which may come before what it took: one queue's batch
-        // goes back into claim order (priority, due time, id), as one
-        // round would have returned it.
-        if one_queue {
-            claimed.sort_by(|a, b| {
-                b.priority
-                    .cmp(&a.priority)
-                    .then(a.due_at.cmp(&b.due_at))
-                    .then_with(|| a.id.as_str().cmp(b.id.as_str()))
-            });
-        }
-        Ok(claimed)
-    }
-
-    /// Renews every lease in one UPDATE (only rows still `RUNNING` with the
-    /// lease's fence, so a lost lease is never revived: invariant 2), then one
-    /// SELECT tells which leases are lost and which tasks have a cancel request.
-    pub(crate) async fn heartbeat(
-        &self,
-        ns: &Namespace,
-        leases: &[Lease],
-        lease: Duration,
-    ) -> Result<Heartbeat> {
-        let mut out = Heartbeat::default();
-        for chunk in leases.chunks(MAX_BATCH) {
-            heartbeat_chunk(self, ns, chunk, lease, &mut out).await?;
-        }
-        Ok(out)
     }
 }
 
@@ -327,7 +144,7 @@ impl Want {
 }
 
 async fn claim_once(
-    s: &MySqlStorage,
+    s: &MySqlDialect,
     ns: &Namespace,
     worker: &WorkerId,
     want: &Want,
@@ -475,7 +292,7 @@ async fn claim_once(
 /// since `ck_tasks_priority` refuses any UPDATE of the row otherwise; the
 /// reason keeps the value it had.
 pub(crate) async fn to_error(
-    s: &MySqlStorage,
+    s: &MySqlDialect,
     ns: &Namespace,
     raw_id: &str,
     token: Option<u64>,
@@ -496,7 +313,7 @@ pub(crate) async fn to_error(
 }
 
 async fn heartbeat_chunk(
-    s: &MySqlStorage,
+    s: &MySqlDialect,
     ns: &Namespace,
     leases: &[Lease],
     lease: Duration,
@@ -576,5 +393,184 @@ pub(crate) fn claim_update(
     match take {
         Some(take) => q.bind(u32::try_from(take).unwrap_or(u32::MAX)),
         None => q,
+    }
+}
+
+impl Claim for MySqlDialect {
+    /// Claims up to `limit` due tasks of the default queue: a plan of that
+    /// queue alone, so the same three statements as any one-queue claim.
+    async fn claim(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
+    }
+
+    /// Claims as `plan` says in three autocommit statements, none of which
+    /// waits for the client while it holds a lock (invariant 9: a claimer
+    /// stopped at any point holds nothing; the tasks it claimed come back
+    /// through the reaper one lease later):
+    ///
+    /// 1. per queue of the plan, `SELECT id ... WHERE queue = ? AND
+    ///    queue_rank IN (ranks) AND ready_at <= now AND NOT EXISTS (a paused
+    ///    row for the queue) ORDER BY queue_rank, ready_at, id LIMIT 2n FOR
+    ///    UPDATE SKIP LOCKED` over the ranks where recent claims found due
+    ///    tasks, and the same without `FOR UPDATE` over the other ranks
+    ///    (`RankHints`), all joined by `UNION ALL` into one statement:
+    ///    candidates (the locked ones no one is changing right now; the
+    ///    locks end with the statement) of every rank, sorted into claim
+    ///    order by the client, none from a paused queue (the pause is read
+    ///    by the claim itself, so it holds from the next claim statement
+    ///    on);
+    /// 2. `UPDATE ... WHERE id IN (ids) AND ready_at <= now ORDER BY
+    ///    queue_rank, ready_at, id LIMIT n`, stamping a fresh token: the
+    ///    condition is checked again under the row lock, so two claimers
+    ///    never take the same task (invariant 2) and nothing is taken before
+    ///    it is due (invariant 4, on the server's clock). With one queue the
+    ///    ids are every candidate and the first `n` still waiting are taken;
+    ///    with several, they are the ones the plan picks (each share's quota
+    ///    in order, then the rest of the limit from the same queues in order);
+    /// 3. the claimed rows read back by their ids and the token, returned in
+    ///    claim order.
+    ///
+    /// A queue with fleet-wide limits is left out of these statements (its
+    /// row in the queues table makes the select skip it, and a branch of
+    /// the same select names it) and claimed in its own short transaction
+    /// instead (`limits.rs`): the queues this process knows to be limited
+    /// first, each up to its quota, then the rest of the plan as above,
+    /// then the rest of the limit from limited queues that gave all they
+    /// were asked for.
+    ///
+    /// Candidates are fetched twice over so that a concurrent claimer that
+    /// picked the same ones leaves this one the rest; a claim that lost
+    /// candidates that way tries again for what it still wants, up to
+    /// `ROUNDS` times. A waiting row whose counters are at their column's
+    /// maximum, or that does not parse, is moved to `ERROR` with the
+    /// reason, so it can never block the queue.
+    async fn claim_queues(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        plan: &ClaimPlan,
+        lease: Duration,
+    ) -> Result<Vec<TaskRecord>> {
+        let mut claimed: Vec<TaskRecord> = Vec::new();
+        let mut want = Want::new(plan);
+        let one_queue = want.queues.len() == 1;
+        // Queues with limits (as far as this process knows) first, each up
+        // to its quota, in their own transactions (`limits.rs`).
+        let mut refill: Vec<QueueName> = Vec::new();
+        let mut busy: Vec<(QueueName, usize)> = Vec::new();
+        let known: Vec<(QueueName, usize)> =
+            want.queues.iter().filter(|(q, _)| self.known_limited(ns, q)).cloned().collect();
+        for (queue, quota) in known {
+            let upto = quota.min(want.limit);
+            if upto == 0 {
+                // Nothing of its own to take now: only the fill may.
+                want.remove(&queue);
+                refill.push(queue);
+                continue;
+            }
+            let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
+            match take.outcome {
+                limits::Outcome::Unlimited => {
+                    self.forget_limited(ns, &queue);
+                    continue;
+                }
+                limits::Outcome::Full => refill.push(queue.clone()),
+                limits::Outcome::Busy => busy.push((queue.clone(), upto)),
+                limits::Outcome::Done => {}
+            }
+            want.took(&take.tasks);
+            want.remove(&queue);
+            claimed.extend(take.tasks);
+        }
+        for _ in 0..ROUNDS {
+            if want.limit == 0 || want.queues.is_empty() {
+                break;
+            }
+            let round = error::retry_lock_conflicts(|| claim_once(self, ns, worker, &want, lease)).await?;
+            want.took(&round.tasks);
+            claimed.extend(round.tasks);
+            // Queues the statement found limited: this process learns them
+            // here, and they take their part in the fill below.
+            for queue in round.limited {
+                self.remember_limited(ns, &queue);
+                want.remove(&queue);
+                refill.push(queue);
+            }
+            if !round.lost_race {
+                break;
+            }
+        }
+        // The fill: the rest of the limit from limited queues that took all
+        // they were asked for.
+        for queue in refill {
+            if want.limit == 0 {
+                break;
+            }
+            let take = self.claim_limited(ns, worker, &queue, want.limit, lease).await?;
+            if take.outcome == limits::Outcome::Busy {
+                busy.push((queue, want.limit));
+            }
+            want.took(&take.tasks);
+            claimed.extend(take.tasks);
+        }
+        // A queue another claimer was claiming: its transaction is a few
+        // round trips, so a claim that got nothing else tries again shortly
+        // rather than leave its caller to spin. Never waits while it holds
+        // tasks of other queues, and a stopped holder costs at most this.
+        if claimed.is_empty() {
+            for pause_ms in [2, 8, 32] {
+                if busy.is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+                let mut still = Vec::new();
+                for (queue, upto) in busy {
+                    let upto = upto.min(want.limit);
+                    if upto == 0 {
+                        continue;
+                    }
+                    let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
+                    if take.outcome == limits::Outcome::Busy {
+                        still.push((queue, upto));
+                    }
+                    want.took(&take.tasks);
+                    claimed.extend(take.tasks);
+                }
+                busy = still;
+                if !claimed.is_empty() {
+                    break;
+                }
+            }
+        }
+        // A round after the first takes what an earlier one lost to other
+        // claimers, which may come before what it took: one queue's batch
+        // goes back into claim order (priority, due time, id), as one
+        // round would have returned it.
+        if one_queue {
+            claimed.sort_by(|a, b| {
+                b.priority
+                    .cmp(&a.priority)
+                    .then(a.due_at.cmp(&b.due_at))
+                    .then_with(|| a.id.as_str().cmp(b.id.as_str()))
+            });
+        }
+        Ok(claimed)
+    }
+
+    /// Renews every lease in one UPDATE (only rows still `RUNNING` with the
+    /// lease's fence, so a lost lease is never revived: invariant 2), then one
+    /// SELECT tells which leases are lost and which tasks have a cancel request.
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
+        let mut out = Heartbeat::default();
+        for chunk in leases.chunks(MAX_BATCH) {
+            heartbeat_chunk(self, ns, chunk, lease, &mut out).await?;
+        }
+        Ok(out)
     }
 }

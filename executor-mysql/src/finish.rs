@@ -14,7 +14,6 @@ use sqlx::{MySql, Row};
 use tokio::sync::Notify;
 
 use crate::{
-    MySqlStorage,
     conn::{Conns, RunOn},
     error,
     sql::{self, clip_error, ms, padded, sql},
@@ -63,35 +62,13 @@ fn finish_query<'a>(
     crate::sql::bind_task(q, ns, &lease.id).bind(lease.fence)
 }
 
-impl MySqlStorage {
-    /// Ends an attempt, sharing a batch with the concurrent finishes of this
-    /// process (`executor_sql::finish::finish`).
-    pub(crate) async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        executor_sql::finish::finish(&self.finishes, &self.finisher(), ns, lease, finish).await
-    }
-
-    /// Ends many attempts, each with its own answer
-    /// (`executor_sql::finish::finish_many`).
-    pub(crate) async fn finish_many(
-        &self,
-        ns: &Namespace,
-        items: Vec<(Lease, Finish)>,
-    ) -> Result<Vec<Result<TaskState>>> {
-        executor_sql::finish::finish_many(&self.finisher(), ns, items).await
-    }
-
-    fn finisher(&self) -> Finisher {
-        Finisher { conns: Arc::clone(&self.conns), wake: Arc::clone(&self.wake) }
-    }
-}
-
 /// This dialect's finish statements, on the connections and the wake-up
 /// alone, so the group-commit batcher can hold them without holding the
 /// storage.
 #[derive(Clone)]
-struct Finisher {
-    conns: Arc<Conns>,
-    wake: Arc<Notify>,
+pub(crate) struct Finisher {
+    pub(crate) conns: Arc<Conns>,
+    pub(crate) wake: Arc<Notify>,
 }
 
 impl FinishStatements for Finisher {

@@ -3,7 +3,7 @@
 //! `NOW(3)`. An add is one autocommit upsert for every name, so adds from
 //! many processes sum; the leader's trim is one `DELETE`.
 
-use executor_core::storage::HistoryStore;
+use executor_sql::dialect::History;
 use std::collections::BTreeMap;
 
 use executor_core::{
@@ -13,7 +13,7 @@ use executor_core::{
 use sqlx::mysql::MySqlRow;
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error,
     row::col,
@@ -27,7 +27,7 @@ fn bucket(r: &MySqlRow) -> Result<HistoryBucket, String> {
     HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
 }
 
-impl HistoryStore for MySqlStorage {
+impl History for MySqlDialect {
     /// One `INSERT .. ON DUPLICATE KEY UPDATE` for every count, in the
     /// order of the primary key (so concurrent adders lock rows in one
     /// order); a deadlock or lock wait rolls the statement back whole, so

@@ -2,10 +2,11 @@
 //! finished tasks, both in bounded batches.
 
 use executor_core::{Namespace, Result, Retention, TaskState, storage::Reaped};
+use executor_sql::dialect::Housekeeping;
 use sqlx::Row;
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error, row,
     sql::{self, MAX_FENCE_COLUMN, ms, padded, sql},
@@ -20,75 +21,7 @@ const REAP_REASON: &str = "lease expired (worker presumed dead)";
 /// waits (2 s each), and no heartbeat or finish waits behind it meanwhile.
 const HOUSEKEEPING_RETRIES: u32 = 1;
 
-impl MySqlStorage {
-    /// Recovers up to `limit` tasks whose lease expired, in three autocommit
-    /// statements (no lock outlives a statement, so a leader stopped mid-reap
-    /// blocks no heartbeat or finish: invariant 9):
-    ///
-    /// 1. `SELECT ... WHERE state = 'RUNNING' AND lease_until < now ORDER BY
-    ///    lease_until LIMIT n FOR UPDATE SKIP LOCKED`: expired leases no one is
-    ///    changing right now (a heartbeat or finish in flight is skipped, not
-    ///    waited for);
-    /// 2. one UPDATE of those ids, conditional on the lease still being expired,
-    ///    deciding each row's outcome in SQL (`TIMEOUT` past the deadline,
-    ///    `FAILED` with no attempts left, else `PENDING` due now, the lost
-    ///    attempt appended to its attempt log) and stamping a token;
-    /// 3. the rows it changed read back by ids and token.
-    ///
-    /// The fence grows in every case, so the presumed-dead worker's late finish
-    /// is refused (invariant 2), and the task is never lost (invariant 1).
-    pub(crate) async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
-        if limit == 0 {
-            return Ok(Reaped::default());
-        }
-        let limit = u32::try_from(limit.min(1000)).unwrap_or(1000);
-        let reaped =
-            error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || reap_once(self, ns, limit)).await?;
-        // Back to waiting, or a slot of a limited queue freed by a dead
-        // letter: work for an idle claimer of this process either way.
-        if !reaped.is_empty() {
-            self.notify_work();
-        }
-        Ok(reaped)
-    }
-
-    /// Deletes up to `limit` finished tasks past retention: `COMPLETED` and
-    /// `CANCELLED` first, then dead letter if it has a retention. Each class is
-    /// one range read of `ix_finished`, named in the statement (`SELECT id
-    /// ... FORCE INDEX (ix_finished) ... LIMIT n FOR UPDATE SKIP LOCKED`,
-    /// autocommit: rows someone holds are left for the next tick, not
-    /// waited for) and one DELETE of those ids by primary key. Left to the
-    /// optimizer, either statement may become a primary key scan of the
-    /// namespace (it did: `tests/it/retained_history.rs`). The DELETE repeats
-    /// the state and cutoff, so a task requeued in between is not deleted.
-    /// A count limit first finds its cutoff from the newest `max + 1` of each
-    /// state (`count_cutoff`).
-    pub(crate) async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
-        let limit = limit.min(10_000);
-        let mut deleted = 0;
-        let classes = [
-            (Some(retention.completed), retention.completed_max, &["COMPLETED", "CANCELLED"][..]),
-            (retention.dead_letter, retention.dead_letter_max, &["FAILED", "TIMEOUT", "ERROR"][..]),
-        ];
-        for (keep, max, states) in classes {
-            if keep.is_none() && max.is_none() {
-                continue;
-            }
-            let room = limit.saturating_sub(deleted);
-            if room == 0 {
-                break;
-            }
-            let rule = Keep { age_ms: keep.map(ms), max };
-            deleted += error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || {
-                trim_class(self, ns, states, rule, room)
-            })
-            .await?;
-        }
-        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
-    }
-}
-
-async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reaped> {
+async fn reap_once(s: &MySqlDialect, ns: &Namespace, limit: u32) -> Result<Reaped> {
     let rows = sqlx::query(sql!("housekeeping/select_expired"))
         .bind(ns.as_str())
         .bind(limit)
@@ -135,7 +68,7 @@ async fn reap_once(s: &MySqlStorage, ns: &Namespace, limit: u32) -> Result<Reape
 
 /// A running row whose fence is at its column's maximum cannot be reaped
 /// (the bump overflows): it goes to `ERROR` with the reason instead.
-async fn to_error(s: &MySqlStorage, ns: &Namespace, raw_id: &str) -> Result<()> {
+async fn to_error(s: &MySqlDialect, ns: &Namespace, raw_id: &str) -> Result<()> {
     tracing::warn!(task = %raw_id, "running task with its fence at the column's maximum moved to ERROR");
     sqlx::query(sql!("housekeeping/fence_to_error"))
         .bind(ns.as_str())
@@ -161,7 +94,7 @@ struct Keep {
 /// with the states as an `IN` list and one `ORDER BY`, MariaDB scanned the
 /// namespace by primary key and sorted it, 220,000 rows read for a
 /// namespace of 220,000), and the server picks from those.
-async fn count_cutoff(s: &MySqlStorage, ns: &Namespace, states: &[&str], max: u64) -> Result<Option<i64>> {
+async fn count_cutoff(s: &MySqlDialect, ns: &Namespace, states: &[&str], max: u64) -> Result<Option<i64>> {
     let mut q = sql::query(sql::union(sql!("housekeeping/count_cutoff"), "states", states.len()));
     for state in states {
         q = q.bind(ns.as_str().to_owned()).bind(*state).bind(max.saturating_add(1));
@@ -173,7 +106,7 @@ async fn count_cutoff(s: &MySqlStorage, ns: &Namespace, states: &[&str], max: u6
 /// Deletes up to `limit` tasks of a class past its age or its count (ties
 /// at the count's millisecond go together: at most `max` stay).
 async fn trim_class(
-    s: &MySqlStorage,
+    s: &MySqlDialect,
     ns: &Namespace,
     states: &[&str],
     keep: Keep,
@@ -217,6 +150,74 @@ async fn trim_class(
     let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()).bind(bound), &ids);
     let done = q.execute_on(&s.conns).await.map_err(error::storage)?;
     Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+}
+
+impl Housekeeping for MySqlDialect {
+    /// Recovers up to `limit` tasks whose lease expired, in three autocommit
+    /// statements (no lock outlives a statement, so a leader stopped mid-reap
+    /// blocks no heartbeat or finish: invariant 9):
+    ///
+    /// 1. `SELECT ... WHERE state = 'RUNNING' AND lease_until < now ORDER BY
+    ///    lease_until LIMIT n FOR UPDATE SKIP LOCKED`: expired leases no one is
+    ///    changing right now (a heartbeat or finish in flight is skipped, not
+    ///    waited for);
+    /// 2. one UPDATE of those ids, conditional on the lease still being expired,
+    ///    deciding each row's outcome in SQL (`TIMEOUT` past the deadline,
+    ///    `FAILED` with no attempts left, else `PENDING` due now, the lost
+    ///    attempt appended to its attempt log) and stamping a token;
+    /// 3. the rows it changed read back by ids and token.
+    ///
+    /// The fence grows in every case, so the presumed-dead worker's late finish
+    /// is refused (invariant 2), and the task is never lost (invariant 1).
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+        if limit == 0 {
+            return Ok(Reaped::default());
+        }
+        let limit = u32::try_from(limit.min(1000)).unwrap_or(1000);
+        let reaped =
+            error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || reap_once(self, ns, limit)).await?;
+        // Back to waiting, or a slot of a limited queue freed by a dead
+        // letter: work for an idle claimer of this process either way.
+        if !reaped.is_empty() {
+            self.notify_work();
+        }
+        Ok(reaped)
+    }
+
+    /// Deletes up to `limit` finished tasks past retention: `COMPLETED` and
+    /// `CANCELLED` first, then dead letter if it has a retention. Each class is
+    /// one range read of `ix_finished`, named in the statement (`SELECT id
+    /// ... FORCE INDEX (ix_finished) ... LIMIT n FOR UPDATE SKIP LOCKED`,
+    /// autocommit: rows someone holds are left for the next tick, not
+    /// waited for) and one DELETE of those ids by primary key. Left to the
+    /// optimizer, either statement may become a primary key scan of the
+    /// namespace (it did: `tests/it/retained_history.rs`). The DELETE repeats
+    /// the state and cutoff, so a task requeued in between is not deleted.
+    /// A count limit first finds its cutoff from the newest `max + 1` of each
+    /// state (`count_cutoff`).
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+        let limit = limit.min(10_000);
+        let mut deleted = 0;
+        let classes = [
+            (Some(retention.completed), retention.completed_max, &["COMPLETED", "CANCELLED"][..]),
+            (retention.dead_letter, retention.dead_letter_max, &["FAILED", "TIMEOUT", "ERROR"][..]),
+        ];
+        for (keep, max, states) in classes {
+            if keep.is_none() && max.is_none() {
+                continue;
+            }
+            let room = limit.saturating_sub(deleted);
+            if room == 0 {
+                break;
+            }
+            let rule = Keep { age_ms: keep.map(ms), max };
+            deleted += error::retry_lock_conflicts_up_to(HOUSEKEEPING_RETRIES, || {
+                trim_class(self, ns, states, rule, room)
+            })
+            .await?;
+        }
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
 }
 
 #[cfg(test)]

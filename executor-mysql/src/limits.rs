@@ -25,7 +25,7 @@ use executor_core::{Namespace, QueueLimits, QueueName, Result, TaskRecord, Worke
 use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     claim::to_error,
     conn::RunOn,
     error, row,
@@ -111,7 +111,7 @@ impl Take {
     }
 }
 
-impl MySqlStorage {
+impl MySqlDialect {
     /// Whether this process has seen limits on `queue`.
     pub(crate) fn known_limited(&self, ns: &Namespace, queue: &QueueName) -> bool {
         self.limited
@@ -319,7 +319,7 @@ pub(crate) struct Shown {
 }
 
 /// Every row of `ns` in the queues table.
-pub(crate) async fn rows(s: &MySqlStorage, ns: &Namespace) -> Result<Vec<Shown>> {
+pub(crate) async fn rows(s: &MySqlDialect, ns: &Namespace) -> Result<Vec<Shown>> {
     let rows = sqlx::query(sql!("limits/rows"))
         .bind(ns.as_str())
         .fetch_all_on(&s.conns)

@@ -1,11 +1,12 @@
 //! [`MySqlOptions`]: how a [`MySqlStorage`] connects and behaves.
 
+use executor_sql::Dialect as _;
 use std::time::Duration;
 
 use executor_core::{Error, Result};
 use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
 
-use crate::{MySqlStorage, error};
+use crate::{MySqlDialect, MySqlStorage, error};
 
 /// Settings of a [`MySqlStorage`]; [`MySqlStorage::connect`] uses the defaults.
 ///
@@ -96,6 +97,11 @@ impl MySqlOptions {
     /// non-retryable one for a bad URL, bad credentials, a failed migration
     /// or an incomplete schema.
     pub async fn connect(self, url: &str) -> Result<MySqlStorage> {
+        self.connect_dialect(url).await.map(MySqlStorage::new)
+    }
+
+    /// As [`MySqlOptions::connect`], the dialect's state alone.
+    pub(crate) async fn connect_dialect(self, url: &str) -> Result<MySqlDialect> {
         self.validate()?;
         // Two more than the storage uses, for callers of `pool()` and the
         // migrator (see `conn.rs`).
@@ -105,7 +111,7 @@ impl MySqlOptions {
             .connect(url)
             .await
             .map_err(error::connect)?;
-        self.open(pool).await
+        self.open_dialect(pool).await
     }
 
     /// A storage on an existing pool; runs the migrations unless turned off,
@@ -117,9 +123,13 @@ impl MySqlOptions {
     /// failed migration; an incomplete schema (migrations off and not
     /// applied by hand); store failures.
     pub async fn open(self, pool: MySqlPool) -> Result<MySqlStorage> {
+        self.open_dialect(pool).await.map(MySqlStorage::new)
+    }
+
+    async fn open_dialect(self, pool: MySqlPool) -> Result<MySqlDialect> {
         self.validate()?;
         let migrate = self.migrate;
-        let storage = MySqlStorage::with_options(pool, self);
+        let storage = MySqlDialect::with_options(pool, self);
         if migrate {
             storage.migrate().await?;
         } else {

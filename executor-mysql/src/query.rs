@@ -1,21 +1,33 @@
 //! Reads for operators and producers: get, list, counts.
 
+use executor_sql::dialect::Query;
 use std::collections::BTreeMap;
 
 use executor_core::{Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, Unreadable};
 use sqlx::Row;
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error, row,
     sql::{self, ID_COLUMN_CHARS, bind_task, sql},
 };
 
-impl MySqlStorage {
+/// What every cursor of this store starts with (`executor_sql::cursor`).
+const CURSOR_PREFIX: &str = "my1.";
+
+fn make_cursor(finished: Option<i64>, id: &str) -> String {
+    executor_sql::cursor::make(CURSOR_PREFIX, finished, id)
+}
+
+fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
+    executor_sql::cursor::parse(CURSOR_PREFIX, ID_COLUMN_CHARS, c)
+}
+
+impl Query for MySqlDialect {
     /// Reads one task with its attempt log; a row that does not parse is
     /// [`Error::Corrupt`] (an attempt log that does not parse reads as empty).
-    pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
         let q = sqlx::query(sql!("query/get"));
         let r = bind_task(q, ns, id).fetch_optional_on(&self.conns).await.map_err(error::storage)?;
         r.map(|r| row::task_with_log(&r).map_err(|reason| Error::Corrupt { id: id.clone(), reason }))
@@ -29,7 +41,7 @@ impl MySqlStorage {
     /// visits each such task once. A row that does not parse is skipped and
     /// reported in [`Page::unreadable`] (invariant 7): the rest of the page
     /// still reads, and the cursor moves past it.
-    pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         query.validate()?;
         let cursor = query.cursor.as_deref().map(parse_cursor).transpose()?;
         // The lines of the file this list sends (see the file).
@@ -76,7 +88,7 @@ impl MySqlStorage {
 
     /// Tasks per state, from the `ix_finished` index alone. Rows with a state
     /// no one knows are left out (and logged).
-    pub(crate) async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
         let rows = sqlx::query(sql!("query/counts"))
             .bind(ns.as_str())
             .fetch_all_on(&self.conns)
@@ -95,15 +107,4 @@ impl MySqlStorage {
         }
         Ok(out.into_iter().collect())
     }
-}
-
-/// What every cursor of this store starts with (`executor_sql::cursor`).
-const CURSOR_PREFIX: &str = "my1.";
-
-fn make_cursor(finished: Option<i64>, id: &str) -> String {
-    executor_sql::cursor::make(CURSOR_PREFIX, finished, id)
-}
-
-fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
-    executor_sql::cursor::parse(CURSOR_PREFIX, ID_COLUMN_CHARS, c)
 }

@@ -1,20 +1,20 @@
 //! Queue controls (issue 16): pausing a queue fleet-wide and the per-queue
 //! figures. The claim itself is in `claim.rs`.
 
-use executor_core::storage::QueueControl;
+use executor_sql::dialect::Queues;
 use std::collections::BTreeMap;
 
 use executor_core::{Namespace, QueueInfo, QueueLimits, QueueName, Result, Timestamp};
 use sqlx::Row;
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error, limits,
     sql::{self, padded, sql},
 };
 
-impl MySqlStorage {
+impl MySqlDialect {
     /// The queues of `ns` that have waiting tasks, as stored, in name
     /// order. Only single dives into `ix_queue`, which the optimizer takes
     /// whatever its statistics say (`Select tables optimized away`): the
@@ -87,7 +87,7 @@ fn valid(name: &str) -> Option<QueueName> {
     }
 }
 
-impl QueueControl for MySqlStorage {
+impl Queues for MySqlDialect {
     /// Pauses or resumes `queue`: a row in the queues table while it is
     /// paused or has limits, none otherwise. Every claim statement reads it
     /// (see `claim_queues`), so a pause holds for every process from the

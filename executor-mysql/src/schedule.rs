@@ -8,15 +8,16 @@
 //! move that leaves every value as it was, still counts its row. The
 //! driver test `schedules::unchanged_rows_still_count` holds sqlx to that.
 
-use executor_core::storage::ScheduleStore;
 use executor_core::{
     Error, Namespace, Result, TaskId, Timestamp,
     schedule::Schedule,
     storage::{Advance, ScheduleEntry},
 };
+use executor_sql::Dialect as _;
+use executor_sql::dialect::Schedules;
 use sqlx::mysql::MySqlRow;
 
-use crate::{MySqlStorage, conn::RunOn, error, row::col, sql::sql};
+use crate::{MySqlDialect, conn::RunOn, error, row::col, sql::sql};
 
 /// The byte length `LENGTH(name)` is compared with: the `_bin` collations
 /// pad with spaces, so `name = 'a'` alone would also match a row named
@@ -46,7 +47,7 @@ fn entry(r: &MySqlRow) -> Result<ScheduleEntry, String> {
     Ok(e)
 }
 
-impl ScheduleStore for MySqlStorage {
+impl Schedules for MySqlDialect {
     /// Inserts `schedule` with its cursor at the server's now, or replaces
     /// only the definition of the row already there, so a replaced schedule
     /// keeps its pause, cursor, fence and last task. One autocommit upsert.

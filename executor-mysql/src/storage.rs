@@ -1,6 +1,13 @@
 //! [`MySqlStorage`]: the handle, its migrations, and the helpers every
 //! section of the `Storage` impl shares (payload limit, wake-up).
 
+use executor_core::Timestamp;
+use executor_sql::{
+    dialect::Dialect,
+    finish::{FinishGroup, FinishStatements},
+};
+
+use crate::finish::Finisher;
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
@@ -20,26 +27,11 @@ use crate::{
 /// Name of the table that records which migrations ran.
 pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
 
-/// Tasks in MySQL 8 or MariaDB 10.6+, through a `sqlx` pool.
-///
-/// One table set holds every namespace (the `ns` column leads every key).
-/// Every state change is one autocommit statement conditional on the
-/// task's state and fence; no statement waits inside a transaction for the
-/// client, so a stopped process holds no lock (except a queue with limits'
-/// row, for at most 2 s: see `docs/mysql.md`, Queues and priorities). All times come from the
-/// server's clock. Cheap to clone: clones share the pool
-/// and the in-process wake-up.
-///
-/// ```no_run
-/// # async fn run() -> executor_core::Result<()> {
-/// use reliable_executor_mysql::MySqlStorage;
-/// let storage = MySqlStorage::connect("mysql://root@127.0.0.1:3306/test").await?;
-/// # drop(storage);
-/// # Ok(())
-/// # }
-/// ```
+/// The MySQL/MariaDB dialect of the SQL core: what a `MySqlStorage` holds (the
+/// connections, the options, the in-process wake-ups, the group-commit
+/// queue, the claim's hints), shared by its clones.
 #[derive(Clone, Debug)]
-pub struct MySqlStorage {
+pub struct MySqlDialect {
     pub(crate) conns: Arc<Conns>,
     pub(crate) opts: Arc<MySqlOptions>,
     /// Fired by every change in this process that may make work due, so a
@@ -99,36 +91,36 @@ async fn migration_lock(conn: &mut sqlx::MySqlConnection) -> Result<()> {
     }
 }
 
-impl MySqlStorage {
-    /// Connects with the default [`MySqlOptions`] and runs the migrations.
-    ///
-    /// # Errors
-    /// As [`MySqlOptions::connect`].
-    pub async fn connect(url: &str) -> Result<Self> {
-        MySqlOptions::new().connect(url).await
+impl Dialect for MySqlDialect {
+    type Db = sqlx::MySql;
+    type Options = MySqlOptions;
+
+    async fn connect(options: MySqlOptions, url: &str) -> Result<Self> {
+        options.connect_dialect(url).await
     }
 
-    /// A storage on an existing pool with the default options. Runs no
-    /// migrations: call [`MySqlStorage::migrate`], or use [`MySqlOptions::open`].
-    pub fn from_pool(pool: MySqlPool) -> Self {
-        Self::with_options(pool, MySqlOptions::new())
+    fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Self {
+        Self::with_options(pool, options)
     }
 
-    /// Settings for a storage other than the defaults.
-    pub fn options() -> MySqlOptions {
-        MySqlOptions::new()
+    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        let r = sqlx::query(sql!("tier/now")).fetch_one_on(&self.conns).await.map_err(error::storage)?;
+        let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
+        Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
     }
 
-    pub(crate) fn with_options(pool: MySqlPool, opts: MySqlOptions) -> Self {
-        Self {
-            conns: Arc::new(Conns::new(pool, 2, crate::sql::SESSION_SETUP)),
-            opts: Arc::new(opts),
-            wake: Arc::new(Notify::new()),
-            finishes: Arc::new(GroupCommit::new()),
-            packet: Arc::new(OnceCell::new()),
-            limited: Arc::default(),
-            ranks: Arc::default(),
-        }
+    fn finishes(&self) -> &FinishGroup {
+        &self.finishes
+    }
+
+    fn finish_statements(&self) -> impl FinishStatements {
+        Finisher { conns: Arc::clone(&self.conns), wake: Arc::clone(&self.wake) }
+    }
+
+    /// Gives back the connections the storage keeps and closes the pool.
+    async fn close(&self) {
+        self.conns.release_kept();
+        self.conns.pool().close().await;
     }
 
     /// Creates or upgrades the schema, then checks it is complete. Safe when
@@ -142,7 +134,7 @@ impl MySqlStorage {
     /// A failed or modified migration, a lock not granted within 10 minutes
     /// (another process still migrating), an incomplete schema, or a store
     /// failure.
-    pub async fn migrate(&self) -> Result<()> {
+    async fn migrate(&self) -> Result<()> {
         // The schema is embedded at compile time. Its bookkeeping lives in
         // its own table so it never mixes with an application's own sqlx
         // migrations in the same database.
@@ -172,6 +164,68 @@ impl MySqlStorage {
         }
         ran?;
         self.check_schema().await
+    }
+
+    /// The largest payload this store holds: the server's
+    /// `max_allowed_packet` less room for the rest of the row and the
+    /// statement. A larger payload would make the server drop the connection
+    /// (which looks retryable and would be retried forever), so it is
+    /// refused before it is sent. Read once, at connect or the first submit.
+    async fn max_payload(&self) -> Result<usize> {
+        let packet = self.packet_size().await?;
+        Ok(packet.saturating_sub(PACKET_OVERHEAD))
+    }
+
+    /// Deletes every task, the leadership row, the workers' announcements,
+    /// the cron schedules, the paused queues and the throughput history of `ns`, tasks in batches of 10,000 rows so
+    /// no statement holds locks for long. Returns the number of tasks
+    /// deleted. For tests and for retiring a namespace; running
+    /// executors on `ns` lose their tasks.
+    ///
+    /// # Errors
+    /// Store failures.
+    async fn purge(&self, ns: &Namespace) -> Result<u64> {
+        let mut deleted = 0;
+        loop {
+            let done = sqlx::query(sql!("storage/purge_tasks"))
+                .bind(ns.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            deleted += done.rows_affected();
+            if done.rows_affected() == 0 {
+                break;
+            }
+        }
+        for table in [
+            sql!("storage/purge_leaders"),
+            sql!("storage/purge_workers"),
+            sql!("storage/purge_schedules"),
+            sql!("storage/purge_queues"),
+            sql!("storage/purge_history"),
+        ] {
+            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
+        }
+        Ok(deleted)
+    }
+
+    /// The pool, for operators' own queries.
+    fn pool(&self) -> &MySqlPool {
+        self.conns.pool()
+    }
+}
+
+impl MySqlDialect {
+    pub(crate) fn with_options(pool: MySqlPool, opts: MySqlOptions) -> Self {
+        Self {
+            conns: Arc::new(Conns::new(pool, 2, crate::sql::SESSION_SETUP)),
+            opts: Arc::new(opts),
+            wake: Arc::new(Notify::new()),
+            finishes: Arc::new(GroupCommit::new()),
+            packet: Arc::new(OnceCell::new()),
+            limited: Arc::default(),
+            ranks: Arc::default(),
+        }
     }
 
     /// Checks that every table and column the statements use exists: one
@@ -204,16 +258,6 @@ impl MySqlStorage {
         Ok(())
     }
 
-    /// The largest payload this store holds: the server's
-    /// `max_allowed_packet` less room for the rest of the row and the
-    /// statement. A larger payload would make the server drop the connection
-    /// (which looks retryable and would be retried forever), so it is
-    /// refused before it is sent. Read once, at connect or the first submit.
-    pub(crate) async fn max_payload(&self) -> Result<usize> {
-        let packet = self.packet_size().await?;
-        Ok(packet.saturating_sub(PACKET_OVERHEAD))
-    }
-
     /// The server's `max_allowed_packet`, in bytes.
     pub(crate) async fn packet_size(&self) -> Result<usize> {
         self.packet
@@ -227,44 +271,6 @@ impl MySqlStorage {
             })
             .await
             .copied()
-    }
-
-    /// Deletes every task, the leadership row, the workers' announcements,
-    /// the cron schedules, the paused queues and the throughput history of `ns`, tasks in batches of 10,000 rows so
-    /// no statement holds locks for long. Returns the number of tasks
-    /// deleted. For tests and for retiring a namespace; running
-    /// executors on `ns` lose their tasks.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
-        let mut deleted = 0;
-        loop {
-            let done = sqlx::query(sql!("storage/purge_tasks"))
-                .bind(ns.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            deleted += done.rows_affected();
-            if done.rows_affected() == 0 {
-                break;
-            }
-        }
-        for table in [
-            sql!("storage/purge_leaders"),
-            sql!("storage/purge_workers"),
-            sql!("storage/purge_schedules"),
-            sql!("storage/purge_queues"),
-            sql!("storage/purge_history"),
-        ] {
-            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
-        }
-        Ok(deleted)
-    }
-
-    /// The pool, for operators' own queries.
-    pub fn pool(&self) -> &MySqlPool {
-        self.conns.pool()
     }
 
     /// Tells waiters in this process that work may be due.

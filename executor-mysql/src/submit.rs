@@ -5,10 +5,12 @@ use executor_core::{
     Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
     storage::{Debounce, Due, NewTask, SubmitMode},
 };
+use executor_sql::Dialect as _;
+use executor_sql::dialect::{Submit, SubmitIn};
 use sqlx::{MySql, Row, mysql::MySqlArguments, query::Query};
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::{RunOn, execute_sent},
     error,
     sql::{self, ID_COLUMN_CHARS, NAME_COLUMN_CHARS, ms, sql, ts},
@@ -126,147 +128,11 @@ fn validate(task: NewTask, limit: usize) -> Result<Checked> {
     })
 }
 
-impl MySqlStorage {
-    /// One task, in one statement (plain, idempotent) or a few autocommit
-    /// statements (debounce).
-    pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        let row = validate(task, self.max_payload().await?)?;
-        let out = match &row.mode {
-            SubmitMode::Debounce(d) => debounce(self, ns, &row, d).await,
-            SubmitMode::Plain | SubmitMode::Idempotent => insert_one(self, ns, &row).await,
-            other => {
-                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
-            }
-        }?;
-        self.notify_work();
-        Ok(out)
-    }
-
-    /// Many tasks: the plain and idempotent ones in multi-row INSERTs of up to
-    /// [`BATCH_ROWS`] rows. Each task is validated first and an invalid one is
-    /// refused alone. A batch the server refuses (a duplicate id, any other
-    /// error reply: nothing was written) is redone row by row, so each task
-    /// gets its own answer and one bad row never fails its neighbours
-    /// (bad input harms no neighbour). A batch whose connection was lost after it was sent has
-    /// an unknown outcome: each of its tasks gets its own
-    /// [`Error::OutcomeUnknown`]. Debounced ones go one by one.
-    pub(crate) async fn submit_many(
-        &self,
-        ns: &Namespace,
-        tasks: Vec<NewTask>,
-    ) -> Result<Vec<Result<Submitted>>> {
-        let limit = self.max_payload().await?;
-        let batch_bytes = BATCH_BYTES.min(self.packet_size().await? / 2);
-        let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
-        let mut batch: Vec<(usize, Checked)> = Vec::new();
-        let mut singles: Vec<(usize, Checked)> = Vec::new();
-        for (i, task) in tasks.into_iter().enumerate() {
-            match validate(task, limit) {
-                Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
-                    singles.push((i, row));
-                    out.push(None);
-                }
-                Ok(row) => {
-                    batch.push((i, row));
-                    out.push(None);
-                }
-                Err(e) => out.push(Some(Err(e))),
-            }
-        }
-        let mut chunk: Vec<(usize, Checked)> = Vec::new();
-        let mut bytes = 0;
-        for item in batch {
-            if !chunk.is_empty() && bytes + item.1.size() > batch_bytes {
-                insert_chunk(self, ns, std::mem::take(&mut chunk), &mut out).await;
-                bytes = 0;
-            }
-            bytes += item.1.size();
-            chunk.push(item);
-            if chunk.len() >= BATCH_ROWS {
-                insert_chunk(self, ns, std::mem::take(&mut chunk), &mut out).await;
-                bytes = 0;
-            }
-        }
-        if !chunk.is_empty() {
-            insert_chunk(self, ns, chunk, &mut out).await;
-        }
-        for (i, row) in singles {
-            let res = match &row.mode {
-                SubmitMode::Debounce(d) => debounce(self, ns, &row, d).await,
-                _ => insert_one(self, ns, &row).await,
-            };
-            out[i] = Some(res);
-        }
-        self.notify_work();
-        Ok(out
-            .into_iter()
-            .map(|r| {
-                r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
-            })
-            .collect())
-    }
-}
-
-impl MySqlStorage {
-    /// Submits `task` inside the caller's transaction (or on any connection
-    /// of theirs): one INSERT on `conn`. The task is visible to claims only
-    /// once the transaction commits, and is gone if it rolls back. MySQL has
-    /// no notification on commit, so claimers in other processes (and this
-    /// one) see it at their next poll, within the poll interval's maximum
-    /// (250 ms by default, [`crate::MySqlOptions::poll_interval`]).
-    /// Idempotent submits keep their meaning (an id taken by a committed
-    /// task answers `Existing`; one taken by another open transaction waits
-    /// for it, as InnoDB does); a duplicate id refuses only this statement
-    /// and leaves the transaction usable. A debounced submit is refused:
-    /// MySQL's debounce is several statements that must not hold their
-    /// locks until the caller commits.
-    ///
-    /// ```no_run
-    /// # async fn run(storage: reliable_executor_mysql::MySqlStorage) -> Result<(), Box<dyn std::error::Error>> {
-    /// use executor_core::{Namespace, TaskId, storage::NewTask};
-    ///
-    /// let ns = Namespace::new("shop")?;
-    /// let mut tx = storage.pool().begin().await?;
-    /// sqlx::query("INSERT INTO orders (id) VALUES (?)").bind(42_i64).execute(&mut *tx).await?;
-    /// let task = NewTask::new(TaskId::new("order-42")?, "process_order", br#"{"id":42}"#.to_vec());
-    /// storage.submit_in(&mut tx, &ns, task).await?;
-    /// tx.commit().await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// As a submit; [`Error::Unsupported`] for a debounced submit.
-    pub async fn submit_in(
-        &self,
-        conn: &mut sqlx::MySqlConnection,
-        ns: &Namespace,
-        task: NewTask,
-    ) -> Result<Submitted> {
-        let row = validate(task, self.max_payload().await?)?;
-        if !matches!(row.mode, SubmitMode::Plain | SubmitMode::Idempotent) {
-            return Err(Error::unsupported(
-                "submit_in",
-                "a debounced submit cannot join a MySQL transaction (its statements must not hold locks \
-                 until the caller commits); submit it after the commit, or use PostgreSQL",
-            ));
-        }
-        match insert(ns, std::iter::once(&row)).execute(&mut *conn).await {
-            Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
-            Err(e) if error::is_duplicate(&e) => match row.mode {
-                SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
-                _ => Err(Error::DuplicateId(row.id.clone())),
-            },
-            Err(e) => Err(error::storage(e)),
-        }
-    }
-}
-
 /// One plain or idempotent task, one INSERT. A taken id answers
 /// `Existing` to an idempotent submit; to a plain one, `Created` when this
 /// very submit stored the task (a resend whose first try's answer was lost:
 /// [`created_by`]) and [`Error::DuplicateId`] otherwise.
-async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
+async fn insert_one(s: &MySqlDialect, ns: &Namespace, row: &Checked) -> Result<Submitted> {
     match execute_sent(insert(ns, std::iter::once(row)), &s.conns).await {
         Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
         Err(e) if error::is_duplicate(&e.error) => match row.mode {
@@ -282,7 +148,7 @@ async fn insert_one(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<S
 /// first try stored it), else [`Error::DuplicateId`]. A lookup that fails
 /// leaves that question open: [`Error::OutcomeUnknown`], so the caller
 /// sends the same submit again rather than one under a new id.
-async fn created_by(s: &MySqlStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
+async fn created_by(s: &MySqlDialect, ns: &Namespace, row: &Checked) -> Result<Submitted> {
     let stored = crate::sql::bind_task(sqlx::query(sql!("submit/nonce")), ns, &row.id)
         .fetch_optional_on(&s.conns)
         .await
@@ -321,7 +187,7 @@ fn insert<'a>(
 }
 
 async fn insert_chunk(
-    s: &MySqlStorage,
+    s: &MySqlDialect,
     ns: &Namespace,
     chunk: Vec<(usize, Checked)>,
     out: &mut [Option<Result<Submitted>>],
@@ -386,7 +252,7 @@ const DEBOUNCE_ROUNDS: usize = 5;
 /// A write whose answer was lost is [`Error::OutcomeUnknown`]: sent again,
 /// the submit finds its task waiting (and moves it) or, once claimed, finds
 /// its own nonce on it.
-async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
+async fn debounce(s: &MySqlDialect, ns: &Namespace, row: &Checked, d: &Debounce) -> Result<Submitted> {
     let window = ms(d.window);
     let max_wait = d.max_wait.map(ms);
     for _ in 0..DEBOUNCE_ROUNDS {
@@ -441,7 +307,7 @@ async fn debounce(s: &MySqlStorage, ns: &Namespace, row: &Checked, d: &Debounce)
 /// Moves the due time of `id` and replaces its payload if it still waits
 /// under the key; answers whether it did.
 async fn move_waiting(
-    s: &MySqlStorage,
+    s: &MySqlDialect,
     ns: &Namespace,
     id: &TaskId,
     window: i64,
@@ -458,7 +324,7 @@ async fn move_waiting(
 }
 
 /// The task waiting under `key`, if any, and the nonce of its submit.
-async fn waiting_under(s: &MySqlStorage, ns: &Namespace, key: &str) -> Result<Option<(TaskId, Option<u64>)>> {
+async fn waiting_under(s: &MySqlDialect, ns: &Namespace, key: &str) -> Result<Option<(TaskId, Option<u64>)>> {
     let row = sqlx::query(sql!("submit/waiting_under"))
         .bind(ns.as_str())
         .bind(key)
@@ -477,7 +343,7 @@ async fn waiting_under(s: &MySqlStorage, ns: &Namespace, key: &str) -> Result<Op
 }
 
 /// The key `id` waits under, if it waits under one.
-async fn waiting_key_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<Option<String>> {
+async fn waiting_key_of(s: &MySqlDialect, ns: &Namespace, id: &TaskId) -> Result<Option<String>> {
     let row = crate::sql::bind_task(sqlx::query(sql!("submit/waiting_key")), ns, id)
         .fetch_optional_on(&s.conns)
         .await
@@ -485,5 +351,137 @@ async fn waiting_key_of(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result
     match row {
         None => Ok(None),
         Some(r) => r.try_get("waiting_key").map_err(error::storage),
+    }
+}
+
+impl Submit for MySqlDialect {
+    /// One task, in one statement (plain, idempotent) or a few autocommit
+    /// statements (debounce).
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let row = validate(task, self.max_payload().await?)?;
+        let out = match &row.mode {
+            SubmitMode::Debounce(d) => debounce(self, ns, &row, d).await,
+            SubmitMode::Plain | SubmitMode::Idempotent => insert_one(self, ns, &row).await,
+            other => {
+                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
+            }
+        }?;
+        self.notify_work();
+        Ok(out)
+    }
+
+    /// Many tasks: the plain and idempotent ones in multi-row INSERTs of up to
+    /// `BATCH_ROWS` rows. Each task is validated first and an invalid one is
+    /// refused alone. A batch the server refuses (a duplicate id, any other
+    /// error reply: nothing was written) is redone row by row, so each task
+    /// gets its own answer and one bad row never fails its neighbours
+    /// (bad input harms no neighbour). A batch whose connection was lost after it was sent has
+    /// an unknown outcome: each of its tasks gets its own
+    /// [`Error::OutcomeUnknown`]. Debounced ones go one by one.
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        let limit = self.max_payload().await?;
+        let batch_bytes = BATCH_BYTES.min(self.packet_size().await? / 2);
+        let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
+        let mut batch: Vec<(usize, Checked)> = Vec::new();
+        let mut singles: Vec<(usize, Checked)> = Vec::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            match validate(task, limit) {
+                Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
+                    singles.push((i, row));
+                    out.push(None);
+                }
+                Ok(row) => {
+                    batch.push((i, row));
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let mut chunk: Vec<(usize, Checked)> = Vec::new();
+        let mut bytes = 0;
+        for item in batch {
+            if !chunk.is_empty() && bytes + item.1.size() > batch_bytes {
+                insert_chunk(self, ns, std::mem::take(&mut chunk), &mut out).await;
+                bytes = 0;
+            }
+            bytes += item.1.size();
+            chunk.push(item);
+            if chunk.len() >= BATCH_ROWS {
+                insert_chunk(self, ns, std::mem::take(&mut chunk), &mut out).await;
+                bytes = 0;
+            }
+        }
+        if !chunk.is_empty() {
+            insert_chunk(self, ns, chunk, &mut out).await;
+        }
+        for (i, row) in singles {
+            let res = match &row.mode {
+                SubmitMode::Debounce(d) => debounce(self, ns, &row, d).await,
+                _ => insert_one(self, ns, &row).await,
+            };
+            out[i] = Some(res);
+        }
+        self.notify_work();
+        Ok(out
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
+            })
+            .collect())
+    }
+}
+
+impl SubmitIn<sqlx::MySqlConnection> for MySqlDialect {
+    /// Submits `task` inside the caller's transaction (or on any connection
+    /// of theirs): one INSERT on `conn`. The task is visible to claims only
+    /// once the transaction commits, and is gone if it rolls back. MySQL has
+    /// no notification on commit, so claimers in other processes (and this
+    /// one) see it at their next poll, within the poll interval's maximum
+    /// (250 ms by default, [`crate::MySqlOptions::poll_interval`]).
+    /// Idempotent submits keep their meaning (an id taken by a committed
+    /// task answers `Existing`; one taken by another open transaction waits
+    /// for it, as InnoDB does); a duplicate id refuses only this statement
+    /// and leaves the transaction usable. A debounced submit is refused:
+    /// MySQL's debounce is several statements that must not hold their
+    /// locks until the caller commits.
+    ///
+    /// ```no_run
+    /// # async fn run(storage: reliable_executor_mysql::MySqlStorage) -> Result<(), Box<dyn std::error::Error>> {
+    /// use executor_core::{Namespace, TaskId, storage::NewTask};
+    ///
+    /// let ns = Namespace::new("shop")?;
+    /// let mut tx = storage.pool().begin().await?;
+    /// sqlx::query("INSERT INTO orders (id) VALUES (?)").bind(42_i64).execute(&mut *tx).await?;
+    /// let task = NewTask::new(TaskId::new("order-42")?, "process_order", br#"{"id":42}"#.to_vec());
+    /// storage.submit_in(&mut tx, &ns, task).await?;
+    /// tx.commit().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As a submit; [`Error::Unsupported`] for a debounced submit.
+    async fn submit_in(
+        &self,
+        conn: &mut sqlx::MySqlConnection,
+        ns: &Namespace,
+        task: NewTask,
+    ) -> Result<Submitted> {
+        let row = validate(task, self.max_payload().await?)?;
+        if !matches!(row.mode, SubmitMode::Plain | SubmitMode::Idempotent) {
+            return Err(Error::unsupported(
+                "submit_in",
+                "a debounced submit cannot join a MySQL transaction (its statements must not hold locks \
+                 until the caller commits); submit it after the commit, or use PostgreSQL",
+            ));
+        }
+        match insert(ns, std::iter::once(&row)).execute(&mut *conn).await {
+            Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
+            Err(e) if error::is_duplicate(&e) => match row.mode {
+                SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
+                _ => Err(Error::DuplicateId(row.id.clone())),
+            },
+            Err(e) => Err(error::storage(e)),
+        }
     }
 }

@@ -2,10 +2,11 @@
 //! one of its tiers (MySQL is the seed's cold tier for long delays).
 
 use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp, storage::MAX_FENCE};
-use sqlx::Row;
+use executor_sql::Dialect as _;
+use executor_sql::dialect::Tier;
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error, row,
     sql::{
@@ -14,14 +15,13 @@ use crate::{
     },
 };
 
-impl MySqlStorage {
-    /// The server's clock.
-    pub(crate) async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
-        let r = sqlx::query(sql!("tier/now")).fetch_one_on(&self.conns).await.map_err(error::storage)?;
-        let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
-        Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
-    }
+async fn exists(s: &MySqlDialect, ns: &Namespace, id: &TaskId) -> Result<bool> {
+    let q = sqlx::query(sql!("tier/exists"));
+    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
+    Ok(r.is_some())
+}
 
+impl Tier for MySqlDialect {
     /// Waiting tasks due before `before`, earliest first, in two
     /// statements: the queues with waiting tasks (a loose index scan), then
     /// their ranges of `ix_queue` up to `before` (ten per queue, so only
@@ -29,12 +29,7 @@ impl MySqlStorage {
     /// due time in the index alone and their rows joined by primary key.
     /// Rows that do not parse are left out (and logged) rather than stopping
     /// every promotion behind them.
-    pub(crate) async fn due_before(
-        &self,
-        ns: &Namespace,
-        before: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>> {
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
         let waiting = self.waiting_queues(ns).await?;
         if waiting.is_empty() {
             return Ok(Vec::new());
@@ -73,7 +68,7 @@ impl MySqlStorage {
     /// record is stored without the key (logged): the key binds one waiting
     /// task per namespace, and answering `false` would let the caller delete
     /// the only copy of the task from the other tier.
-    pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
         let limit = self.max_payload().await?;
         if record.payload.len() > limit {
             return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
@@ -148,15 +143,9 @@ impl MySqlStorage {
 
     /// Deletes the task if it still waits with this fence: one conditional
     /// DELETE, so a task claimed meanwhile is never removed under its worker.
-    pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         let q = sqlx::query(sql!("tier/remove"));
         let done = bind_task(q, ns, id).bind(fence).execute_on(&self.conns).await.map_err(error::storage)?;
         Ok(done.rows_affected() > 0)
     }
-}
-
-async fn exists(s: &MySqlStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
-    let q = sqlx::query(sql!("tier/exists"));
-    let r = bind_task(q, ns, id).fetch_optional_on(&s.conns).await.map_err(error::storage)?;
-    Ok(r.is_some())
 }

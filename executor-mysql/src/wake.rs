@@ -2,6 +2,7 @@
 //! idle claimer polls with a backoff, sleeps exactly until the earliest
 //! known due time, and wakes at once on a change made in this process.
 
+use executor_sql::dialect::Wait;
 use std::time::Duration;
 
 use executor_core::{Namespace, QueueName, Result};
@@ -9,38 +10,13 @@ use sqlx::{MySql, Row, mysql::MySqlArguments, query::Query};
 use tokio::time::Instant;
 
 use crate::{
-    MySqlStorage,
+    MySqlDialect,
     conn::RunOn,
     error,
     sql::{self, padded, sql},
 };
 
-impl MySqlStorage {
-    /// Resolves when work may be due, never later than `max_wait`:
-    /// - at once when this process submits, retries, requeues or reaps (the
-    ///   in-process [`tokio::sync::Notify`]);
-    /// - when the earliest waiting task's due time arrives (read from the
-    ///   `ix_queue` index: a loose index scan, one dive per waiting queue and
-    ///   priority);
-    /// - otherwise the poll interval starts at `poll_min` and doubles up to
-    ///   `poll_max`, so work submitted by another process starts within
-    ///   `poll_max` of becoming due (invariant 4 across processes).
-    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As [`MySqlStorage::wait_for_work`], with the earliest due time taken
-    /// over `queues` that are not paused only, so due tasks of other or
-    /// paused queues do not end the wait at once (the claimer would spin).
-    pub(crate) async fn wait_for_queues(
-        &self,
-        ns: &Namespace,
-        queues: &[QueueName],
-        max_wait: Duration,
-    ) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
-    }
-
+impl MySqlDialect {
     async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
         // `max_wait` may be anything up to Duration::MAX (an executor's
         // `max_idle_wait`): an Instant that far out does not exist.
@@ -101,5 +77,27 @@ fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> Query<'static, MySq
                 .bind(ns.as_str().to_owned())
                 .bind(ns.as_str().to_owned())
         }
+    }
+}
+
+impl Wait for MySqlDialect {
+    /// Resolves when work may be due, never later than `max_wait`:
+    /// - at once when this process submits, retries, requeues or reaps (the
+    ///   in-process [`tokio::sync::Notify`]);
+    /// - when the earliest waiting task's due time arrives (read from the
+    ///   `ix_queue` index: a loose index scan, one dive per waiting queue and
+    ///   priority);
+    /// - otherwise the poll interval starts at `poll_min` and doubles up to
+    ///   `poll_max`, so work submitted by another process starts within
+    ///   `poll_max` of becoming due (invariant 4 across processes).
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.wait(ns, None, max_wait).await
+    }
+
+    /// As `MySqlStorage::wait_for_work`, with the earliest due time taken
+    /// over `queues` that are not paused only, so due tasks of other or
+    /// paused queues do not end the wait at once (the claimer would spin).
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.wait(ns, Some(queues), max_wait).await
     }
 }

@@ -1,5 +1,6 @@
 //! Claiming due tasks and renewing the leases on them.
 
+use executor_sql::dialect::Claim;
 use std::time::Duration;
 
 use executor_core::{
@@ -9,7 +10,7 @@ use executor_core::{
 use sqlx::{Row, postgres::PgRow};
 
 use crate::{
-    PostgresStorage,
+    PostgresDialect,
     conn::RunOn,
     error, limits, row,
     sql::{big, clip_error, ms, sql},
@@ -31,9 +32,128 @@ struct Round {
     limited: bool,
 }
 
-impl PostgresStorage {
+impl PostgresDialect {
+    /// Up to `upto` tasks of one queue, the plain way or, for a queue with
+    /// limits, through `limits.rs`; whether the queue may give more.
+    async fn claim_one(
+        &self,
+        ns: &Namespace,
+        worker: &WorkerId,
+        queue: &QueueName,
+        upto: usize,
+        lease: Duration,
+    ) -> Result<(Vec<TaskRecord>, limits::Outcome)> {
+        if self.known_limited(ns, queue) {
+            let (took, outcome) = self.claim_limited(ns, worker, queue, upto, lease).await?;
+            if outcome != limits::Outcome::Unlimited {
+                return Ok((took, outcome));
+            }
+            self.forget_limited(ns, queue);
+        }
+        let round = error::retry_lock_conflicts(|| claim_round(self, ns, worker, queue, upto, lease)).await?;
+        let mut took = round.tasks;
+        if round.limited {
+            self.remember_limited(ns, queue);
+            let (more, outcome) = self.claim_limited(ns, worker, queue, upto - took.len(), lease).await?;
+            took.extend(more);
+            return Ok((took, outcome));
+        }
+        sort_claim_order(&mut took);
+        let outcome = if took.len() >= upto { limits::Outcome::Full } else { limits::Outcome::Done };
+        Ok((took, outcome))
+    }
+}
+
+/// One statement of [`CLAIM_SQL`].
+async fn claim_round(
+    s: &PostgresDialect,
+    ns: &Namespace,
+    worker: &WorkerId,
+    queue: &QueueName,
+    upto: usize,
+    lease: Duration,
+) -> Result<Round> {
+    let rows = sqlx::query(CLAIM_SQL)
+        .bind(ns.as_str())
+        .bind(queue.as_str())
+        .bind(i64::try_from(upto).unwrap_or(i64::MAX))
+        .bind(ms(lease))
+        .bind(worker.as_str())
+        .fetch_all_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
+    let limited = match rows.first() {
+        Some(r) => r.try_get::<bool, _>("lim").map_err(error::storage)?,
+        None => false,
+    };
+    let mut tasks = Vec::with_capacity(rows.len());
+    for r in &rows {
+        if r.try_get::<Option<String>, _>("id").map_err(error::storage)?.is_none() {
+            continue;
+        }
+        read_claimed(s, ns, r, &mut tasks).await?;
+    }
+    Ok(Round { tasks, limited })
+}
+
+/// A claimed row as a task; a row moved to `ERROR` by the claim is left
+/// out, and one that does not parse is moved to `ERROR` with the reason.
+pub(crate) async fn read_claimed(
+    s: &PostgresDialect,
+    ns: &Namespace,
+    r: &PgRow,
+    tasks: &mut Vec<TaskRecord>,
+) -> Result<()> {
+    let state: String = r.try_get("state").map_err(error::storage)?;
+    if state != "RUNNING" {
+        tracing::warn!(task = %row::raw_id(r), "task with counters at their column's maximum moved to ERROR");
+        return Ok(());
+    }
+    match row::task_from_row(r) {
+        Ok(task) => tasks.push(task),
+        Err(reason) => {
+            let fence: i64 = r.try_get("fence").map_err(error::storage)?;
+            to_error(s, ns, &row::raw_id(r), Some(fence), &reason).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Claim order: priority high first, then due time, then id.
+pub(crate) fn sort_claim_order(tasks: &mut [TaskRecord]) {
+    tasks.sort_by(|a, b| {
+        b.priority
+            .cmp(&a.priority)
+            .then(a.due_at.cmp(&b.due_at))
+            .then_with(|| a.id.as_str().cmp(b.id.as_str()))
+    });
+}
+
+/// Moves a row that cannot run to `ERROR` with the reason (invariant 6).
+/// `fence`: the claim that took it (the row is `RUNNING` with that fence);
+/// `None`: it is still waiting.
+pub(crate) async fn to_error(
+    s: &PostgresDialect,
+    ns: &Namespace,
+    raw_id: &str,
+    fence: Option<i64>,
+    reason: &str,
+) -> Result<()> {
+    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
+    sqlx::query(sql!("claim/move_to_error"))
+        .bind(clip_error(&format!("corrupt record: {reason}")))
+        .bind(ns.as_str())
+        .bind(raw_id)
+        .bind(fence)
+        .execute_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
+    Ok(())
+}
+
+impl Claim for PostgresDialect {
     /// Claims up to `limit` due tasks of the default queue.
-    pub(crate) async fn claim(
+    async fn claim(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -45,7 +165,7 @@ impl PostgresStorage {
 
     /// Claims as `plan` says: each queue of the plan up to its quota, in
     /// the plan's order, then the rest of the limit from the same queues in
-    /// order. Each queue is one autocommit statement ([`CLAIM_SQL`]): no
+    /// order. Each queue is one autocommit statement (`CLAIM_SQL`): no
     /// lock outlives it, so a claimer stopped at any point holds nothing
     /// (invariant 9; the tasks it claimed come back through the reaper one
     /// lease later), the fence and the state are checked under the row
@@ -61,7 +181,7 @@ impl PostgresStorage {
     /// snapshot and its lock is left out, and the next claim finds the
     /// rest). A second round when a claim came back short made every idle
     /// pickup two statements.
-    pub(crate) async fn claim_queues(
+    async fn claim_queues(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -133,46 +253,11 @@ impl PostgresStorage {
         Ok(claimed)
     }
 
-    /// Up to `upto` tasks of one queue, the plain way or, for a queue with
-    /// limits, through `limits.rs`; whether the queue may give more.
-    async fn claim_one(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        queue: &QueueName,
-        upto: usize,
-        lease: Duration,
-    ) -> Result<(Vec<TaskRecord>, limits::Outcome)> {
-        if self.known_limited(ns, queue) {
-            let (took, outcome) = self.claim_limited(ns, worker, queue, upto, lease).await?;
-            if outcome != limits::Outcome::Unlimited {
-                return Ok((took, outcome));
-            }
-            self.forget_limited(ns, queue);
-        }
-        let round = error::retry_lock_conflicts(|| claim_round(self, ns, worker, queue, upto, lease)).await?;
-        let mut took = round.tasks;
-        if round.limited {
-            self.remember_limited(ns, queue);
-            let (more, outcome) = self.claim_limited(ns, worker, queue, upto - took.len(), lease).await?;
-            took.extend(more);
-            return Ok((took, outcome));
-        }
-        sort_claim_order(&mut took);
-        let outcome = if took.len() >= upto { limits::Outcome::Full } else { limits::Outcome::Done };
-        Ok((took, outcome))
-    }
-
     /// Renews every lease in one UPDATE (only rows still `RUNNING` with the
     /// lease's fence, so a lost lease is never revived: invariant 2) that
     /// returns the rows it renewed with their cancel flag: a lease not
     /// returned is lost.
-    pub(crate) async fn heartbeat(
-        &self,
-        ns: &Namespace,
-        leases: &[Lease],
-        lease: Duration,
-    ) -> Result<Heartbeat> {
+    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
         let mut out = Heartbeat::default();
         for chunk in leases.chunks(MAX_BATCH) {
             // Ids as an array the rows are looked up by, each row's fence
@@ -202,91 +287,4 @@ impl PostgresStorage {
         }
         Ok(out)
     }
-}
-
-/// One statement of [`CLAIM_SQL`].
-async fn claim_round(
-    s: &PostgresStorage,
-    ns: &Namespace,
-    worker: &WorkerId,
-    queue: &QueueName,
-    upto: usize,
-    lease: Duration,
-) -> Result<Round> {
-    let rows = sqlx::query(CLAIM_SQL)
-        .bind(ns.as_str())
-        .bind(queue.as_str())
-        .bind(i64::try_from(upto).unwrap_or(i64::MAX))
-        .bind(ms(lease))
-        .bind(worker.as_str())
-        .fetch_all_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    let limited = match rows.first() {
-        Some(r) => r.try_get::<bool, _>("lim").map_err(error::storage)?,
-        None => false,
-    };
-    let mut tasks = Vec::with_capacity(rows.len());
-    for r in &rows {
-        if r.try_get::<Option<String>, _>("id").map_err(error::storage)?.is_none() {
-            continue;
-        }
-        read_claimed(s, ns, r, &mut tasks).await?;
-    }
-    Ok(Round { tasks, limited })
-}
-
-/// A claimed row as a task; a row moved to `ERROR` by the claim is left
-/// out, and one that does not parse is moved to `ERROR` with the reason.
-pub(crate) async fn read_claimed(
-    s: &PostgresStorage,
-    ns: &Namespace,
-    r: &PgRow,
-    tasks: &mut Vec<TaskRecord>,
-) -> Result<()> {
-    let state: String = r.try_get("state").map_err(error::storage)?;
-    if state != "RUNNING" {
-        tracing::warn!(task = %row::raw_id(r), "task with counters at their column's maximum moved to ERROR");
-        return Ok(());
-    }
-    match row::task_from_row(r) {
-        Ok(task) => tasks.push(task),
-        Err(reason) => {
-            let fence: i64 = r.try_get("fence").map_err(error::storage)?;
-            to_error(s, ns, &row::raw_id(r), Some(fence), &reason).await?;
-        }
-    }
-    Ok(())
-}
-
-/// Claim order: priority high first, then due time, then id.
-pub(crate) fn sort_claim_order(tasks: &mut [TaskRecord]) {
-    tasks.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then(a.due_at.cmp(&b.due_at))
-            .then_with(|| a.id.as_str().cmp(b.id.as_str()))
-    });
-}
-
-/// Moves a row that cannot run to `ERROR` with the reason (invariant 6).
-/// `fence`: the claim that took it (the row is `RUNNING` with that fence);
-/// `None`: it is still waiting.
-pub(crate) async fn to_error(
-    s: &PostgresStorage,
-    ns: &Namespace,
-    raw_id: &str,
-    fence: Option<i64>,
-    reason: &str,
-) -> Result<()> {
-    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
-    sqlx::query(sql!("claim/move_to_error"))
-        .bind(clip_error(&format!("corrupt record: {reason}")))
-        .bind(ns.as_str())
-        .bind(raw_id)
-        .bind(fence)
-        .execute_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    Ok(())
 }

@@ -13,7 +13,6 @@ use executor_sql::finish::FinishStatements;
 use sqlx::Row;
 
 use crate::{
-    PostgresStorage,
     conn::{Conns, RunOn},
     error,
     sql::{big, clip_error, ms, sql},
@@ -63,35 +62,13 @@ fn finish_query<'a>(
         .bind(big(lease.fence))
 }
 
-impl PostgresStorage {
-    /// Ends an attempt, sharing a batch with the concurrent finishes of this
-    /// process (`executor_sql::finish::finish`).
-    pub(crate) async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        executor_sql::finish::finish(&self.finishes, &self.finisher(), ns, lease, finish).await
-    }
-
-    /// Ends many attempts, each with its own answer
-    /// (`executor_sql::finish::finish_many`).
-    pub(crate) async fn finish_many(
-        &self,
-        ns: &Namespace,
-        items: Vec<(Lease, Finish)>,
-    ) -> Result<Vec<Result<TaskState>>> {
-        executor_sql::finish::finish_many(&self.finisher(), ns, items).await
-    }
-
-    fn finisher(&self) -> Finisher {
-        Finisher { conns: Arc::clone(&self.conns), wakes: Arc::clone(&self.wakes) }
-    }
-}
-
 /// This dialect's finish statements, on the connections and the wake-up
 /// alone, so the group-commit batcher can hold them without holding the
 /// storage.
 #[derive(Clone)]
-struct Finisher {
-    conns: Arc<Conns>,
-    wakes: Arc<Wakes>,
+pub(crate) struct Finisher {
+    pub(crate) conns: Arc<Conns>,
+    pub(crate) wakes: Arc<Wakes>,
 }
 
 impl FinishStatements for Finisher {

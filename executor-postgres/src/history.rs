@@ -4,7 +4,7 @@
 //! `UNNEST`ed arrays for every name, so adds from many processes sum; the
 //! leader's trim is one `DELETE`.
 
-use executor_core::storage::HistoryStore;
+use executor_sql::dialect::History;
 use std::collections::BTreeMap;
 
 use executor_core::{
@@ -13,7 +13,7 @@ use executor_core::{
 };
 use sqlx::postgres::PgRow;
 
-use crate::{PostgresStorage, conn::RunOn, error, row::col, sql::sql};
+use crate::{PostgresDialect, conn::RunOn, error, row::col, sql::sql};
 
 /// One row as a bucket, or why it is left out.
 fn bucket(r: &PgRow) -> Result<HistoryBucket, String> {
@@ -21,7 +21,7 @@ fn bucket(r: &PgRow) -> Result<HistoryBucket, String> {
     HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
 }
 
-impl HistoryStore for PostgresStorage {
+impl History for PostgresDialect {
     /// One `INSERT .. ON CONFLICT DO UPDATE` for every count. Counts of one
     /// name are merged first (an upsert may not touch a row twice) and sent
     /// in the order of the primary key, so concurrent adders lock rows in

@@ -2,10 +2,11 @@
 //! finished tasks, both in bounded batches of one statement each.
 
 use executor_core::{Namespace, Result, Retention, TaskState, storage::Reaped};
+use executor_sql::dialect::Housekeeping;
 use sqlx::Row;
 
 use crate::{
-    PostgresStorage,
+    PostgresDialect,
     conn::RunOn,
     error, row,
     sql::{ms, sql},
@@ -21,11 +22,63 @@ const HOUSEKEEPING_RETRIES: u32 = 1;
 /// two attempts of a task overlap.
 const REAP_SQL: &str = sql!("housekeeping/reap");
 
-impl PostgresStorage {
-    /// Recovers up to `limit` tasks whose lease expired ([`REAP_SQL`], one
+/// What a class of finished tasks keeps: those finished within `age_ms`
+/// (`None`: any age) and among the newest `max` (`None`: any number).
+#[derive(Clone, Copy)]
+struct Keep {
+    age_ms: Option<i64>,
+    max: Option<u64>,
+}
+
+/// The `finished_at` of the newest task past the newest `max` of the class:
+/// that task and every older one are over the count. Each state of the
+/// class is its own walk of `max + 1` entries of `ix_finished` from the
+/// newest, merged.
+async fn count_cutoff(s: &PostgresDialect, ns: &Namespace, states: &[&str], max: u64) -> Result<Option<i64>> {
+    let max = i64::try_from(max).unwrap_or(i64::MAX - 1);
+    let row = sqlx::query(sql!("housekeeping/count_cutoff"))
+        .bind(ns.as_str())
+        .bind(states)
+        .bind(max)
+        .fetch_optional_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
+    row.map(|r| r.try_get::<i64, _>("finished_at")).transpose().map_err(error::storage)
+}
+
+/// Deletes up to `limit` tasks of a class past its age or its count (ties
+/// at the count's millisecond go together: at most `max` stay).
+async fn trim_class(
+    s: &PostgresDialect,
+    ns: &Namespace,
+    states: &[&str],
+    keep: Keep,
+    limit: usize,
+) -> Result<usize> {
+    let by_count = match keep.max {
+        Some(max) => count_cutoff(s, ns, states, max).await?,
+        None => None,
+    };
+    if keep.age_ms.is_none() && by_count.is_none() {
+        return Ok(0);
+    }
+    let done = sqlx::query(sql!("housekeeping/trim"))
+        .bind(ns.as_str())
+        .bind(states)
+        .bind(keep.age_ms)
+        .bind(by_count)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
+    Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+}
+
+impl Housekeeping for PostgresDialect {
+    /// Recovers up to `limit` tasks whose lease expired (`REAP_SQL`, one
     /// autocommit statement: a leader stopped mid-reap blocks no heartbeat
     /// or finish, invariant 9). The task is never lost (invariant 1).
-    pub(crate) async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
+    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         if limit == 0 {
             return Ok(Reaped::default());
         }
@@ -64,7 +117,7 @@ impl PostgresStorage {
     /// (`FOR UPDATE SKIP LOCKED`: rows someone holds are left for the next
     /// tick, not waited for); the DELETE checks the state again, so a task
     /// requeued in between is not deleted.
-    pub(crate) async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
+    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
         let limit = limit.min(10_000);
         let mut deleted = 0;
         let classes: [(Option<std::time::Duration>, Option<u64>, &[&str]); 2] = [
@@ -87,56 +140,4 @@ impl PostgresStorage {
         }
         Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
     }
-}
-
-/// What a class of finished tasks keeps: those finished within `age_ms`
-/// (`None`: any age) and among the newest `max` (`None`: any number).
-#[derive(Clone, Copy)]
-struct Keep {
-    age_ms: Option<i64>,
-    max: Option<u64>,
-}
-
-/// The `finished_at` of the newest task past the newest `max` of the class:
-/// that task and every older one are over the count. Each state of the
-/// class is its own walk of `max + 1` entries of `ix_finished` from the
-/// newest, merged.
-async fn count_cutoff(s: &PostgresStorage, ns: &Namespace, states: &[&str], max: u64) -> Result<Option<i64>> {
-    let max = i64::try_from(max).unwrap_or(i64::MAX - 1);
-    let row = sqlx::query(sql!("housekeeping/count_cutoff"))
-        .bind(ns.as_str())
-        .bind(states)
-        .bind(max)
-        .fetch_optional_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    row.map(|r| r.try_get::<i64, _>("finished_at")).transpose().map_err(error::storage)
-}
-
-/// Deletes up to `limit` tasks of a class past its age or its count (ties
-/// at the count's millisecond go together: at most `max` stay).
-async fn trim_class(
-    s: &PostgresStorage,
-    ns: &Namespace,
-    states: &[&str],
-    keep: Keep,
-    limit: usize,
-) -> Result<usize> {
-    let by_count = match keep.max {
-        Some(max) => count_cutoff(s, ns, states, max).await?,
-        None => None,
-    };
-    if keep.age_ms.is_none() && by_count.is_none() {
-        return Ok(0);
-    }
-    let done = sqlx::query(sql!("housekeeping/trim"))
-        .bind(ns.as_str())
-        .bind(states)
-        .bind(keep.age_ms)
-        .bind(by_count)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .execute_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
 }

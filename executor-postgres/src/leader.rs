@@ -2,24 +2,35 @@
 //! the leader, its fencing token and the end of its term; and the workers'
 //! announcements the leader compares, one row per worker.
 
-use executor_core::storage::Presence;
+use executor_sql::dialect::Leader;
 use std::time::Duration;
 
 use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
 use sqlx::{Row, postgres::PgRow};
 
 use crate::{
-    PostgresStorage,
+    PostgresDialect,
     conn::RunOn,
     error,
     sql::{big, ms, sql},
 };
 
-impl PostgresStorage {
+fn term(r: &PgRow) -> Result<Leadership> {
+    let worker: String = r.try_get("worker").map_err(error::storage)?;
+    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
+    let token: i64 = r.try_get("token").map_err(error::storage)?;
+    Ok(Leadership::new(
+        WorkerId::new(worker)?,
+        u64::try_from(token).unwrap_or(0),
+        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
+    ))
+}
+
+impl Leader for PostgresDialect {
     /// Takes the term if it is free or expired (token + 1), renews it if
     /// `worker` already holds it (same token), else `None`. One autocommit
     /// upsert decides on the server's clock and returns who holds the term.
-    pub(crate) async fn acquire_leadership(
+    async fn acquire_leadership(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -44,7 +55,7 @@ impl PostgresStorage {
 
     /// Ends the term early if `term` still holds it; the row stays so the next
     /// term's token is larger.
-    pub(crate) async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
+    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
         sqlx::query(sql!("leader/release"))
             .bind(ns.as_str())
             .bind(term.worker.as_str())
@@ -56,7 +67,7 @@ impl PostgresStorage {
     }
 
     /// The unexpired term, if any.
-    pub(crate) async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
+    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
         let row = sqlx::query(sql!("leader/current"))
             .bind(ns.as_str())
             .fetch_optional_on(&self.conns)
@@ -64,20 +75,7 @@ impl PostgresStorage {
             .map_err(error::storage)?;
         row.map(|r| term(&r)).transpose()
     }
-}
 
-fn term(r: &PgRow) -> Result<Leadership> {
-    let worker: String = r.try_get("worker").map_err(error::storage)?;
-    let until: i64 = r.try_get("until_ms").map_err(error::storage)?;
-    let token: i64 = r.try_get("token").map_err(error::storage)?;
-    Ok(Leadership::new(
-        WorkerId::new(worker)?,
-        u64::try_from(token).unwrap_or(0),
-        Timestamp::from_millis(u64::try_from(until).unwrap_or(0)),
-    ))
-}
-
-impl Presence for PostgresStorage {
     /// Upserts `worker`'s row: its names and `now + ttl` on the server's clock.
     async fn announce(
         &self,

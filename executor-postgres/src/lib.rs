@@ -57,157 +57,30 @@ mod submit;
 mod tier;
 mod wake;
 
-use std::time::Duration;
-
-use executor_core::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueName, Result, Retention, StateCounts,
-    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
-};
-
+pub use executor_sql::SqlStorage;
 pub use options::PostgresOptions;
 /// The `sqlx` this driver is built on, for the transactions that
 /// `submit_in` joins: a `sqlx::Transaction` of this version's PostgreSQL driver.
 pub use sqlx;
-pub use storage::{MIGRATIONS_TABLE, PostgresStorage};
+pub use storage::{MIGRATIONS_TABLE, PostgresDialect};
 
-// Each method is the inherent one of the same name in the module of its
-// section (`submit.rs`, `claim.rs`, ...); the `PostgresStorage::` path picks the
-// inherent function, not this trait method. The optional abilities are
-// implemented in their own modules (`queues.rs`, `schedule.rs`,
-// `history.rs`, `admin.rs` for `RunNow`, `leader.rs` for `Presence`).
-impl Storage for PostgresStorage {
-    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        PostgresStorage::submit(self, ns, task).await
-    }
-
-    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
-        PostgresStorage::submit_many(self, ns, tasks).await
-    }
-
-    async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        PostgresStorage::claim(self, ns, worker, limit, lease).await
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        plan: &ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        PostgresStorage::claim_queues(self, ns, worker, plan, lease).await
-    }
-
-    async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
-        PostgresStorage::heartbeat(self, ns, leases, lease).await
-    }
-
-    async fn finish(&self, ns: &Namespace, lease: &Lease, finish: Finish) -> Result<TaskState> {
-        PostgresStorage::finish(self, ns, lease, finish).await
-    }
-
-    async fn finish_many(
-        &self,
-        ns: &Namespace,
-        items: Vec<(Lease, Finish)>,
-    ) -> Result<Vec<Result<TaskState>>> {
-        PostgresStorage::finish_many(self, ns, items).await
-    }
-
-    async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        PostgresStorage::cancel(self, ns, id).await
-    }
-
-    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        PostgresStorage::get(self, ns, id).await
-    }
-
-    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        PostgresStorage::list(self, ns, query).await
-    }
-
-    async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        PostgresStorage::delete(self, ns, id).await
-    }
-
-    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        PostgresStorage::counts(self, ns).await
-    }
-
-    async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        PostgresStorage::requeue(self, ns, id).await
-    }
-
-    async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
-        PostgresStorage::reap(self, ns, limit).await
-    }
-
-    async fn trim(&self, ns: &Namespace, retention: &Retention, limit: usize) -> Result<u64> {
-        PostgresStorage::trim(self, ns, retention, limit).await
-    }
-
-    async fn acquire_leadership(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        ttl: Duration,
-    ) -> Result<Option<Leadership>> {
-        PostgresStorage::acquire_leadership(self, ns, worker, ttl).await
-    }
-
-    async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
-        PostgresStorage::release_leadership(self, ns, term).await
-    }
-
-    async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
-        PostgresStorage::leader(self, ns).await
-    }
-
-    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
-        PostgresStorage::now(self, ns).await
-    }
-
-    async fn max_payload(&self) -> Result<usize> {
-        PostgresStorage::max_payload(self).await
-    }
-
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        PostgresStorage::wait_for_work(self, ns, max_wait).await
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        PostgresStorage::wait_for_queues(self, ns, queues, max_wait).await
-    }
-}
-
-impl TierStorage for PostgresStorage {
-    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        PostgresStorage::due_before(self, ns, before, limit).await
-    }
-
-    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        PostgresStorage::import(self, ns, record).await
-    }
-
-    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        PostgresStorage::remove(self, ns, id, fence).await
-    }
-}
-
-impl executor_core::storage::SubmitIn<sqlx::PgConnection> for PostgresStorage {
-    async fn submit_in(
-        &self,
-        conn: &mut sqlx::PgConnection,
-        ns: &Namespace,
-        task: NewTask,
-    ) -> Result<Submitted> {
-        PostgresStorage::submit_in(self, conn, ns, task).await
-    }
-}
+/// Tasks in PostgreSQL 13+, through a `sqlx` pool.
+///
+/// One table set holds every namespace (the `ns` column leads every key).
+/// Every state change is one autocommit statement conditional on the
+/// task's state and fence; no statement waits inside a transaction for the
+/// client, so a stopped process holds no lock (except a queue with limits'
+/// row, for at most 2 s: see `docs/postgres.md`). All times come from the
+/// server's clock. Idle claimers in every process are woken by
+/// LISTEN/NOTIFY when a task starts waiting. Cheap to clone: clones share
+/// the pool, the listener and the in-process wake-ups.
+///
+/// ```no_run
+/// # async fn run() -> executor_core::Result<()> {
+/// use reliable_executor_postgres::PostgresStorage;
+/// let storage = PostgresStorage::connect("postgres://postgres@127.0.0.1:5432/test").await?;
+/// # drop(storage);
+/// # Ok(())
+/// # }
+/// ```
+pub type PostgresStorage = executor_sql::SqlStorage<PostgresDialect>;

@@ -26,7 +26,7 @@ use executor_core::{Namespace, QueueLimits, QueueName, Result, TaskRecord, Worke
 use sqlx::{Row, postgres::PgRow};
 
 use crate::{
-    PostgresStorage,
+    PostgresDialect,
     claim::{read_claimed, sort_claim_order},
     conn::RunOn,
     error,
@@ -106,7 +106,7 @@ impl Stored {
     }
 }
 
-impl PostgresStorage {
+impl PostgresDialect {
     /// Whether this process has seen limits on `queue`.
     pub(crate) fn known_limited(&self, ns: &Namespace, queue: &QueueName) -> bool {
         self.limited
@@ -280,7 +280,7 @@ pub(crate) struct Shown {
 }
 
 /// Every row of `ns` in the queues table.
-pub(crate) async fn rows(s: &PostgresStorage, ns: &Namespace) -> Result<Vec<Shown>> {
+pub(crate) async fn rows(s: &PostgresDialect, ns: &Namespace) -> Result<Vec<Shown>> {
     let rows = sqlx::query(sql!("limits/rows"))
         .bind(ns.as_str())
         .fetch_all_on(&s.conns)

@@ -1,11 +1,12 @@
 //! [`PostgresOptions`]: how a [`PostgresStorage`] connects and behaves.
 
+use executor_sql::Dialect as _;
 use std::time::Duration;
 
 use executor_core::{Error, Result};
 use sqlx::{PgPool, postgres::PgPoolOptions};
 
-use crate::{PostgresStorage, error};
+use crate::{PostgresDialect, PostgresStorage, error};
 
 /// Settings of a [`PostgresStorage`]; [`PostgresStorage::connect`] uses the defaults.
 ///
@@ -117,6 +118,11 @@ impl PostgresOptions {
     /// non-retryable one for a bad URL, bad credentials, a failed migration
     /// or an incomplete schema.
     pub async fn connect(self, url: &str) -> Result<PostgresStorage> {
+        self.connect_dialect(url).await.map(PostgresStorage::new)
+    }
+
+    /// As [`PostgresOptions::connect`], the dialect's state alone.
+    pub(crate) async fn connect_dialect(self, url: &str) -> Result<PostgresDialect> {
         self.validate()?;
         // Three more than the storage's statements use: the listener's
         // connection, and two for callers of `pool()` and the migrator (see
@@ -127,7 +133,7 @@ impl PostgresOptions {
             .connect(url)
             .await
             .map_err(error::connect)?;
-        self.open(pool).await
+        self.open_dialect(pool).await
     }
 
     /// A storage on an existing pool; runs the migrations unless turned off,
@@ -138,9 +144,13 @@ impl PostgresOptions {
     /// failed migration; an incomplete schema (migrations off and not
     /// applied by hand); store failures.
     pub async fn open(self, pool: PgPool) -> Result<PostgresStorage> {
+        self.open_dialect(pool).await.map(PostgresStorage::new)
+    }
+
+    async fn open_dialect(self, pool: PgPool) -> Result<PostgresDialect> {
         self.validate()?;
         let migrate = self.migrate;
-        let storage = PostgresStorage::with_options(pool, self);
+        let storage = PostgresDialect::with_options(pool, self);
         if migrate {
             storage.migrate().await?;
         } else {

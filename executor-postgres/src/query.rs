@@ -1,21 +1,33 @@
 //! Reads for operators and producers: get, list, counts.
 
+use executor_sql::dialect::Query;
 use std::collections::BTreeMap;
 
 use executor_core::{Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, Unreadable};
 use sqlx::Row;
 
 use crate::{
-    PostgresStorage,
+    PostgresDialect,
     conn::RunOn,
     error, row,
     sql::{self, sql},
 };
 
-impl PostgresStorage {
+/// What every cursor of this store starts with (`executor_sql::cursor`).
+const CURSOR_PREFIX: &str = "pg1.";
+
+fn make_cursor(finished: Option<i64>, id: &str) -> String {
+    executor_sql::cursor::make(CURSOR_PREFIX, finished, id)
+}
+
+fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
+    executor_sql::cursor::parse(CURSOR_PREFIX, executor_core::MAX_ID_LEN, c)
+}
+
+impl Query for PostgresDialect {
     /// Reads one task with its attempt log; a row that does not parse is
     /// [`Error::Corrupt`] (an attempt log that does not parse reads as empty).
-    pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
+    async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
         let r = sqlx::query(sql!("query/get"))
             .bind(ns.as_str())
             .bind(id.as_str())
@@ -33,7 +45,7 @@ impl PostgresStorage {
     /// visits each such task once. A row that does not parse is skipped and
     /// reported in [`Page::unreadable`] (invariant 7): the rest of the page
     /// still reads, and the cursor moves past it.
-    pub(crate) async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
+    async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         query.validate()?;
         let cursor = query.cursor.as_deref().map(parse_cursor).transpose()?;
         // The lines of the file this list sends (see the file).
@@ -80,7 +92,7 @@ impl PostgresStorage {
 
     /// Tasks per state, from the `ix_finished` index alone. Rows with a state
     /// no one knows are left out (and logged).
-    pub(crate) async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
+    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
         let rows = sqlx::query(sql!("query/counts"))
             .bind(ns.as_str())
             .fetch_all_on(&self.conns)
@@ -99,15 +111,4 @@ impl PostgresStorage {
         }
         Ok(out.into_iter().collect())
     }
-}
-
-/// What every cursor of this store starts with (`executor_sql::cursor`).
-const CURSOR_PREFIX: &str = "pg1.";
-
-fn make_cursor(finished: Option<i64>, id: &str) -> String {
-    executor_sql::cursor::make(CURSOR_PREFIX, finished, id)
-}
-
-fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
-    executor_sql::cursor::parse(CURSOR_PREFIX, executor_core::MAX_ID_LEN, c)
 }

@@ -1,13 +1,13 @@
 //! Queue controls: pausing a queue fleet-wide and the per-queue figures.
 //! The claim itself is in `claim.rs`.
 
-use executor_core::storage::QueueControl;
+use executor_sql::dialect::Queues;
 use std::collections::BTreeMap;
 
 use executor_core::{Namespace, QueueInfo, QueueLimits, QueueName, Result, Timestamp};
 use sqlx::Row;
 
-use crate::{PostgresStorage, conn::RunOn, error, limits, sql::sql};
+use crate::{PostgresDialect, conn::RunOn, error, limits, sql::sql};
 
 /// `name` as a queue name, or `None` (logged) for a hand-edited value.
 fn valid(name: &str) -> Option<QueueName> {
@@ -20,7 +20,7 @@ fn valid(name: &str) -> Option<QueueName> {
     }
 }
 
-impl QueueControl for PostgresStorage {
+impl Queues for PostgresDialect {
     /// Pauses or resumes `queue`: a row in the queues table while it is
     /// paused or has limits, none otherwise. Every claim statement reads it
     /// (see `claim_queues`), so a pause holds for every process from the

@@ -3,15 +3,16 @@
 //! task). "Whether it existed / moved" is the number of rows the `WHERE`
 //! matched (PostgreSQL counts matched rows, changed or not).
 
-use executor_core::storage::ScheduleStore;
 use executor_core::{
     Error, Namespace, Result, TaskId, Timestamp,
     schedule::Schedule,
     storage::{Advance, ScheduleEntry},
 };
+use executor_sql::Dialect as _;
+use executor_sql::dialect::Schedules;
 use sqlx::postgres::PgRow;
 
-use crate::{PostgresStorage, conn::RunOn, error, row::col, sql::sql};
+use crate::{PostgresDialect, conn::RunOn, error, row::col, sql::sql};
 
 /// One row as an entry, or why it is not one.
 fn entry(r: &PgRow) -> Result<ScheduleEntry, String> {
@@ -37,7 +38,7 @@ fn entry(r: &PgRow) -> Result<ScheduleEntry, String> {
     Ok(e)
 }
 
-impl ScheduleStore for PostgresStorage {
+impl Schedules for PostgresDialect {
     /// Inserts `schedule` with its cursor at the server's now, or replaces
     /// only the definition of the row already there, so a replaced schedule
     /// keeps its pause, cursor, fence and last task. One autocommit upsert.

@@ -1,6 +1,13 @@
 //! [`PostgresStorage`]: the handle, its migrations, and the helpers every
 //! section of the `Storage` impl shares (payload limit, wake-up).
 
+use executor_core::Timestamp;
+use executor_sql::{
+    dialect::Dialect,
+    finish::{FinishGroup, FinishStatements},
+};
+
+use crate::finish::Finisher;
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
@@ -20,27 +27,11 @@ use crate::{
 /// Name of the table that records which migrations ran.
 pub const MIGRATIONS_TABLE: &str = "_reliable_executor_migrations";
 
-/// Tasks in PostgreSQL 13+, through a `sqlx` pool.
-///
-/// One table set holds every namespace (the `ns` column leads every key).
-/// Every state change is one autocommit statement conditional on the
-/// task's state and fence; no statement waits inside a transaction for the
-/// client, so a stopped process holds no lock (except a queue with limits'
-/// row, for at most 2 s: see `docs/postgres.md`). All times come from the
-/// server's clock. Idle claimers in every process are woken by
-/// LISTEN/NOTIFY when a task starts waiting. Cheap to clone: clones share
-/// the pool, the listener and the in-process wake-ups.
-///
-/// ```no_run
-/// # async fn run() -> executor_core::Result<()> {
-/// use reliable_executor_postgres::PostgresStorage;
-/// let storage = PostgresStorage::connect("postgres://postgres@127.0.0.1:5432/test").await?;
-/// # drop(storage);
-/// # Ok(())
-/// # }
-/// ```
+/// The PostgreSQL dialect of the SQL core: what a `PostgresStorage` holds (the
+/// connections, the options, the in-process wake-ups, the group-commit
+/// queue, the claim's hints), shared by its clones.
 #[derive(Clone, Debug)]
-pub struct PostgresStorage {
+pub struct PostgresDialect {
     pub(crate) conns: Arc<Conns>,
     pub(crate) opts: Arc<PostgresOptions>,
     /// Per namespace, fired by every change that may make work due: by this
@@ -92,38 +83,30 @@ async fn migration_lock(conn: &mut sqlx::PgConnection) -> Result<()> {
     }
 }
 
-impl PostgresStorage {
-    /// Connects with the default [`PostgresOptions`] and runs the migrations.
-    ///
-    /// # Errors
-    /// As [`PostgresOptions::connect`].
-    pub async fn connect(url: &str) -> Result<Self> {
-        PostgresOptions::new().connect(url).await
+impl Dialect for PostgresDialect {
+    type Db = sqlx::Postgres;
+    type Options = PostgresOptions;
+
+    async fn connect(options: PostgresOptions, url: &str) -> Result<Self> {
+        options.connect_dialect(url).await
     }
 
-    /// A storage on an existing pool with the default options. Runs no
-    /// migrations: call [`PostgresStorage::migrate`], or use
-    /// [`PostgresOptions::open`]. The listener for wake-ups takes one
-    /// connection of the pool for as long as the storage lives.
-    pub fn from_pool(pool: PgPool) -> Self {
-        Self::with_options(pool, PostgresOptions::new())
+    fn from_pool(pool: PgPool, options: PostgresOptions) -> Self {
+        Self::with_options(pool, options)
     }
 
-    /// Settings for a storage other than the defaults.
-    pub fn options() -> PostgresOptions {
-        PostgresOptions::new()
+    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        let r = sqlx::query(sql!("tier/now")).fetch_one_on(&self.conns).await.map_err(error::storage)?;
+        let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
+        Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
     }
 
-    pub(crate) fn with_options(pool: PgPool, opts: PostgresOptions) -> Self {
-        let wakes = Arc::new(Wakes::default());
-        Self {
-            listener: Arc::new(Listener::new(pool.clone(), Arc::clone(&wakes))),
-            conns: Arc::new(Conns::new(pool, 3, crate::sql::SESSION_SETUP)),
-            opts: Arc::new(opts),
-            wakes,
-            finishes: Arc::new(GroupCommit::new()),
-            limited: Arc::default(),
-        }
+    fn finishes(&self) -> &FinishGroup {
+        &self.finishes
+    }
+
+    fn finish_statements(&self) -> impl FinishStatements {
+        Finisher { conns: Arc::clone(&self.conns), wakes: Arc::clone(&self.wakes) }
     }
 
     /// Creates or upgrades the schema, then checks it is complete. Safe when
@@ -137,7 +120,7 @@ impl PostgresStorage {
     /// A failed or modified migration, a lock not granted within 10 minutes
     /// (another process still migrating), an incomplete schema, or a store
     /// failure.
-    pub async fn migrate(&self) -> Result<()> {
+    async fn migrate(&self) -> Result<()> {
         let mut migrator: Migrator = sqlx::migrate!("./migrations");
         migrator.dangerous_set_table_name(MIGRATIONS_TABLE);
         // During a rolling upgrade, processes of the previous release start
@@ -164,6 +147,79 @@ impl PostgresStorage {
         }
         ran?;
         self.check_schema().await
+    }
+
+    /// The largest payload this store takes ([`PostgresOptions::max_payload`]).
+    async fn max_payload(&self) -> Result<usize> {
+        Ok(self.opts.max_payload)
+    }
+
+    /// Deletes every task, the leadership row, the workers' announcements,
+    /// the cron schedules, the queue rows and the throughput history of `ns`, tasks in batches of
+    /// 10,000 rows so no statement holds locks for long. Returns the number
+    /// of tasks deleted. For tests and for retiring a namespace; running
+    /// executors on `ns` lose their tasks.
+    ///
+    /// # Errors
+    /// Store failures.
+    async fn purge(&self, ns: &Namespace) -> Result<u64> {
+        let mut deleted = 0;
+        loop {
+            // By `ctid`: `id IN (SELECT id ... LIMIT)` became a nested loop
+            // comparing every row with every id when the statistics did
+            // not know the namespace (296 s for 10,000 rows; 47 ms so).
+            let done = sqlx::query(sql!("storage/purge_tasks"))
+                .bind(ns.as_str())
+                .execute_on(&self.conns)
+                .await
+                .map_err(error::storage)?;
+            deleted += done.rows_affected();
+            if done.rows_affected() == 0 {
+                break;
+            }
+        }
+        for table in [
+            sql!("storage/purge_leaders"),
+            sql!("storage/purge_workers"),
+            sql!("storage/purge_schedules"),
+            sql!("storage/purge_queues"),
+            sql!("storage/purge_history"),
+        ] {
+            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
+        }
+        Ok(deleted)
+    }
+
+    /// The pool, for operators' own queries and for the transactions that
+    /// `PostgresStorage::submit_in` joins. Close the storage with
+    /// `PostgresStorage::close`, not `pool().close()`: the storage keeps
+    /// connections it used and one for the listener, and the pool's `close`
+    /// waits for them.
+    fn pool(&self) -> &PgPool {
+        self.conns.pool()
+    }
+
+    /// Stops listening, gives back the connections the storage keeps and
+    /// closes the pool (for every clone of the storage). Calls after it fail
+    /// with a retryable "pool closed" error.
+    async fn close(&self) {
+        self.listener.stop().await;
+        self.conns.release_kept();
+        self.conns.pool().close().await;
+    }
+}
+
+impl PostgresDialect {
+    pub(crate) fn with_options(pool: PgPool, opts: PostgresOptions) -> Self {
+        let wakes = Arc::new(Wakes::default());
+        Self {
+            listener: Arc::new(Listener::new(pool.clone(), Arc::clone(&wakes))),
+            conns: Arc::new(Conns::new(pool, 3, crate::sql::SESSION_SETUP)),
+            opts: Arc::new(opts),
+            wakes,
+            finishes: Arc::new(GroupCommit::new()),
+            limited: Arc::default(),
+        }
     }
 
     /// Checks that every table and column the statements use exists: one
@@ -196,65 +252,6 @@ impl PostgresStorage {
             }
         }
         Ok(())
-    }
-
-    /// The largest payload this store takes ([`PostgresOptions::max_payload`]).
-    pub(crate) async fn max_payload(&self) -> Result<usize> {
-        Ok(self.opts.max_payload)
-    }
-
-    /// Deletes every task, the leadership row, the workers' announcements,
-    /// the cron schedules, the queue rows and the throughput history of `ns`, tasks in batches of
-    /// 10,000 rows so no statement holds locks for long. Returns the number
-    /// of tasks deleted. For tests and for retiring a namespace; running
-    /// executors on `ns` lose their tasks.
-    ///
-    /// # Errors
-    /// Store failures.
-    pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
-        let mut deleted = 0;
-        loop {
-            // By `ctid`: `id IN (SELECT id ... LIMIT)` became a nested loop
-            // comparing every row with every id when the statistics did
-            // not know the namespace (296 s for 10,000 rows; 47 ms so).
-            let done = sqlx::query(sql!("storage/purge_tasks"))
-                .bind(ns.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            deleted += done.rows_affected();
-            if done.rows_affected() == 0 {
-                break;
-            }
-        }
-        for table in [
-            sql!("storage/purge_leaders"),
-            sql!("storage/purge_workers"),
-            sql!("storage/purge_schedules"),
-            sql!("storage/purge_queues"),
-            sql!("storage/purge_history"),
-        ] {
-            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
-        }
-        Ok(deleted)
-    }
-
-    /// The pool, for operators' own queries and for the transactions that
-    /// [`PostgresStorage::submit_in`] joins. Close the storage with
-    /// [`PostgresStorage::close`], not `pool().close()`: the storage keeps
-    /// connections it used and one for the listener, and the pool's `close`
-    /// waits for them.
-    pub fn pool(&self) -> &PgPool {
-        self.conns.pool()
-    }
-
-    /// Stops listening, gives back the connections the storage keeps and
-    /// closes the pool (for every clone of the storage). Calls after it fail
-    /// with a retryable "pool closed" error.
-    pub async fn close(&self) {
-        self.listener.stop().await;
-        self.conns.release_kept();
-        self.conns.pool().close().await;
     }
 
     /// Tells waiters of `ns` in this process that work may be due.

@@ -6,10 +6,12 @@ use executor_core::{
     Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
     storage::{Debounce, Due, NewTask, SubmitMode},
 };
+use executor_sql::Dialect as _;
+use executor_sql::dialect::{Submit, SubmitIn};
 use sqlx::{PgConnection, Row};
 
 use crate::{
-    PostgresStorage,
+    PostgresDialect,
     conn::{Conns, RunOn, fetch_all_sent},
     error,
     sql::{int, ms, sql, ts},
@@ -191,138 +193,11 @@ fn returned_ids(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<String>> {
     rows.iter().map(|r| r.try_get::<String, _>("id").map_err(error::storage)).collect()
 }
 
-impl PostgresStorage {
-    /// One task, in one statement.
-    pub(crate) async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
-        let row = validate(task, self.max_payload().await?)?;
-        let out = match &row.mode {
-            SubmitMode::Debounce(d) => debounce_on(&self.conns, ns, &row, d).await,
-            SubmitMode::Plain | SubmitMode::Idempotent => insert_one(self, ns, &row).await,
-            other => {
-                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
-            }
-        }?;
-        self.notify_work(ns);
-        Ok(out)
-    }
-
-    /// Many tasks: the plain and idempotent ones in INSERTs of up to
-    /// [`BATCH_ROWS`] rows (one statement each, whatever the size). Each
-    /// task is validated first and an invalid one is refused alone; a
-    /// taken id answers its own item only. A batch the server refuses for
-    /// another reason (nothing was written) is redone row by row, so each
-    /// task gets its own answer and one bad row never fails its neighbours
-    /// (bad input harms no neighbour). A batch whose connection was lost after it was sent
-    /// has an unknown outcome: each of its tasks gets its own
-    /// [`Error::OutcomeUnknown`]. Debounced ones go one by one.
-    pub(crate) async fn submit_many(
-        &self,
-        ns: &Namespace,
-        tasks: Vec<NewTask>,
-    ) -> Result<Vec<Result<Submitted>>> {
-        let limit = self.max_payload().await?;
-        let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
-        let mut batch: Vec<(usize, Checked)> = Vec::new();
-        let mut singles: Vec<(usize, Checked)> = Vec::new();
-        for (i, task) in tasks.into_iter().enumerate() {
-            match validate(task, limit) {
-                Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
-                    singles.push((i, row));
-                    out.push(None);
-                }
-                Ok(row) => {
-                    batch.push((i, row));
-                    out.push(None);
-                }
-                Err(e) => out.push(Some(Err(e))),
-            }
-        }
-        let mut start = 0;
-        while start < batch.len() {
-            let mut end = start;
-            let mut bytes = 0;
-            while end < batch.len()
-                && end - start < BATCH_ROWS
-                && (end == start || bytes + batch[end].1.payload.len() <= BATCH_BYTES)
-            {
-                bytes += batch[end].1.payload.len();
-                end += 1;
-            }
-            insert_chunk(self, ns, &batch[start..end], &mut out).await;
-            start = end;
-        }
-        for (i, row) in singles {
-            out[i] = Some(match &row.mode {
-                SubmitMode::Debounce(d) => debounce_on(&self.conns, ns, &row, d).await,
-                _ => insert_one(self, ns, &row).await,
-            });
-        }
-        self.notify_work(ns);
-        Ok(out
-            .into_iter()
-            .map(|r| {
-                r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
-            })
-            .collect())
-    }
-
-    /// Submits `task` inside the caller's transaction (or on any connection
-    /// of theirs): one INSERT (or the debounce upsert) on `conn`. The task
-    /// is visible to claims only once the transaction commits, and is gone
-    /// if it rolls back; the commit wakes idle claimers in every process
-    /// (NOTIFY is delivered on commit). Idempotent and debounced submits
-    /// keep their meaning: an id taken by a committed task, or by an
-    /// uncommitted one of another transaction once that commits, answers
-    /// `Existing`; a debounce moves the task waiting under its key, and
-    /// waits for another transaction's uncommitted task under the same key
-    /// to commit or roll back first.
-    ///
-    /// ```no_run
-    /// # async fn run(storage: reliable_executor_postgres::PostgresStorage) -> executor_core::Result<()> {
-    /// use executor_core::{Namespace, TaskId, storage::NewTask};
-    ///
-    /// let ns = Namespace::new("shop")?;
-    /// let mut tx = storage.pool().begin().await.map_err(|e| executor_core::Error::storage(e, true))?;
-    /// sqlx::query("INSERT INTO orders (id) VALUES ($1)").bind(42_i64).execute(&mut *tx).await
-    ///     .map_err(|e| executor_core::Error::storage(e, false))?;
-    /// let task = NewTask::new(TaskId::new("order-42")?, "process_order", br#"{"id":42}"#.to_vec());
-    /// storage.submit_in(&mut tx, &ns, task).await?;
-    /// tx.commit().await.map_err(|e| executor_core::Error::storage(e, true))?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    ///
-    /// # Errors
-    /// As a submit; a store error leaves the transaction for the caller to
-    /// roll back (PostgreSQL refuses every later statement of a
-    /// transaction after an error).
-    pub async fn submit_in(
-        &self,
-        conn: &mut PgConnection,
-        ns: &Namespace,
-        task: NewTask,
-    ) -> Result<Submitted> {
-        let row = validate(task, self.max_payload().await?)?;
-        match &row.mode {
-            SubmitMode::Debounce(d) => debounce(&mut *conn, ns, &row, d).await,
-            SubmitMode::Plain | SubmitMode::Idempotent => {
-                let rows = insert_query(ns, &[&row]).fetch_all(&mut *conn).await.map_err(error::storage)?;
-                answers(&[&row], &returned_ids(&rows)?).pop().unwrap_or_else(|| {
-                    Err(Error::storage(std::io::Error::other("submit got no answer"), true))
-                })
-            }
-            other => {
-                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
-            }
-        }
-    }
-}
-
 /// One plain or idempotent task, one INSERT. A taken id answers
 /// `Existing` to an idempotent submit; to a plain one, `Created` when this
 /// very submit stored the task ([`answers_own`]) and
 /// [`Error::DuplicateId`] otherwise.
-async fn insert_one(s: &PostgresStorage, ns: &Namespace, row: &Checked) -> Result<Submitted> {
+async fn insert_one(s: &PostgresDialect, ns: &Namespace, row: &Checked) -> Result<Submitted> {
     let rows =
         fetch_all_sent(insert_query(ns, &[row]), &s.conns).await.map_err(|e| error::written(e, &row.id))?;
     // The INSERT ran: an answer that does not read leaves its outcome open.
@@ -334,7 +209,7 @@ async fn insert_one(s: &PostgresStorage, ns: &Namespace, row: &Checked) -> Resul
 }
 
 async fn insert_chunk(
-    s: &PostgresStorage,
+    s: &PostgresDialect,
     ns: &Namespace,
     chunk: &[(usize, Checked)],
     out: &mut [Option<Result<Submitted>>],
@@ -446,5 +321,125 @@ async fn debounce(conn: &mut PgConnection, ns: &Namespace, row: &Checked, d: &De
         }
         Err(e) if error::is_duplicate_id(&e) => Err(Error::DuplicateId(row.id.clone())),
         Err(e) => Err(error::storage(e)),
+    }
+}
+
+impl Submit for PostgresDialect {
+    /// One task, in one statement.
+    async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let row = validate(task, self.max_payload().await?)?;
+        let out = match &row.mode {
+            SubmitMode::Debounce(d) => debounce_on(&self.conns, ns, &row, d).await,
+            SubmitMode::Plain | SubmitMode::Idempotent => insert_one(self, ns, &row).await,
+            other => {
+                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
+            }
+        }?;
+        self.notify_work(ns);
+        Ok(out)
+    }
+
+    /// Many tasks: the plain and idempotent ones in INSERTs of up to
+    /// `BATCH_ROWS` rows (one statement each, whatever the size). Each
+    /// task is validated first and an invalid one is refused alone; a
+    /// taken id answers its own item only. A batch the server refuses for
+    /// another reason (nothing was written) is redone row by row, so each
+    /// task gets its own answer and one bad row never fails its neighbours
+    /// (bad input harms no neighbour). A batch whose connection was lost after it was sent
+    /// has an unknown outcome: each of its tasks gets its own
+    /// [`Error::OutcomeUnknown`]. Debounced ones go one by one.
+    async fn submit_many(&self, ns: &Namespace, tasks: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
+        let limit = self.max_payload().await?;
+        let mut out: Vec<Option<Result<Submitted>>> = Vec::with_capacity(tasks.len());
+        let mut batch: Vec<(usize, Checked)> = Vec::new();
+        let mut singles: Vec<(usize, Checked)> = Vec::new();
+        for (i, task) in tasks.into_iter().enumerate() {
+            match validate(task, limit) {
+                Ok(row) if matches!(row.mode, SubmitMode::Debounce(_)) => {
+                    singles.push((i, row));
+                    out.push(None);
+                }
+                Ok(row) => {
+                    batch.push((i, row));
+                    out.push(None);
+                }
+                Err(e) => out.push(Some(Err(e))),
+            }
+        }
+        let mut start = 0;
+        while start < batch.len() {
+            let mut end = start;
+            let mut bytes = 0;
+            while end < batch.len()
+                && end - start < BATCH_ROWS
+                && (end == start || bytes + batch[end].1.payload.len() <= BATCH_BYTES)
+            {
+                bytes += batch[end].1.payload.len();
+                end += 1;
+            }
+            insert_chunk(self, ns, &batch[start..end], &mut out).await;
+            start = end;
+        }
+        for (i, row) in singles {
+            out[i] = Some(match &row.mode {
+                SubmitMode::Debounce(d) => debounce_on(&self.conns, ns, &row, d).await,
+                _ => insert_one(self, ns, &row).await,
+            });
+        }
+        self.notify_work(ns);
+        Ok(out
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| Err(Error::storage(std::io::Error::other("submit got no answer"), true)))
+            })
+            .collect())
+    }
+}
+
+impl SubmitIn<sqlx::PgConnection> for PostgresDialect {
+    /// Submits `task` inside the caller's transaction (or on any connection
+    /// of theirs): one INSERT (or the debounce upsert) on `conn`. The task
+    /// is visible to claims only once the transaction commits, and is gone
+    /// if it rolls back; the commit wakes idle claimers in every process
+    /// (NOTIFY is delivered on commit). Idempotent and debounced submits
+    /// keep their meaning: an id taken by a committed task, or by an
+    /// uncommitted one of another transaction once that commits, answers
+    /// `Existing`; a debounce moves the task waiting under its key, and
+    /// waits for another transaction's uncommitted task under the same key
+    /// to commit or roll back first.
+    ///
+    /// ```no_run
+    /// # async fn run(storage: reliable_executor_postgres::PostgresStorage) -> executor_core::Result<()> {
+    /// use executor_core::{Namespace, TaskId, storage::NewTask};
+    ///
+    /// let ns = Namespace::new("shop")?;
+    /// let mut tx = storage.pool().begin().await.map_err(|e| executor_core::Error::storage(e, true))?;
+    /// sqlx::query("INSERT INTO orders (id) VALUES ($1)").bind(42_i64).execute(&mut *tx).await
+    ///     .map_err(|e| executor_core::Error::storage(e, false))?;
+    /// let task = NewTask::new(TaskId::new("order-42")?, "process_order", br#"{"id":42}"#.to_vec());
+    /// storage.submit_in(&mut tx, &ns, task).await?;
+    /// tx.commit().await.map_err(|e| executor_core::Error::storage(e, true))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As a submit; a store error leaves the transaction for the caller to
+    /// roll back (PostgreSQL refuses every later statement of a
+    /// transaction after an error).
+    async fn submit_in(&self, conn: &mut PgConnection, ns: &Namespace, task: NewTask) -> Result<Submitted> {
+        let row = validate(task, self.max_payload().await?)?;
+        match &row.mode {
+            SubmitMode::Debounce(d) => debounce(&mut *conn, ns, &row, d).await,
+            SubmitMode::Plain | SubmitMode::Idempotent => {
+                let rows = insert_query(ns, &[&row]).fetch_all(&mut *conn).await.map_err(error::storage)?;
+                answers(&[&row], &returned_ids(&rows)?).pop().unwrap_or_else(|| {
+                    Err(Error::storage(std::io::Error::other("submit got no answer"), true))
+                })
+            }
+            other => {
+                Err(Error::unsupported("submit", format!("submit mode {other:?} is newer than this store")))
+            }
+        }
     }
 }

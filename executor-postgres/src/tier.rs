@@ -3,35 +3,34 @@
 //! for the near future, PostgreSQL for long delays).
 
 use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, Timestamp, storage::MAX_FENCE};
-use sqlx::Row;
+use executor_sql::Dialect as _;
+use executor_sql::dialect::Tier;
 
 use crate::{
-    PostgresStorage,
+    PostgresDialect,
     conn::RunOn,
     error, row,
     sql::{MAX_ATTEMPTS_COLUMN, big, clip_error, int, ms, sql, ts},
 };
 
-impl PostgresStorage {
-    /// The server's clock.
-    pub(crate) async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
-        let r = sqlx::query(sql!("tier/now")).fetch_one_on(&self.conns).await.map_err(error::storage)?;
-        let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
-        Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
-    }
+async fn exists(s: &PostgresDialect, ns: &Namespace, id: &TaskId) -> Result<bool> {
+    let r = sqlx::query(sql!("tier/exists"))
+        .bind(ns.as_str())
+        .bind(id.as_str())
+        .fetch_optional_on(&s.conns)
+        .await
+        .map_err(error::storage)?;
+    Ok(r.is_some())
+}
 
+impl Tier for PostgresDialect {
     /// Waiting tasks due before `before`, earliest first, in one
     /// statement: the queues with waiting tasks (a skip scan of
     /// `ix_waiting`), then for each queue and priority its range of the
     /// index up to `before` (so only the tasks due before it are read),
     /// merged by due time. Rows that do not parse are moved to `ERROR` with
     /// the reason rather than stopping every promotion behind them.
-    pub(crate) async fn due_before(
-        &self,
-        ns: &Namespace,
-        before: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>> {
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
         let limit = i64::try_from(limit.min(10_000)).unwrap_or(10_000);
         let rows = sqlx::query(sql!("tier/due_before"))
             .bind(ns.as_str())
@@ -70,7 +69,7 @@ impl PostgresStorage {
     /// record is stored without the key (logged): the key binds one waiting
     /// task per namespace, and answering `false` would let the caller delete
     /// the only copy of the task from the other tier.
-    pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
         let limit = self.max_payload().await?;
         if record.payload.len() > limit {
             return Err(Error::PayloadTooLarge { size: record.payload.len(), limit });
@@ -140,7 +139,7 @@ impl PostgresStorage {
 
     /// Deletes the task if it still waits with this fence: one conditional
     /// DELETE, so a task claimed meanwhile is never removed under its worker.
-    pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
         let done = sqlx::query(sql!("tier/remove"))
             .bind(ns.as_str())
             .bind(id.as_str())
@@ -150,14 +149,4 @@ impl PostgresStorage {
             .map_err(error::storage)?;
         Ok(done.rows_affected() > 0)
     }
-}
-
-async fn exists(s: &PostgresStorage, ns: &Namespace, id: &TaskId) -> Result<bool> {
-    let r = sqlx::query(sql!("tier/exists"))
-        .bind(ns.as_str())
-        .bind(id.as_str())
-        .fetch_optional_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    Ok(r.is_some())
 }

@@ -12,6 +12,7 @@
 //!
 //! MySQL has nothing like it, which is why its claimers poll (docs/mysql.md).
 
+use executor_sql::dialect::Wait;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -26,7 +27,7 @@ use sqlx::{
 };
 use tokio::{sync::Notify, time::Instant};
 
-use crate::{PostgresStorage, conn::RunOn, error, sql::sql};
+use crate::{PostgresDialect, conn::RunOn, error, sql::sql};
 
 /// The channel the trigger notifies on.
 pub(crate) const CHANNEL: &str = "reliable_executor";
@@ -159,31 +160,7 @@ async fn listen(mut l: PgListener, wakes: Arc<Wakes>) {
     }
 }
 
-impl PostgresStorage {
-    /// Resolves when work may be due, never later than `max_wait`:
-    /// - at once when a task starts waiting in `ns` in any process (the
-    ///   trigger's NOTIFY, or this process directly);
-    /// - when the earliest waiting task's due time arrives (read from the
-    ///   `ix_waiting` index: one probe per waiting queue and priority);
-    /// - otherwise after the poll interval, from `poll_min` doubling up to
-    ///   `poll_max`: the net under a lost notification.
-    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As [`PostgresStorage::wait_for_work`], with the earliest due time
-    /// taken over `queues` that are not paused, not at their concurrency
-    /// limit and with valid limits (later for an empty bucket), so due
-    /// tasks of other queues do not end the wait at once.
-    pub(crate) async fn wait_for_queues(
-        &self,
-        ns: &Namespace,
-        queues: &[QueueName],
-        max_wait: Duration,
-    ) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
-    }
-
+impl PostgresDialect {
     async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
         self.listener.start().await;
         let wake = self.wakes.of(ns.as_str());
@@ -238,5 +215,26 @@ fn next_due<'q>(ns: &'q Namespace, queues: Option<&[QueueName]>) -> Query<'q, Po
             .bind(ns.as_str())
             .bind(ns.as_str())
             .bind(ns.as_str()),
+    }
+}
+
+impl Wait for PostgresDialect {
+    /// Resolves when work may be due, never later than `max_wait`:
+    /// - at once when a task starts waiting in `ns` in any process (the
+    ///   trigger's NOTIFY, or this process directly);
+    /// - when the earliest waiting task's due time arrives (read from the
+    ///   `ix_waiting` index: one probe per waiting queue and priority);
+    /// - otherwise after the poll interval, from `poll_min` doubling up to
+    ///   `poll_max`: the net under a lost notification.
+    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
+        self.wait(ns, None, max_wait).await
+    }
+
+    /// As `PostgresStorage::wait_for_work`, with the earliest due time
+    /// taken over `queues` that are not paused, not at their concurrency
+    /// limit and with valid limits (later for an empty bucket), so due
+    /// tasks of other queues do not end the wait at once.
+    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.wait(ns, Some(queues), max_wait).await
     }
 }

@@ -7,6 +7,10 @@
 //! each), the claim, the fleet-wide limits, the wake-ups, the migrations,
 //! and which server errors mean what ([`ErrorClass`]). This crate owns:
 //!
+//! - [`SqlStorage`]: the one storage type of every dialect
+//!   (`MySqlStorage` is `SqlStorage<MySqlDialect>`), with the core's
+//!   `Storage` and ability traits written once over the dialect's parts
+//!   ([`dialect`]: one trait per module of a driver);
 //! - [`conn`]: the connections a storage's own statements run on (a free
 //!   list beside the sqlx pool, closed rather than reused after a dropped
 //!   operation), and whether a failed statement was sent;
@@ -24,12 +28,16 @@
 
 pub mod conn;
 pub mod cursor;
+pub mod dialect;
 pub mod error;
 pub mod finish;
 pub mod row;
 mod statement;
+mod storage;
 
+pub use dialect::Dialect;
 pub use error::ErrorClass;
 #[doc(hidden)]
 pub use statement::body;
 pub use statement::unused_statement_files;
+pub use storage::SqlStorage;
