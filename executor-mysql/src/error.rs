@@ -28,10 +28,8 @@ const BAD_VALUE: [u16; 7] = [1264, 1292, 1366, 1406, 1690, 3819, 4025];
 /// connections (`require_secure_transport=ON`).
 const SECURE_TRANSPORT_REQUIRED: u16 = 3159;
 
-/// MySQL's and MariaDB's error classes, by error number.
-pub(crate) struct Class;
-
-impl ErrorClass for Class {
+/// Which server errors mean what, by error number.
+impl ErrorClass for crate::MySqlDialect {
     const SERVER: &'static str = "MySQL";
 
     fn is_lock_conflict(e: &sqlx::Error) -> bool {
@@ -116,7 +114,7 @@ pub(crate) fn is_duplicate_id(e: &sqlx::Error) -> bool {
     is_duplicate(e) && e.as_database_error().is_some_and(|d| d.message().contains("PRIMARY"))
 }
 
-executor_sql::driver_errors!(Class);
+executor_sql::driver_errors!(crate::MySqlDialect);
 
 #[cfg(all(test, feature = "tls"))]
 mod tls_tests {
@@ -132,7 +130,10 @@ mod tls_tests {
     fn tls_failures_are_told_by_type() {
         let expired = rustls::Error::InvalidCertificate(CertificateError::Expired);
         let handshake = sqlx::Error::Io(io::Error::new(io::ErrorKind::InvalidData, expired));
-        assert_eq!(executor_sql::error::tls_failure::<Class>(&handshake), Some(TlsProblem::Expired));
+        assert_eq!(
+            executor_sql::error::tls_failure::<crate::MySqlDialect>(&handshake),
+            Some(TlsProblem::Expired)
+        );
         let e = connect(handshake);
         assert!(!e.is_retryable());
         let text = e.to_string();
@@ -140,7 +141,7 @@ mod tls_tests {
 
         let alert = rustls::Error::AlertReceived(AlertDescription::UnknownCA);
         assert_eq!(
-            executor_sql::error::tls_failure::<Class>(&sqlx::Error::Tls(alert.into())),
+            executor_sql::error::tls_failure::<crate::MySqlDialect>(&sqlx::Error::Tls(alert.into())),
             Some(TlsProblem::ClientCertRefused)
         );
         assert!(connect(sqlx::Error::Io(io::Error::from(io::ErrorKind::ConnectionReset))).is_retryable());

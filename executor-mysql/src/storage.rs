@@ -1,10 +1,10 @@
 //! [`MySqlStorage`]: the handle, its migrations, and the helpers every
 //! section of the `Storage` impl shares (payload limit, wake-up).
 
-use executor_core::Timestamp;
 use executor_sql::{
     dialect::Dialect,
     finish::{FinishGroup, FinishStatements},
+    stmt::Statements,
 };
 
 use crate::finish::Finisher;
@@ -103,10 +103,26 @@ impl Dialect for MySqlDialect {
         Self::with_options(pool, options)
     }
 
-    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
-        let r = sqlx::query(sql!("tier/now")).fetch_one_on(&self.conns).await.map_err(error::storage)?;
-        let now: i64 = r.try_get("now_ms").map_err(error::storage)?;
-        Ok(Timestamp::from_millis(u64::try_from(now).unwrap_or(0)))
+    const SQL: Statements = executor_sql::statements!();
+
+    fn conns(&self) -> &Conns {
+        &self.conns
+    }
+
+    fn rows_affected(result: &<sqlx::MySql as sqlx::Database>::QueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    /// Fences and tokens are `BIGINT UNSIGNED` columns.
+    fn bind_uint(
+        q: sqlx::query::Query<'_, sqlx::MySql, sqlx::mysql::MySqlArguments>,
+        v: u64,
+    ) -> sqlx::query::Query<'_, sqlx::MySql, sqlx::mysql::MySqlArguments> {
+        q.bind(v)
+    }
+
+    fn uint(row: &sqlx::mysql::MySqlRow, name: &'static str) -> std::result::Result<u64, String> {
+        crate::row::col(row, name)
     }
 
     fn finishes(&self) -> &FinishGroup {

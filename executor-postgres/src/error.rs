@@ -96,10 +96,8 @@ pub(crate) fn certainly_not_applied(e: &Error) -> bool {
     }
 }
 
-/// PostgreSQL's error classes, by SQLSTATE.
-pub(crate) struct Class;
-
-impl ErrorClass for Class {
+/// Which server errors mean what, by SQLSTATE.
+impl ErrorClass for crate::PostgresDialect {
     const SERVER: &'static str = "PostgreSQL";
 
     fn is_lock_conflict(e: &sqlx::Error) -> bool {
@@ -123,7 +121,7 @@ impl ErrorClass for Class {
     }
 }
 
-executor_sql::driver_errors!(Class);
+executor_sql::driver_errors!(crate::PostgresDialect);
 
 #[cfg(all(test, feature = "tls"))]
 mod tls_tests {
@@ -139,7 +137,10 @@ mod tls_tests {
     fn tls_failures_are_told_by_type() {
         let expired = rustls::Error::InvalidCertificate(CertificateError::Expired);
         let handshake = sqlx::Error::Io(io::Error::new(io::ErrorKind::InvalidData, expired));
-        assert_eq!(executor_sql::error::tls_failure::<Class>(&handshake), Some(TlsProblem::Expired));
+        assert_eq!(
+            executor_sql::error::tls_failure::<crate::PostgresDialect>(&handshake),
+            Some(TlsProblem::Expired)
+        );
         let e = connect(handshake);
         assert!(!e.is_retryable());
         let text = e.to_string();
@@ -147,7 +148,7 @@ mod tls_tests {
 
         let alert = rustls::Error::AlertReceived(AlertDescription::UnknownCA);
         assert_eq!(
-            executor_sql::error::tls_failure::<Class>(&sqlx::Error::Tls(alert.into())),
+            executor_sql::error::tls_failure::<crate::PostgresDialect>(&sqlx::Error::Tls(alert.into())),
             Some(TlsProblem::ClientCertRefused)
         );
         assert!(connect(sqlx::Error::Io(io::Error::from(io::ErrorKind::ConnectionReset))).is_retryable());

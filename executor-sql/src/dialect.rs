@@ -12,15 +12,17 @@ use std::{future::Future, time::Duration};
 
 use executor_core::{
     CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
-    Retention, StateCounts, Submitted, TaskId, TaskRecord, Timestamp, WorkerId, WorkerInfo,
-    schedule::Schedule,
-    storage::{
-        Advance, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped, ScheduleEntry,
-    },
+    Retention, StateCounts, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
+    storage::{Heartbeat, HistoryBucket, HistoryCount, Lease, NewTask, Reaped},
 };
 use sqlx::{Database, Pool};
 
-use crate::finish::{FinishGroup, FinishStatements};
+use crate::{
+    ErrorClass,
+    conn::Conns,
+    finish::{FinishGroup, FinishStatements},
+    stmt::{ArgsOf, Cols, SqlDb, Statements, Value},
+};
 
 /// A dialect: its database, its state (what a storage of it holds, cheap to
 /// clone), and the parts every store has. `storage.rs` of the driver
@@ -30,6 +32,7 @@ pub trait Dialect:
     + std::fmt::Debug
     + Send
     + Sync
+    + ErrorClass
     + 'static
     + Submit
     + Claim
@@ -37,10 +40,39 @@ pub trait Dialect:
     + Housekeeping
     + Query
     + Admin
-    + Leader
 {
     /// The sqlx database.
-    type Db: Database;
+    type Db: SqlDb + Database<Row: Cols>;
+
+    /// This dialect's texts of the statements the SQL core runs
+    /// ([`crate::statements!`]).
+    const SQL: Statements;
+
+    /// The connections the storage's statements run on.
+    fn conns(&self) -> &Conns<Self::Db>;
+
+    /// The rows a statement changed (matched, where the server counts so).
+    fn rows_affected(result: &<Self::Db as Database>::QueryResult) -> u64;
+
+    /// Binds a fence or a token. The default binds it as a saturating
+    /// signed `BIGINT`; a dialect with unsigned columns binds it as it is.
+    fn bind_uint(
+        q: sqlx::query::Query<'_, Self::Db, ArgsOf<Self>>,
+        v: u64,
+    ) -> sqlx::query::Query<'_, Self::Db, ArgsOf<Self>> {
+        Self::Db::bind(q, Value::Int(i64::try_from(v).unwrap_or(i64::MAX)))
+    }
+
+    /// Reads a fence or a token. The default reads a signed `BIGINT` and
+    /// refuses a negative one; a dialect with unsigned columns reads it as
+    /// it is.
+    ///
+    /// # Errors
+    /// The column is missing, NULL, not an integer, or negative.
+    fn uint(row: &<Self::Db as Database>::Row, name: &'static str) -> std::result::Result<u64, String> {
+        let v = row.int(name)?;
+        u64::try_from(v).map_err(|_| format!("column `{name}` is negative: {v}"))
+    }
     /// The driver's options (`MySqlOptions`, `PostgresOptions`).
     type Options: Default;
 
@@ -62,9 +94,6 @@ pub trait Dialect:
     /// Stops what the dialect runs in the background (a listener), gives
     /// back the kept connections and closes the pool.
     fn close(&self) -> impl Future<Output = ()> + Send;
-
-    /// The server's clock.
-    fn now(&self, ns: &Namespace) -> impl Future<Output = Result<Timestamp>> + Send;
 
     /// The largest payload this store takes.
     fn max_payload(&self) -> impl Future<Output = Result<usize>> + Send;
@@ -186,40 +215,6 @@ pub trait Admin {
     fn run_now(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send;
 }
 
-/// Leadership of the housekeeping, and the workers' announcements
-/// (`leader.rs`).
-pub trait Leader {
-    /// As `Storage::acquire_leadership`.
-    fn acquire_leadership(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        ttl: Duration,
-    ) -> impl Future<Output = Result<Option<Leadership>>> + Send;
-
-    /// As `Storage::release_leadership`.
-    fn release_leadership(
-        &self,
-        ns: &Namespace,
-        term: &Leadership,
-    ) -> impl Future<Output = Result<()>> + Send;
-
-    /// As `Storage::leader`.
-    fn leader(&self, ns: &Namespace) -> impl Future<Output = Result<Option<Leadership>>> + Send;
-
-    /// As `Presence::announce`.
-    fn announce(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        names: &[String],
-        ttl: Duration,
-    ) -> impl Future<Output = Result<()>> + Send;
-
-    /// As `Presence::workers`.
-    fn workers(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<WorkerInfo>>> + Send;
-}
-
 /// Moves between a hot and a cold tier (`tier.rs`).
 pub trait Tier {
     /// As `TierStorage::due_before`.
@@ -257,34 +252,6 @@ pub trait Queues {
 
     /// As `QueueControl::queues`.
     fn queues(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send;
-}
-
-/// Cron schedules (`schedule.rs`).
-pub trait Schedules {
-    /// As `ScheduleStore::put_schedule`.
-    fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> impl Future<Output = Result<()>> + Send;
-
-    /// As `ScheduleStore::schedules`.
-    fn schedules(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<ScheduleEntry>>> + Send;
-
-    /// As `ScheduleStore::remove_schedule`.
-    fn remove_schedule(&self, ns: &Namespace, name: &str) -> impl Future<Output = Result<bool>> + Send;
-
-    /// As `ScheduleStore::pause_schedule`.
-    fn pause_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        paused: bool,
-    ) -> impl Future<Output = Result<bool>> + Send;
-
-    /// As `ScheduleStore::advance_schedule`.
-    fn advance_schedule(
-        &self,
-        ns: &Namespace,
-        name: &str,
-        advance: &Advance,
-    ) -> impl Future<Output = Result<bool>> + Send;
 }
 
 /// Throughput history (`history.rs`).

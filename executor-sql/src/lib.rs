@@ -21,6 +21,10 @@
 //! - [`finish`]: ending attempts, alone or in batches of completions,
 //!   concurrent finishes sharing one batch (group commit);
 //! - [`row`]: reading task rows, whatever the dialect's column types;
+//! - leadership, the workers' announcements and cron schedules, on
+//!   [`stmt`]: the
+//!   statements run on every dialect, each dialect's file of the same
+//!   name with its parameters bound by name;
 //! - [`sql!`]: a statement file, loaded at compile time without its
 //!   leading comment.
 //!
@@ -31,8 +35,11 @@ pub mod cursor;
 pub mod dialect;
 pub mod error;
 pub mod finish;
+mod leader;
 pub mod row;
+mod schedule;
 mod statement;
+pub mod stmt;
 mod storage;
 
 pub use dialect::Dialect;

@@ -16,7 +16,7 @@ use sqlx::Pool;
 
 use crate::{
     dialect::{self, Dialect},
-    finish,
+    finish, leader, schedule,
 };
 
 /// A store on an SQL database of dialect `D`: `MySqlStorage` is
@@ -203,19 +203,19 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         worker: &WorkerId,
         ttl: Duration,
     ) -> Result<Option<Leadership>> {
-        self.dialect.acquire_leadership(ns, worker, ttl).await
+        leader::acquire(&self.dialect, ns, worker, ttl).await
     }
 
     async fn release_leadership(&self, ns: &Namespace, term: &Leadership) -> Result<()> {
-        self.dialect.release_leadership(ns, term).await
+        leader::release(&self.dialect, ns, term).await
     }
 
     async fn leader(&self, ns: &Namespace) -> Result<Option<Leadership>> {
-        self.dialect.leader(ns).await
+        leader::current(&self.dialect, ns).await
     }
 
-    async fn now(&self, ns: &Namespace) -> Result<Timestamp> {
-        self.dialect.now(ns).await
+    async fn now(&self, _ns: &Namespace) -> Result<Timestamp> {
+        leader::now(&self.dialect).await
     }
 
     async fn max_payload(&self) -> Result<usize> {
@@ -245,11 +245,11 @@ impl<D: Dialect> Presence for SqlStorage<D> {
         names: &[String],
         ttl: Duration,
     ) -> Result<()> {
-        self.dialect.announce(ns, worker, names, ttl).await
+        leader::announce(&self.dialect, ns, worker, names, ttl).await
     }
 
     async fn workers(&self, ns: &Namespace) -> Result<Vec<WorkerInfo>> {
-        self.dialect.workers(ns).await
+        leader::workers(&self.dialect, ns).await
     }
 }
 
@@ -281,25 +281,25 @@ impl<D: Dialect + dialect::Queues> QueueControl for SqlStorage<D> {
     }
 }
 
-impl<D: Dialect + dialect::Schedules> ScheduleStore for SqlStorage<D> {
+impl<D: Dialect> ScheduleStore for SqlStorage<D> {
     async fn put_schedule(&self, ns: &Namespace, schedule: &Schedule) -> Result<()> {
-        self.dialect.put_schedule(ns, schedule).await
+        schedule::put(&self.dialect, ns, schedule).await
     }
 
     async fn schedules(&self, ns: &Namespace) -> Result<Vec<ScheduleEntry>> {
-        self.dialect.schedules(ns).await
+        schedule::all(&self.dialect, ns).await
     }
 
     async fn remove_schedule(&self, ns: &Namespace, name: &str) -> Result<bool> {
-        self.dialect.remove_schedule(ns, name).await
+        schedule::remove(&self.dialect, ns, name).await
     }
 
     async fn pause_schedule(&self, ns: &Namespace, name: &str, paused: bool) -> Result<bool> {
-        self.dialect.pause_schedule(ns, name, paused).await
+        schedule::pause(&self.dialect, ns, name, paused).await
     }
 
     async fn advance_schedule(&self, ns: &Namespace, name: &str, advance: &Advance) -> Result<bool> {
-        self.dialect.advance_schedule(ns, name, advance).await
+        schedule::advance(&self.dialect, ns, name, advance).await
     }
 }
 

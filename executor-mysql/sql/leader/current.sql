@@ -1,5 +1,6 @@
 -- The namespace's unexpired term, if any.
 -- ?1 namespace.
+-- params: ns
 SELECT worker, token, until_ms
 FROM reliable_executor_leaders
 WHERE ns = ?

@@ -1,5 +1,6 @@
 -- Deletes the lapsed announcements of a namespace.
 -- ?1 namespace.
+-- params: ns
 DELETE
 FROM reliable_executor_workers
 WHERE ns = ?

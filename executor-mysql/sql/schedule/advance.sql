@@ -5,6 +5,7 @@
 -- ?1 the new cursor (epoch ms), ?2 the leader's token, ?3 the task fired (or
 -- NULL), ?4 namespace, ?5 name, ?6 the name's length in bytes, ?7 the cursor
 -- as read, ?8 the leader's token.
+-- params: to_ms, token, task, ns, name, name_len, from_ms, token
 UPDATE reliable_executor_schedules
 SET cursor_ms = ?,
     fence = ?,

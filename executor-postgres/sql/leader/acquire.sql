@@ -2,6 +2,7 @@
 -- renews it if the worker already holds it (same token), else changes nothing,
 -- decided on the server's clock; returns the holder after the statement.
 -- $1 namespace, $2 worker, $3 the term in ms.
+-- params: ns, worker, term_ms
 INSERT INTO reliable_executor_leaders AS l (ns, worker, token, until_ms)
 VALUES ($1, $2, 1, (FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT) + $3)
 ON CONFLICT (ns)

@@ -1,5 +1,6 @@
 -- The unexpired announcements of a namespace.
 -- $1 namespace.
+-- params: ns
 SELECT worker, names, until_ms
 FROM reliable_executor_workers
 WHERE ns = $1

@@ -4,6 +4,7 @@
 -- matches. A move without a task keeps the stored last task.
 -- $1 the new cursor (epoch ms), $2 the leader's token, $3 the task fired (or
 -- NULL), $4 namespace, $5 name, $6 the cursor as read.
+-- params: to_ms, token, task, ns, name, from_ms
 UPDATE reliable_executor_schedules
 SET cursor_ms = $1,
     fence = $2,

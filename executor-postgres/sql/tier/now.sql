@@ -5,4 +5,5 @@
 -- so the planner cannot use `due_at <= it` as an index bound and every row would
 -- see another "now". `statement_timestamp()` is stable within a statement, so
 -- in the other statements it bounds index ranges like a constant.
+-- params:
 SELECT (FLOOR(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT) AS now_ms

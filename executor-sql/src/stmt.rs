@@ -1,0 +1,351 @@
+//! Statements the SQL core runs on any dialect: each dialect's file of the
+//! same name, its parameters bound by name.
+//!
+//! A shared statement's file says, in its leading comment, the order its
+//! text binds its parameters in: a line `-- params: ns, worker, term_ms`.
+//! A dialect whose placeholders are positional (MySQL's `?`) names a
+//! parameter once per use; one with numbered placeholders (PostgreSQL's
+//! `$1`) once. The SQL core passes every value by name ([`Arg`]), so the
+//! same call binds each dialect's text as it is written.
+
+use executor_core::{Error, Result};
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Row, Type, query::Query};
+
+use crate::{
+    Dialect,
+    conn::{Conns, RunOn},
+};
+
+/// A dialect's text of one shared statement and the order of its
+/// parameters (from its `-- params:` line).
+#[derive(Clone, Copy, Debug)]
+pub struct Statement {
+    /// The text sent, without the leading comment.
+    pub text: &'static str,
+    /// The names of the parameters in the order the text binds them,
+    /// separated by commas.
+    pub params: &'static str,
+    /// The file's name (`leader/acquire`), for errors.
+    pub name: &'static str,
+}
+
+/// The statement in the calling crate's `sql/<name>.sql` as a
+/// [`Statement`].
+#[macro_export]
+macro_rules! statement {
+    ($name:literal) => {{
+        const FILE: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/sql/", $name, ".sql"));
+        $crate::stmt::Statement { text: $crate::body(FILE), params: $crate::stmt::params(FILE), name: $name }
+    }};
+}
+
+/// The parameter list of a statement file: what follows `-- params:` in its
+/// leading comment, or nothing.
+pub const fn params(file: &str) -> &str {
+    const KEY: &[u8] = b"-- params:";
+    let b = file.as_bytes();
+    let mut i = 0;
+    while i + KEY.len() <= b.len() {
+        // Only the leading comment: stop at the first line that is not one.
+        if b[i] != b'-' {
+            return "";
+        }
+        let mut k = 0;
+        while k < KEY.len() && b[i + k] == KEY[k] {
+            k += 1;
+        }
+        let mut end = i;
+        while end < b.len() && b[end] != b'\n' {
+            end += 1;
+        }
+        if k == KEY.len() {
+            let (_, rest) = file.split_at(i + KEY.len());
+            return rest.split_at(end - i - KEY.len()).0;
+        }
+        i = end + 1;
+    }
+    ""
+}
+
+/// One value a shared statement binds, by the name its files use.
+#[derive(Clone, Copy, Debug)]
+pub enum Value<'a> {
+    /// Text.
+    Text(&'a str),
+    /// Text or NULL.
+    OptText(Option<&'a str>),
+    /// A signed integer (milliseconds, counts, lengths).
+    Int(i64),
+    /// A fence or a token: `BIGINT UNSIGNED` on MySQL, `BIGINT` (saturating)
+    /// elsewhere ([`Dialect::bind_uint`]).
+    Uint(u64),
+    /// A truth value.
+    Bool(bool),
+}
+
+/// A named value.
+pub type Arg<'a> = (&'static str, Value<'a>);
+
+/// Binding the values every dialect binds alike, and running a statement
+/// on the storage's connections: what a database must do for the SQL
+/// core's shared statements. Every sqlx database with the usual types has
+/// it.
+pub trait SqlDb: Database + Sized {
+    /// Binds `v` to `q` (a `Uint` as a saturating `i64`; a dialect with
+    /// unsigned columns binds it itself).
+    fn bind<'q>(q: Query<'q, Self, Self::Arguments>, v: Value<'q>) -> Query<'q, Self, Self::Arguments>;
+
+    /// Runs `q`; returns its result.
+    fn execute<'q>(
+        q: Query<'q, Self, Self::Arguments>,
+        conns: &Conns<Self>,
+    ) -> impl Future<Output = std::result::Result<Self::QueryResult, sqlx::Error>> + Send;
+
+    /// Runs `q`; returns its rows.
+    fn fetch_all<'q>(
+        q: Query<'q, Self, Self::Arguments>,
+        conns: &Conns<Self>,
+    ) -> impl Future<Output = std::result::Result<Vec<Self::Row>, sqlx::Error>> + Send;
+
+    /// Runs `q`; returns its first row, if any.
+    fn fetch_optional<'q>(
+        q: Query<'q, Self, Self::Arguments>,
+        conns: &Conns<Self>,
+    ) -> impl Future<Output = std::result::Result<Option<Self::Row>, sqlx::Error>> + Send;
+}
+
+impl<DB> SqlDb for DB
+where
+    DB: Database,
+    DB::Arguments: IntoArguments<DB>,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'e> &'e str: Encode<'e, DB> + Type<DB>,
+    for<'e> Option<&'e str>: Encode<'e, DB> + Type<DB>,
+    for<'e> i64: Encode<'e, DB> + Type<DB>,
+    for<'e> bool: Encode<'e, DB> + Type<DB>,
+{
+    fn bind<'q>(q: Query<'q, Self, Self::Arguments>, v: Value<'q>) -> Query<'q, Self, Self::Arguments> {
+        match v {
+            Value::Text(t) => q.bind(t),
+            Value::OptText(t) => q.bind(t),
+            Value::Int(i) => q.bind(i),
+            Value::Uint(u) => q.bind(i64::try_from(u).unwrap_or(i64::MAX)),
+            Value::Bool(b) => q.bind(b),
+        }
+    }
+
+    fn execute<'q>(
+        q: Query<'q, Self, Self::Arguments>,
+        conns: &Conns<Self>,
+    ) -> impl Future<Output = std::result::Result<Self::QueryResult, sqlx::Error>> + Send {
+        q.execute_on(conns)
+    }
+
+    fn fetch_all<'q>(
+        q: Query<'q, Self, Self::Arguments>,
+        conns: &Conns<Self>,
+    ) -> impl Future<Output = std::result::Result<Vec<Self::Row>, sqlx::Error>> + Send {
+        q.fetch_all_on(conns)
+    }
+
+    fn fetch_optional<'q>(
+        q: Query<'q, Self, Self::Arguments>,
+        conns: &Conns<Self>,
+    ) -> impl Future<Output = std::result::Result<Option<Self::Row>, sqlx::Error>> + Send {
+        q.fetch_optional_on(conns)
+    }
+}
+
+/// Reading the columns every dialect reads alike, by name.
+pub trait Cols {
+    /// A text column.
+    ///
+    /// # Errors
+    /// The column is missing, NULL or not text.
+    fn text(&self, name: &'static str) -> std::result::Result<String, String>;
+
+    /// A text column that may be NULL.
+    ///
+    /// # Errors
+    /// The column is missing or not text.
+    fn opt_text(&self, name: &'static str) -> std::result::Result<Option<String>, String>;
+
+    /// A `BIGINT` column.
+    ///
+    /// # Errors
+    /// The column is missing, NULL or not a `BIGINT`.
+    fn int(&self, name: &'static str) -> std::result::Result<i64, String>;
+
+    /// A boolean column.
+    ///
+    /// # Errors
+    /// The column is missing, NULL or not a boolean.
+    fn flag(&self, name: &'static str) -> std::result::Result<bool, String>;
+}
+
+impl<R> Cols for R
+where
+    R: Row,
+    &'static str: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn text(&self, name: &'static str) -> std::result::Result<String, String> {
+        crate::row::col(self, name)
+    }
+
+    fn opt_text(&self, name: &'static str) -> std::result::Result<Option<String>, String> {
+        crate::row::col(self, name)
+    }
+
+    fn int(&self, name: &'static str) -> std::result::Result<i64, String> {
+        crate::row::col(self, name)
+    }
+
+    fn flag(&self, name: &'static str) -> std::result::Result<bool, String> {
+        crate::row::col(self, name)
+    }
+}
+
+/// `statement` with `args` bound in the order its file names them.
+///
+/// # Errors
+/// A parameter the file names that `args` lacks: the file and the code are
+/// out of step (the conformance suites run every shared statement).
+pub fn query<'q, D: Dialect>(statement: &Statement, args: &[Arg<'q>]) -> Result<Query<'q, D::Db, ArgsOf<D>>> {
+    let mut q = sqlx::query::<D::Db>(statement.text);
+    for name in statement.params.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let Some((_, v)) = args.iter().find(|(n, _)| *n == name) else {
+            return Err(Error::storage(
+                std::io::Error::other(format!(
+                    "statement `{}` binds `{name}`, which its caller does not give",
+                    statement.name
+                )),
+                false,
+            ));
+        };
+        q = match v {
+            Value::Uint(u) => D::bind_uint(q, *u),
+            v => D::Db::bind(q, *v),
+        };
+    }
+    Ok(q)
+}
+
+/// The arguments of a query of dialect `D`.
+pub type ArgsOf<D> = <<D as Dialect>::Db as Database>::Arguments;
+
+/// Runs a shared statement; returns the rows it changed (matched, on MySQL).
+///
+/// # Errors
+/// As [`query`]; store failures, converted by the dialect's classes.
+pub async fn execute<D: Dialect>(d: &D, statement: &Statement, args: &[Arg<'_>]) -> Result<u64> {
+    let q = query::<D>(statement, args)?;
+    let done = D::Db::execute(q, d.conns()).await.map_err(crate::error::storage::<D>)?;
+    Ok(D::rows_affected(&done))
+}
+
+/// Runs a shared statement; returns its rows.
+///
+/// # Errors
+/// As [`execute`].
+pub async fn fetch_all<D: Dialect>(
+    d: &D,
+    statement: &Statement,
+    args: &[Arg<'_>],
+) -> Result<Vec<<D::Db as Database>::Row>> {
+    let q = query::<D>(statement, args)?;
+    D::Db::fetch_all(q, d.conns()).await.map_err(crate::error::storage::<D>)
+}
+
+/// Runs a shared statement; returns its first row, if any.
+///
+/// # Errors
+/// As [`execute`].
+pub async fn fetch_optional<D: Dialect>(
+    d: &D,
+    statement: &Statement,
+    args: &[Arg<'_>],
+) -> Result<Option<<D::Db as Database>::Row>> {
+    let q = query::<D>(statement, args)?;
+    D::Db::fetch_optional(q, d.conns()).await.map_err(crate::error::storage::<D>)
+}
+
+/// Milliseconds of a duration as the signed BIGINT the columns hold, capped
+/// at [`executor_core::MAX_DURATION`]: every duration from a user is
+/// validated against that bound at the entry points; internal ones (a
+/// lease, a leadership term, a retention) are capped here so that
+/// `now + d` can never overflow a BIGINT whatever a caller passes.
+pub fn ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.min(executor_core::MAX_DURATION).as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The statements the SQL core runs on every dialect, one field per file
+/// under the driver's `sql/`; a driver gets its own with [`crate::statements!`].
+#[derive(Clone, Copy, Debug)]
+pub struct Statements {
+    /// `leader/acquire`: takes or renews the term; may return it.
+    pub leader_acquire: Statement,
+    /// `leader/read_term`: the term after `leader/acquire`, expired or not.
+    pub leader_read_term: Statement,
+    /// `leader/release`: ends the term early.
+    pub leader_release: Statement,
+    /// `leader/current`: the unexpired term.
+    pub leader_current: Statement,
+    /// `leader/announce`: a worker's announcement.
+    pub leader_announce: Statement,
+    /// `leader/delete_lapsed_workers`: forgets lapsed announcements.
+    pub leader_delete_lapsed_workers: Statement,
+    /// `leader/workers`: the unexpired announcements.
+    pub leader_workers: Statement,
+    /// `tier/now`: the server's clock.
+    pub now: Statement,
+    /// `schedule/put`: inserts a schedule or replaces its definition.
+    pub schedule_put: Statement,
+    /// `schedule/all`: every schedule of a namespace.
+    pub schedule_all: Statement,
+    /// `schedule/remove`: deletes one schedule.
+    pub schedule_remove: Statement,
+    /// `schedule/pause`: sets its pause flag.
+    pub schedule_pause: Statement,
+    /// `schedule/advance`: moves its cursor, fenced.
+    pub schedule_advance: Statement,
+}
+
+/// The calling driver's [`Statements`]: each field its file under `sql/`,
+/// included at compile time (a missing file fails the build).
+#[macro_export]
+macro_rules! statements {
+    () => {
+        $crate::stmt::Statements {
+            leader_acquire: $crate::statement!("leader/acquire"),
+            leader_read_term: $crate::statement!("leader/read_term"),
+            leader_release: $crate::statement!("leader/release"),
+            leader_current: $crate::statement!("leader/current"),
+            leader_announce: $crate::statement!("leader/announce"),
+            leader_delete_lapsed_workers: $crate::statement!("leader/delete_lapsed_workers"),
+            leader_workers: $crate::statement!("leader/workers"),
+            now: $crate::statement!("tier/now"),
+            schedule_put: $crate::statement!("schedule/put"),
+            schedule_all: $crate::statement!("schedule/all"),
+            schedule_remove: $crate::statement!("schedule/remove"),
+            schedule_pause: $crate::statement!("schedule/pause"),
+            schedule_advance: $crate::statement!("schedule/advance"),
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::params;
+
+    #[test]
+    fn the_parameter_line_is_read_from_the_leading_comment_only() {
+        assert_eq!(params("-- Does it.\n-- params: ns, worker\nSELECT ?"), " ns, worker");
+        assert_eq!(params("-- Does it.\nSELECT 1\n-- params: ns\n"), "");
+        assert_eq!(params("SELECT 1"), "");
+        assert_eq!(params("-- params: ns"), " ns");
+    }
+}
