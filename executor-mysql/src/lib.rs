@@ -35,7 +35,6 @@ mod finish;
 mod history;
 mod housekeeping;
 mod limits;
-mod options;
 mod query;
 mod queues;
 mod row;
@@ -46,7 +45,33 @@ mod tier;
 mod wake;
 
 pub use executor_sql::SqlStorage;
-pub use options::MySqlOptions;
+/// Settings of a [`MySqlStorage`]; [`MySqlStorage::connect`] uses the defaults.
+///
+/// ```no_run
+/// # async fn run() -> executor_core::Result<()> {
+/// use std::time::Duration;
+/// use reliable_executor_mysql::MySqlOptions;
+///
+/// let storage = MySqlOptions::new()
+///     .max_connections(16)
+///     .poll_interval(Duration::from_millis(10), Duration::from_millis(500))
+///     .connect("mysql://root@127.0.0.1:3306/test")
+///     .await?;
+/// # drop(storage);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Every option is checked against its range before anything is sent:
+///
+/// ```
+/// use std::time::Duration;
+/// use reliable_executor_mysql::MySqlOptions;
+///
+/// assert!(MySqlOptions::new().validate().is_ok());
+/// assert!(MySqlOptions::new().acquire_timeout(Duration::ZERO).validate().is_err());
+/// ```
+pub type MySqlOptions = executor_sql::SqlOptions<MySqlDialect>;
 /// The `sqlx` this driver is built on, for the transactions that
 /// `submit_in` joins: a `sqlx::Transaction` of this version's MySQL driver.
 pub use sqlx;

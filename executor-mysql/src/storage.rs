@@ -93,11 +93,10 @@ async fn migration_lock(conn: &mut sqlx::MySqlConnection) -> Result<()> {
 
 impl Dialect for MySqlDialect {
     type Db = sqlx::MySql;
-    type Options = MySqlOptions;
 
-    async fn connect(options: MySqlOptions, url: &str) -> Result<Self> {
-        options.connect_dialect(url).await
-    }
+    const DEFAULT_POLL: (Duration, Duration) = (Duration::from_millis(5), Duration::from_millis(250));
+    const DEFAULT_MAX_PAYLOAD: Option<usize> = None;
+    const RESERVED_CONNECTIONS: u32 = 2;
 
     fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Self {
         Self::with_options(pool, options)
@@ -123,6 +122,41 @@ impl Dialect for MySqlDialect {
 
     fn uint(row: &sqlx::mysql::MySqlRow, name: &'static str) -> std::result::Result<u64, String> {
         crate::row::col(row, name)
+    }
+
+    /// Checks that every table and column the statements use exists: one
+    /// `SELECT ... LIMIT 0` per table. [`MySqlOptions::open`] runs it when
+    /// migrations are off, and `MySqlStorage::migrate` after migrating.
+    async fn check_schema(&self) -> Result<()> {
+        for probe in [
+            sql!("storage/probe_tasks"),
+            sql!("storage/probe_leaders"),
+            sql!("storage/probe_workers"),
+            sql!("storage/probe_queues"),
+            sql!("storage/probe_schedules"),
+            sql!("storage/probe_history"),
+        ] {
+            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
+                // Unknown table (1146) or column (1054): not something a
+                // retry fixes.
+                if matches!(error::mysql_number(&e), Some(1146 | 1054)) {
+                    return Err(executor_core::Error::storage(
+                        std::io::Error::other(format!(
+                            "the executor's schema is incomplete ({e}): run the migrations \
+                             (MySqlOptions::run_migrations(true)) or apply executor-mysql/migrations/*.sql in order"
+                        )),
+                        false,
+                    ));
+                }
+                return Err(error::storage(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `max_allowed_packet` now, so the first submit does not wait for it.
+    async fn opened(&self) -> Result<()> {
+        self.max_payload().await.map(drop)
     }
 
     fn finishes(&self) -> &FinishGroup {
@@ -187,9 +221,11 @@ impl Dialect for MySqlDialect {
     /// statement. A larger payload would make the server drop the connection
     /// (which looks retryable and would be retried forever), so it is
     /// refused before it is sent. Read once, at connect or the first submit.
+    /// A lower limit set in the options ([`MySqlOptions::max_payload`])
+    /// applies instead.
     async fn max_payload(&self) -> Result<usize> {
-        let packet = self.packet_size().await?;
-        Ok(packet.saturating_sub(PACKET_OVERHEAD))
+        let packet = self.packet_size().await?.saturating_sub(PACKET_OVERHEAD);
+        Ok(self.opts.payload_limit().map_or(packet, |set| set.min(packet)))
     }
 
     /// Deletes every task, the leadership row, the workers' announcements,
@@ -242,36 +278,6 @@ impl MySqlDialect {
             limited: Arc::default(),
             ranks: Arc::default(),
         }
-    }
-
-    /// Checks that every table and column the statements use exists: one
-    /// `SELECT ... LIMIT 0` per table. [`MySqlOptions::open`] runs it when
-    /// migrations are off, and [`MySqlStorage::migrate`] after migrating.
-    pub(crate) async fn check_schema(&self) -> Result<()> {
-        for probe in [
-            sql!("storage/probe_tasks"),
-            sql!("storage/probe_leaders"),
-            sql!("storage/probe_workers"),
-            sql!("storage/probe_queues"),
-            sql!("storage/probe_schedules"),
-            sql!("storage/probe_history"),
-        ] {
-            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
-                // Unknown table (1146) or column (1054): not something a
-                // retry fixes.
-                if matches!(error::mysql_number(&e), Some(1146 | 1054)) {
-                    return Err(executor_core::Error::storage(
-                        std::io::Error::other(format!(
-                            "the executor's schema is incomplete ({e}): run the migrations \
-                             (MySqlOptions::run_migrations(true)) or apply executor-mysql/migrations/*.sql in order"
-                        )),
-                        false,
-                    ));
-                }
-                return Err(error::storage(e));
-            }
-        }
-        Ok(())
     }
 
     /// The server's `max_allowed_packet`, in bytes.

@@ -21,7 +21,7 @@ impl MySqlDialect {
         // `max_wait` may be anything up to Duration::MAX (an executor's
         // `max_idle_wait`): an Instant that far out does not exist.
         let end = Instant::now().checked_add(max_wait);
-        let mut interval = self.opts.poll_min;
+        let mut interval = self.opts.poll_bounds().0;
         loop {
             // Registered before the read, so a submit between the read and the
             // sleep still wakes us.
@@ -54,7 +54,7 @@ impl MySqlDialect {
             if due_within_nap || end.is_some_and(|end| Instant::now() >= end) {
                 return Ok(());
             }
-            interval = interval.saturating_mul(2).min(self.opts.poll_max);
+            interval = interval.saturating_mul(2).min(self.opts.poll_bounds().1);
         }
     }
 }

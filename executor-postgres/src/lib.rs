@@ -45,7 +45,6 @@ mod finish;
 mod history;
 mod housekeeping;
 mod limits;
-mod options;
 mod query;
 mod queues;
 mod row;
@@ -56,7 +55,33 @@ mod tier;
 mod wake;
 
 pub use executor_sql::SqlStorage;
-pub use options::PostgresOptions;
+/// Settings of a [`PostgresStorage`]; [`PostgresStorage::connect`] uses the defaults.
+///
+/// ```no_run
+/// # async fn run() -> executor_core::Result<()> {
+/// use std::time::Duration;
+/// use reliable_executor_postgres::PostgresOptions;
+///
+/// let storage = PostgresOptions::new()
+///     .max_connections(16)
+///     .poll_interval(Duration::from_millis(10), Duration::from_millis(500))
+///     .connect("postgres://postgres@127.0.0.1:5432/test")
+///     .await?;
+/// # drop(storage);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Every option is checked against its range before anything is sent:
+///
+/// ```
+/// use std::time::Duration;
+/// use reliable_executor_postgres::PostgresOptions;
+///
+/// assert!(PostgresOptions::new().validate().is_ok());
+/// assert!(PostgresOptions::new().acquire_timeout(Duration::ZERO).validate().is_err());
+/// ```
+pub type PostgresOptions = executor_sql::SqlOptions<PostgresDialect>;
 /// The `sqlx` this driver is built on, for the transactions that
 /// `submit_in` joins: a `sqlx::Transaction` of this version's PostgreSQL driver.
 pub use sqlx;

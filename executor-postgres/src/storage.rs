@@ -85,11 +85,10 @@ async fn migration_lock(conn: &mut sqlx::PgConnection) -> Result<()> {
 
 impl Dialect for PostgresDialect {
     type Db = sqlx::Postgres;
-    type Options = PostgresOptions;
 
-    async fn connect(options: PostgresOptions, url: &str) -> Result<Self> {
-        options.connect_dialect(url).await
-    }
+    const DEFAULT_POLL: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
+    const DEFAULT_MAX_PAYLOAD: Option<usize> = Some(16 << 20);
+    const RESERVED_CONNECTIONS: u32 = 3;
 
     fn from_pool(pool: PgPool, options: PostgresOptions) -> Self {
         Self::with_options(pool, options)
@@ -103,6 +102,45 @@ impl Dialect for PostgresDialect {
 
     fn rows_affected(result: &<sqlx::Postgres as sqlx::Database>::QueryResult) -> u64 {
         result.rows_affected()
+    }
+
+    /// Checks that every table and column the statements use exists: one
+    /// `SELECT ... LIMIT 0` per table. [`PostgresOptions::open`] runs it
+    /// when migrations are off, and `PostgresStorage::migrate` after
+    /// migrating.
+    async fn check_schema(&self) -> Result<()> {
+        for probe in [
+            sql!("storage/probe_tasks"),
+            sql!("storage/probe_leaders"),
+            sql!("storage/probe_workers"),
+            sql!("storage/probe_queues"),
+            sql!("storage/probe_schedules"),
+            sql!("storage/probe_history"),
+        ] {
+            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
+                // Undefined table (42P01) or column (42703): not something a
+                // retry fixes.
+                if matches!(error::code(&e).as_deref(), Some("42P01" | "42703")) {
+                    return Err(executor_core::Error::storage(
+                        std::io::Error::other(format!(
+                            "the executor's schema is incomplete ({e}): run the migrations \
+                             (PostgresOptions::run_migrations(true)) or apply \
+                             executor-postgres/migrations/*.sql in order"
+                        )),
+                        false,
+                    ));
+                }
+                return Err(error::storage(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Listening from the start, so a task submitted by another process
+    /// wakes this one's first wait.
+    async fn opened(&self) -> Result<()> {
+        self.listener.start().await;
+        Ok(())
     }
 
     fn finishes(&self) -> &FinishGroup {
@@ -155,7 +193,7 @@ impl Dialect for PostgresDialect {
 
     /// The largest payload this store takes ([`PostgresOptions::max_payload`]).
     async fn max_payload(&self) -> Result<usize> {
-        Ok(self.opts.max_payload)
+        Ok(self.opts.payload_limit().unwrap_or(16 << 20))
     }
 
     /// Deletes every task, the leadership row, the workers' announcements,
@@ -224,38 +262,6 @@ impl PostgresDialect {
             finishes: Arc::new(GroupCommit::new()),
             limited: Arc::default(),
         }
-    }
-
-    /// Checks that every table and column the statements use exists: one
-    /// `SELECT ... LIMIT 0` per table. [`PostgresOptions::open`] runs it
-    /// when migrations are off, and [`PostgresStorage::migrate`] after
-    /// migrating.
-    pub(crate) async fn check_schema(&self) -> Result<()> {
-        for probe in [
-            sql!("storage/probe_tasks"),
-            sql!("storage/probe_leaders"),
-            sql!("storage/probe_workers"),
-            sql!("storage/probe_queues"),
-            sql!("storage/probe_schedules"),
-            sql!("storage/probe_history"),
-        ] {
-            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
-                // Undefined table (42P01) or column (42703): not something a
-                // retry fixes.
-                if matches!(error::code(&e).as_deref(), Some("42P01" | "42703")) {
-                    return Err(executor_core::Error::storage(
-                        std::io::Error::other(format!(
-                            "the executor's schema is incomplete ({e}): run the migrations \
-                             (PostgresOptions::run_migrations(true)) or apply \
-                             executor-postgres/migrations/*.sql in order"
-                        )),
-                        false,
-                    ));
-                }
-                return Err(error::storage(e));
-            }
-        }
-        Ok(())
     }
 
     /// Tells waiters of `ns` in this process that work may be due.

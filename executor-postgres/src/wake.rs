@@ -165,7 +165,7 @@ impl PostgresDialect {
         self.listener.start().await;
         let wake = self.wakes.of(ns.as_str());
         let end = Instant::now().checked_add(max_wait);
-        let mut interval = self.opts.poll_min;
+        let mut interval = self.opts.poll_bounds().0;
         loop {
             // Registered before the read, so a notification between the read
             // and the sleep still wakes us.
@@ -197,7 +197,7 @@ impl PostgresDialect {
             if due_within_nap || end.is_some_and(|end| Instant::now() >= end) {
                 return Ok(());
             }
-            interval = interval.saturating_mul(2).min(self.opts.poll_max);
+            interval = interval.saturating_mul(2).min(self.opts.poll_bounds().1);
         }
     }
 }

@@ -18,7 +18,7 @@ use executor_core::{
 use sqlx::{Database, Pool};
 
 use crate::{
-    ErrorClass,
+    ErrorClass, SqlOptions,
     conn::Conns,
     finish::{FinishGroup, FinishStatements},
     stmt::{ArgsOf, Cols, SqlDb, Statements, Value},
@@ -73,14 +73,24 @@ pub trait Dialect:
         let v = row.int(name)?;
         u64::try_from(v).map_err(|_| format!("column `{name}` is negative: {v}"))
     }
-    /// The driver's options (`MySqlOptions`, `PostgresOptions`).
-    type Options: Default;
-
-    /// Connects with `options` and, unless they turn it off, migrates.
-    fn connect(options: Self::Options, url: &str) -> impl Future<Output = Result<Self>> + Send;
+    /// The poll interval's default bounds ([`SqlOptions::poll_interval`]).
+    const DEFAULT_POLL: (Duration, Duration);
+    /// The payload limit's default; `None` where the server decides.
+    const DEFAULT_MAX_PAYLOAD: Option<usize>;
+    /// Connections of the pool [`SqlOptions::connect`] makes beyond those
+    /// the storage's statements use: for callers of `pool()`, the
+    /// migrator, a listener.
+    const RESERVED_CONNECTIONS: u32;
 
     /// A dialect on an existing pool with `options`; runs nothing.
-    fn from_pool(pool: Pool<Self::Db>, options: Self::Options) -> Self;
+    fn from_pool(pool: Pool<Self::Db>, options: SqlOptions<Self>) -> Self;
+
+    /// Checks that every table and column the statements use exists.
+    fn check_schema(&self) -> impl Future<Output = Result<()>> + Send;
+
+    /// Starts what the dialect runs once the schema is there (reads a
+    /// server setting, starts a listener).
+    fn opened(&self) -> impl Future<Output = Result<()>> + Send;
 
     /// The pool the storage's connections come from.
     fn pool(&self) -> &Pool<Self::Db>;

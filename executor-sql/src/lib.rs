@@ -11,6 +11,7 @@
 //!   (`MySqlStorage` is `SqlStorage<MySqlDialect>`), with the core's
 //!   `Storage` and ability traits written once over the dialect's parts
 //!   ([`dialect`]: one trait per module of a driver);
+//! - [`SqlOptions`]: how any of them connects and behaves;
 //! - [`conn`]: the connections a storage's own statements run on (a free
 //!   list beside the sqlx pool, closed rather than reused after a dropped
 //!   operation), and whether a failed statement was sent;
@@ -36,6 +37,7 @@ pub mod dialect;
 pub mod error;
 pub mod finish;
 mod leader;
+mod options;
 pub mod row;
 mod schedule;
 mod statement;
@@ -44,6 +46,7 @@ mod storage;
 
 pub use dialect::Dialect;
 pub use error::ErrorClass;
+pub use options::SqlOptions;
 #[doc(hidden)]
 pub use statement::body;
 pub use statement::unused_statement_files;

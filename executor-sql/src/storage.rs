@@ -15,6 +15,7 @@ use executor_core::{
 use sqlx::Pool;
 
 use crate::{
+    SqlOptions,
     dialect::{self, Dialect},
     finish, leader, schedule,
 };
@@ -50,19 +51,18 @@ impl<D: Dialect> SqlStorage<D> {
     /// server that does not answer (retryable), a bad URL or credentials, a
     /// TLS failure, a failed migration or an incomplete schema.
     pub async fn connect(url: &str) -> Result<Self> {
-        D::connect(D::Options::default(), url).await.map(Self::new)
+        SqlOptions::new().connect(url).await
     }
 
     /// A storage on an existing pool with the default options. Runs no
-    /// migrations: call [`SqlStorage::migrate`], or use the options' `open`.
+    /// migrations: call [[`SqlStorage::migrate`], or use [`SqlOptions::open`].
     pub fn from_pool(pool: Pool<D::Db>) -> Self {
-        Self::new(D::from_pool(pool, D::Options::default()))
+        Self::new(D::from_pool(pool, SqlOptions::new()))
     }
 
-    /// Settings for a storage other than the defaults (`MySqlOptions`,
-    /// `PostgresOptions`).
-    pub fn options() -> D::Options {
-        D::Options::default()
+    /// Settings for a storage other than the defaults.
+    pub fn options() -> SqlOptions<D> {
+        SqlOptions::new()
     }
 
     /// Creates or upgrades the schema, then checks it is complete. Safe when
