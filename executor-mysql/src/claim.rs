@@ -77,18 +77,6 @@ impl RankHints {
 }
 
 impl MySqlStorage {
-    /// Claims up to `limit` due tasks of the default queue: a plan of that
-    /// queue alone, so the same three statements as any one-queue claim.
-    pub(crate) async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
-    }
-
     /// Claims as `plan` says in three autocommit statements, none of which
     /// waits for the client while it holds a lock (invariant 9: a claimer
     /// stopped at any point holds nothing; the tasks it claimed come back
@@ -130,7 +118,7 @@ impl MySqlStorage {
     /// [`ROUNDS`] times. A waiting row whose counters are at their column's
     /// maximum, or that does not parse, is moved to `ERROR` with the
     /// reason, so it can never block the queue.
-    pub(crate) async fn claim_queues(
+    pub(crate) async fn claim(
         &self,
         ns: &Namespace,
         worker: &WorkerId,

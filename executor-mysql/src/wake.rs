@@ -16,23 +16,19 @@ use crate::{
 };
 
 impl MySqlStorage {
-    /// Resolves when work may be due, never later than `max_wait`:
+    /// Resolves when work of `queues` may be due, never later than
+    /// `max_wait`:
     /// - at once when this process submits, retries, requeues or reaps (the
     ///   in-process [`tokio::sync::Notify`]);
-    /// - when the earliest waiting task's due time arrives (read from the
-    ///   `ix_queue` index: a loose index scan, one dive per waiting queue and
-    ///   priority);
+    /// - when the earliest due time of the waiting tasks of `queues` that
+    ///   are not paused arrives (read from the `ix_queue` index: a loose
+    ///   index scan, one dive per waiting queue and priority), so due tasks
+    ///   of other or paused queues do not end the wait at once (the claimer
+    ///   would spin);
     /// - otherwise the poll interval starts at `poll_min` and doubles up to
     ///   `poll_max`, so work submitted by another process starts within
     ///   `poll_max` of becoming due (invariant 4 across processes).
-    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As [`MySqlStorage::wait_for_work`], with the earliest due time taken
-    /// over `queues` that are not paused only, so due tasks of other or
-    /// paused queues do not end the wait at once (the claimer would spin).
-    pub(crate) async fn wait_for_queues(
+    pub(crate) async fn wait_for_work(
         &self,
         ns: &Namespace,
         queues: &[QueueName],

@@ -32,17 +32,6 @@ struct Round {
 }
 
 impl PostgresStorage {
-    /// Claims up to `limit` due tasks of the default queue.
-    pub(crate) async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
-    }
-
     /// Claims as `plan` says: each queue of the plan up to its quota, in
     /// the plan's order, then the rest of the limit from the same queues in
     /// order. Each queue is one autocommit statement ([`CLAIM_SQL`]): no
@@ -61,7 +50,7 @@ impl PostgresStorage {
     /// snapshot and its lock is left out, and the next claim finds the
     /// rest). A second round when a claim came back short made every idle
     /// pickup two statements.
-    pub(crate) async fn claim_queues(
+    pub(crate) async fn claim(
         &self,
         ns: &Namespace,
         worker: &WorkerId,

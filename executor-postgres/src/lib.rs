@@ -89,20 +89,10 @@ impl Storage for PostgresStorage {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        PostgresStorage::claim(self, ns, worker, limit, lease).await
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
         plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        PostgresStorage::claim_queues(self, ns, worker, plan, lease).await
+        PostgresStorage::claim(self, ns, worker, plan, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -178,12 +168,8 @@ impl Storage for PostgresStorage {
         PostgresStorage::max_payload(self).await
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        PostgresStorage::wait_for_work(self, ns, max_wait).await
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        PostgresStorage::wait_for_queues(self, ns, queues, max_wait).await
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        PostgresStorage::wait_for_work(self, ns, queues, max_wait).await
     }
 }
 

@@ -160,22 +160,18 @@ async fn listen(mut l: PgListener, wakes: Arc<Wakes>) {
 }
 
 impl PostgresStorage {
-    /// Resolves when work may be due, never later than `max_wait`:
+    /// Resolves when work of `queues` may be due, never later than
+    /// `max_wait`:
     /// - at once when a task starts waiting in `ns` in any process (the
     ///   trigger's NOTIFY, or this process directly);
-    /// - when the earliest waiting task's due time arrives (read from the
-    ///   `ix_waiting` index: one probe per waiting queue and priority);
+    /// - when the earliest due time of the waiting tasks of `queues` arrives
+    ///   (read from the `ix_waiting` index: one probe per waiting queue and
+    ///   priority), counting only queues that are not paused, not at their
+    ///   concurrency limit and with valid limits (later for an empty
+    ///   bucket), so due tasks of other queues do not end the wait at once;
     /// - otherwise after the poll interval, from `poll_min` doubling up to
     ///   `poll_max`: the net under a lost notification.
-    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As [`PostgresStorage::wait_for_work`], with the earliest due time
-    /// taken over `queues` that are not paused, not at their concurrency
-    /// limit and with valid limits (later for an empty bucket), so due
-    /// tasks of other queues do not end the wait at once.
-    pub(crate) async fn wait_for_queues(
+    pub(crate) async fn wait_for_work(
         &self,
         ns: &Namespace,
         queues: &[QueueName],

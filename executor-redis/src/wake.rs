@@ -11,10 +11,10 @@
 //!
 //! A waiter also sleeps at most until the earliest due time, measured on the
 //! store's clock (`peek.lua`) and timed locally, so a delayed task starts on
-//! time without anyone setting the marker. A waiter that serves some queues
-//! only ([`RedisStorage::wait_for_queues`]) peeks at their levels only, and
-//! every waiter leaves paused queues out: their due tasks would end each
-//! wait at once and make the claimer spin.
+//! time without anyone setting the marker. A waiter peeks at the levels of
+//! the queues it serves only, and leaves paused queues out: due tasks of
+//! other or paused queues would end each wait at once and make the claimer
+//! spin.
 
 use std::{
     sync::{
@@ -59,18 +59,18 @@ impl Drop for Waiting<'_> {
 }
 
 impl RedisStorage {
-    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait_for_queues(ns, None, max_wait).await
+    pub(crate) async fn wait_for_work(
+        &self,
+        ns: &Namespace,
+        queues: &[QueueName],
+        max_wait: Duration,
+    ) -> Result<()> {
+        self.wait(ns, Some(queues), max_wait).await
     }
 
     /// Waits for a wake-up or the earliest due task of `queues` (`None`:
     /// of every queue), paused queues left out.
-    pub(crate) async fn wait_for_queues(
-        &self,
-        ns: &Namespace,
-        queues: Option<&[QueueName]>,
-        max_wait: Duration,
-    ) -> Result<()> {
+    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
         let Watch { mut woken, waiters, wanted } = self.watcher(ns);
         waiters.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&waiters);
