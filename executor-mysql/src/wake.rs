@@ -34,10 +34,6 @@ impl MySqlStorage {
         queues: &[QueueName],
         max_wait: Duration,
     ) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
-    }
-
-    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
         // `max_wait` may be anything up to Duration::MAX (an executor's
         // `max_idle_wait`): an Instant that far out does not exist.
         let end = Instant::now().checked_add(max_wait);
@@ -49,7 +45,7 @@ impl MySqlStorage {
             tokio::pin!(notified);
             notified.as_mut().enable();
             // A claimer that serves no queue has nothing to look up.
-            let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
+            let wait_ms: Option<i64> = if queues.is_empty() {
                 None
             } else {
                 let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
@@ -79,23 +75,18 @@ impl MySqlStorage {
     }
 }
 
-/// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
-/// `queues` that are not paused, not at their concurrency limit and whose
-/// limits are valid, later for an empty bucket) less now; NULL when none
-/// waits. A queue at its concurrency limit does not count: a finish in this
-/// process wakes its claimers when it frees the slot, and other processes
-/// find it at their next poll (`poll_max` at the most). The inner
-/// query is a loose index scan of `ix_queue` (`Using index for group-by`):
-/// one dive per waiting (queue, rank), whatever the number of tasks.
-fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> Query<'static, MySql, MySqlArguments> {
-    match queues {
-        None => sqlx::query(sql!("wake/next_due")).bind(ns.as_str().to_owned()),
-        Some(queues) => {
-            let queues = padded(queues.iter().map(QueueName::as_str));
-            let text = sql::slice(sql!("wake/next_due_of_queues"), "queues", queues.len());
-            sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues)
-                .bind(ns.as_str().to_owned())
-                .bind(ns.as_str().to_owned())
-        }
-    }
+/// `wait_ms`: the earliest due time among the waiting tasks of `queues`
+/// that are not paused, not at their concurrency limit and whose limits are
+/// valid (later for an empty bucket) less now; NULL when none waits. A
+/// queue at its concurrency limit does not count: a finish in this process
+/// wakes its claimers when it frees the slot, and other processes find it
+/// at their next poll (`poll_max` at the most). The inner query is a loose
+/// index scan of `ix_queue` (`Using index for group-by`): one dive per
+/// waiting (queue, rank), whatever the number of tasks.
+fn next_due(ns: &Namespace, queues: &[QueueName]) -> Query<'static, MySql, MySqlArguments> {
+    let queues = padded(queues.iter().map(QueueName::as_str));
+    let text = sql::slice(sql!("wake/next_due"), "queues", queues.len());
+    sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues)
+        .bind(ns.as_str().to_owned())
+        .bind(ns.as_str().to_owned())
 }

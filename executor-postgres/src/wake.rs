@@ -177,10 +177,6 @@ impl PostgresStorage {
         queues: &[QueueName],
         max_wait: Duration,
     ) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
-    }
-
-    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
         self.listener.start().await;
         let wake = self.wakes.of(ns.as_str());
         let end = Instant::now().checked_add(max_wait);
@@ -191,7 +187,7 @@ impl PostgresStorage {
             let notified = wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
+            let wait_ms: Option<i64> = if queues.is_empty() {
                 None
             } else {
                 let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
@@ -221,18 +217,15 @@ impl PostgresStorage {
     }
 }
 
-/// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
-/// `queues` that are not paused, not at their concurrency limit and whose
-/// limits are valid, later for an empty bucket) less now; NULL when none
-/// waits. A queue at its concurrency limit does not count: a finish frees
-/// the slot, and the finishing process claims again itself.
-fn next_due<'q>(ns: &'q Namespace, queues: Option<&[QueueName]>) -> Query<'q, Postgres, PgArguments> {
-    match queues {
-        None => sqlx::query(sql!("wake/next_due")).bind(ns.as_str()).bind(ns.as_str()).bind(ns.as_str()),
-        Some(served) => sqlx::query(sql!("wake/next_due_of_queues"))
-            .bind(served.iter().map(|q| q.as_str().to_owned()).collect::<Vec<String>>())
-            .bind(ns.as_str())
-            .bind(ns.as_str())
-            .bind(ns.as_str()),
-    }
+/// `wait_ms`: the earliest due time among the waiting tasks of `queues`
+/// that are not paused, not at their concurrency limit and whose limits are
+/// valid (later for an empty bucket) less now; NULL when none waits. A
+/// queue at its concurrency limit does not count: a finish frees the slot,
+/// and the finishing process claims again itself.
+fn next_due<'q>(ns: &'q Namespace, queues: &[QueueName]) -> Query<'q, Postgres, PgArguments> {
+    sqlx::query(sql!("wake/next_due"))
+        .bind(queues.iter().map(|q| q.as_str().to_owned()).collect::<Vec<String>>())
+        .bind(ns.as_str())
+        .bind(ns.as_str())
+        .bind(ns.as_str())
 }

@@ -59,34 +59,26 @@ impl Drop for Waiting<'_> {
 }
 
 impl RedisStorage {
+    /// Waits for a wake-up or the earliest due task of `queues`, paused
+    /// queues left out.
     pub(crate) async fn wait_for_work(
         &self,
         ns: &Namespace,
         queues: &[QueueName],
         max_wait: Duration,
     ) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
-    }
-
-    /// Waits for a wake-up or the earliest due task of `queues` (`None`:
-    /// of every queue), paused queues left out.
-    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
         let Watch { mut woken, waiters, wanted } = self.watcher(ns);
         waiters.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&waiters);
         wanted.notify_one();
         woken.borrow_and_update();
         let mut wait = max_wait;
-        for p in 0..self.partitions() {
+        // Nothing served: only a wake-up or the limit ends the wait.
+        let peeked = if queues.is_empty() { 0 } else { self.partitions() };
+        for p in 0..peeked {
             let keys = self.keys(ns, p);
             let mut args = vec![Value::from(keys.base.as_str()), Value::from("0")];
-            if let Some(queues) = queues {
-                if queues.is_empty() {
-                    // Nothing served: only a wake-up or the limit ends the wait.
-                    break;
-                }
-                args.extend(queues.iter().map(|q| Value::from(q.as_str())));
-            }
+            args.extend(queues.iter().map(|q| Value::from(q.as_str())));
             let reply = array(self.run(&self.inner.scripts.peek, keys.script_keys.to_vec(), args).await?)?;
             let now_us = reply.first().and_then(text).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
             if let Some(first_ms) = reply.get(1).and_then(text).and_then(|t| t.parse::<f64>().ok()) {
