@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    Namespace, Result, TaskId, TaskState, TieredStorage, WorkerId,
+    ClaimPlan, Namespace, Result, TaskId, TaskState, TieredStorage, WorkerId,
     storage::{Due, Storage, TierStorage},
     testing,
     testing::PromoteStep,
@@ -106,7 +106,12 @@ async fn promotion(s: &Tiered, ns: &Namespace) -> Result<()> {
     let mut claimed = Vec::new();
     let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
     while claimed.len() < 6 && tokio::time::Instant::now() < give_up {
-        claimed.extend(s.claim(ns, &w, 10, Duration::from_secs(30)).await?.into_iter().map(|r| r.id));
+        claimed.extend(
+            s.claim(ns, &w, &ClaimPlan::default_queue(10), Duration::from_secs(30))
+                .await?
+                .into_iter()
+                .map(|r| r.id),
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     claimed.sort();
@@ -153,12 +158,16 @@ async fn crash(s: &Tiered, ns: &Namespace) -> Result<()> {
 
     let w = WorkerId::generate();
     let first = testing::wait_for(Duration::from_secs(10), "fragile due", || async {
-        let got = s.claim(ns, &w, 10, Duration::from_secs(30)).await.ok()?;
+        let got = s.claim(ns, &w, &ClaimPlan::default_queue(10), Duration::from_secs(30)).await.ok()?;
         (!got.is_empty()).then_some(got)
     })
     .await;
     assert_eq!(first.len(), 1, "exactly one copy is claimed");
-    assert_eq!(s.claim(ns, &w, 10, Duration::from_secs(30)).await?.len(), 0, "no second copy");
+    assert_eq!(
+        s.claim(ns, &w, &ClaimPlan::default_queue(10), Duration::from_secs(30)).await?.len(),
+        0,
+        "no second copy"
+    );
     Ok(())
 }
 

@@ -259,10 +259,10 @@ impl Storage for AnyStorage {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        each!(self, s => s.claim(ns, worker, limit, lease).await)
+        each!(self, s => s.claim(ns, worker, plan, lease).await)
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -342,22 +342,8 @@ impl Storage for AnyStorage {
         each!(self, s => s.housekeeping(ns).await)
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        each!(self, s => s.wait_for_work(ns, max_wait).await)
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        each!(self, s => s.wait_for_queues(ns, queues, max_wait).await)
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        plan: &ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        each!(self, s => s.claim_queues(ns, worker, plan, lease).await)
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        each!(self, s => s.wait_for_work(ns, queues, max_wait).await)
     }
 }
 

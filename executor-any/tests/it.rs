@@ -7,7 +7,7 @@ use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{
-    Error, Namespace, TaskState, WorkerId,
+    ClaimPlan, Error, Namespace, TaskState, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
@@ -50,11 +50,15 @@ async fn round_trip(url: &str, kind: &str) -> Result<(), Error> {
     assert_eq!(storage.kind(), kind);
     let ns = testing::unique_namespace("any-rt");
     let id = storage.submit(&ns, testing::new_task("rt-1")).await?.id;
-    let claimed = storage.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(30)).await?;
+    let claimed = storage
+        .claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_secs(30))
+        .await?;
     let lease = claimed.first().and_then(|r| r.lease()).ok_or(Error::invalid("test", "nothing claimed"))?;
     let retry = Finish::Retry { delay: Duration::ZERO, error: "once more".into() };
     assert_eq!(storage.finish(&ns, &lease, retry).await?, TaskState::Pending);
-    let claimed = storage.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(30)).await?;
+    let claimed = storage
+        .claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_secs(30))
+        .await?;
     let lease = claimed.first().and_then(|r| r.lease()).ok_or(Error::invalid("test", "nothing claimed"))?;
     assert_eq!(storage.finish(&ns, &lease, Finish::Completed).await?, TaskState::Completed);
     let record = storage.get(&ns, &id).await?.ok_or(Error::invalid("test", "the task vanished"))?;
@@ -187,7 +191,7 @@ async fn rate_run(url: String) -> Result<(), Error> {
             let mut jitter = 7 + c as u64;
             while tokio::time::Instant::now() < end {
                 let sent = start.elapsed();
-                let got = s.claim_queues(&ns, &me, &plan, Duration::from_secs(60)).await?;
+                let got = s.claim(&ns, &me, &plan, Duration::from_secs(60)).await?;
                 let at = start.elapsed();
                 let items: Vec<_> =
                     got.iter().filter_map(|t| t.lease()).map(|l| (l, Finish::Completed)).collect();

@@ -16,7 +16,7 @@ use std::{
 };
 
 use executor_core::{
-    Error, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    ClaimPlan, Error, Namespace, Result, TaskRecord, TaskState, WorkerId,
     storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };
@@ -165,14 +165,14 @@ impl<S: Storage> Intercept<S> for Recorder {
         inner: &S,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
         let r = match &self.claim_stop {
             Some(stop) if stop.armed.swap(false, Ordering::SeqCst) => {
-                self.claim_paused(inner.claim(ns, worker, limit, lease), stop).await
+                self.claim_paused(inner.claim(ns, worker, plan, lease), stop).await
             }
-            _ => inner.claim(ns, worker, limit, lease).await,
+            _ => inner.claim(ns, worker, plan, lease).await,
         };
         let t = now_ms();
         match &r {

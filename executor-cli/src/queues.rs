@@ -291,10 +291,8 @@ mod tests {
         assert_eq!(set, "limited queue emails: c=1 r=600/1m\n");
         let plan = ClaimPlan::single(QueueName::new("emails")?, 3);
         let worker = WorkerId::generate();
-        let claimed = client
-            .storage()
-            .claim_queues(client.namespace(), &worker, &plan, Duration::from_secs(60))
-            .await?;
+        let claimed =
+            client.storage().claim(client.namespace(), &worker, &plan, Duration::from_secs(60)).await?;
         assert_eq!(claimed.len(), 1);
 
         let table = output(&client, None, false).await?;

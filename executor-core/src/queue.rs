@@ -184,8 +184,21 @@ impl ClaimPlan {
         Self { shares: vec![QueueShare::new(queue, limit)], limit }
     }
 
-    /// Whether the plan claims from the default queue only (what
-    /// [`crate::storage::Storage::claim`] does).
+    /// Up to `limit` tasks from the default queue alone, where a task
+    /// submitted without a queue goes: `ClaimPlan::single(QueueName::default(),
+    /// limit)`.
+    ///
+    /// ```
+    /// use reliable_executor::{ClaimPlan, QueueName};
+    ///
+    /// assert_eq!(ClaimPlan::default_queue(10), ClaimPlan::single(QueueName::default(), 10));
+    /// ```
+    pub fn default_queue(limit: usize) -> Self {
+        Self::single(QueueName::default(), limit)
+    }
+
+    /// Whether the plan claims from the default queue only (as
+    /// [`ClaimPlan::default_queue`] does).
     pub fn is_default_only(&self) -> bool {
         self.shares.iter().all(|s| s.queue.is_default())
     }

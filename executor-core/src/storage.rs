@@ -76,32 +76,20 @@ pub trait Storage: Send + Sync + 'static {
         }
     }
 
-    /// Claims up to `limit` due tasks of the default queue (`CREATED`/`PENDING`
-    /// with `due_at <= now`, highest priority first, then earliest due) for `worker`: each becomes `RUNNING` with its fence
-    /// and attempts incremented, `started_at = now` and
+    /// Claims due tasks (`CREATED`/`PENDING` with `due_at <= now`) for
+    /// `worker` as `plan` says: up to each share's quota from its queue, in
+    /// order, then the rest of `plan.limit` from the same queues in the same
+    /// order. A paused queue gives nothing. Within a queue: highest priority
+    /// first, then earliest due, then id. Each claimed task becomes `RUNNING`
+    /// with its fence and attempts incremented, `started_at = now` and
     /// `lease_until = now + lease`. One atomic step per batch, so concurrent
     /// claimers never get the same task and nothing is claimed before it is
-    /// due.
+    /// due. [`ClaimPlan::default_queue`] is the plan of the default queue
+    /// alone.
     ///
     /// # Errors
     /// Store failures only.
     fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
-
-    /// Claims as `plan` says, in one atomic step: up to each
-    /// share's quota from its queue, in order, then the rest of
-    /// `plan.limit` from the same queues in the same order. A paused queue
-    /// gives nothing. Within a queue: highest priority first, then earliest
-    /// due, then id. Otherwise as [`Storage::claim`].
-    ///
-    /// # Errors
-    /// Store failures.
-    fn claim_queues(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -278,22 +266,17 @@ pub trait Storage: Send + Sync + 'static {
         async { Ok(()) }
     }
 
-    /// Resolves when work may have become due in `ns`, or after `max_wait`,
-    /// whichever is first: the wake-up that lets an idle executor start a due
-    /// task within milliseconds without busy polling. Spurious
-    /// wake-ups are allowed.
+    /// Resolves when work may have become due in `queues` of `ns`, or after
+    /// `max_wait`, whichever is first: the wake-up that lets an idle claimer
+    /// of those queues start a due task within milliseconds without busy
+    /// polling. Due tasks of other queues, of paused ones and of ones at
+    /// their concurrency limit do not end the wait at once (they would make
+    /// the claimer spin), though any wake-up may: spurious wake-ups are
+    /// allowed.
     ///
     /// # Errors
     /// Store failures.
-    fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> impl Future<Output = Result<()>> + Send;
-
-    /// As [`Storage::wait_for_work`] for a claimer that serves `queues`
-    /// only: due tasks of other queues and of paused ones do not end the
-    /// wait at once (they would make it spin), though any wake-up may.
-    ///
-    /// # Errors
-    /// Store failures.
-    fn wait_for_queues(
+    fn wait_for_work(
         &self,
         ns: &Namespace,
         queues: &[QueueName],

@@ -19,7 +19,7 @@ use std::{
 };
 
 use executor_core::{
-    Executor, Handler, Namespace, TaskContext, TaskId,
+    ClaimPlan, Executor, Handler, Namespace, TaskContext, TaskId,
     storage::{NewTask, Storage},
 };
 use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
@@ -145,7 +145,8 @@ async fn storage_only(s: &MySqlStorage, ns: &Namespace, n: usize, claimers: usiz
         loops.push(tokio::spawn(async move {
             let me = executor_core::WorkerId::generate();
             loop {
-                let tasks = s.claim(&ns, &me, batch, Duration::from_secs(60)).await?;
+                let tasks =
+                    s.claim(&ns, &me, &ClaimPlan::default_queue(batch), Duration::from_secs(60)).await?;
                 if tasks.is_empty() {
                     return Ok::<_, executor_core::Error>(());
                 }

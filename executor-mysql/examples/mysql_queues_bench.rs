@@ -93,7 +93,7 @@ async fn claim_all(s: &MySqlStorage, ns: &Namespace, a: &Args) -> Res<f64> {
     let t = Instant::now();
     let mut n = 0;
     loop {
-        let got = s.claim_queues(ns, &me, &plan, Duration::from_secs(600)).await?;
+        let got = s.claim(ns, &me, &plan, Duration::from_secs(600)).await?;
         if got.is_empty() {
             break;
         }
@@ -188,12 +188,7 @@ async fn main() -> Res {
     explain(&s).await?;
     let t = Instant::now();
     let got = s
-        .claim_queues(
-            &ns,
-            &WorkerId::generate(),
-            &ClaimPlan::single(bulk.clone(), 64),
-            Duration::from_secs(60),
-        )
+        .claim(&ns, &WorkerId::generate(), &ClaimPlan::single(bulk.clone(), 64), Duration::from_secs(60))
         .await?;
     println!("a claim of paused `bulk`: {} tasks in {:?}", got.len(), t.elapsed());
     let t = Instant::now();

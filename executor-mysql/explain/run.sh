@@ -108,10 +108,8 @@ trap 'rm -f "$script"' EXIT
         housekeeping/count_cutoff "" "'app'" "'COMPLETED'" 1001 1000
     plan "trim, the DELETE of the ids read" \
         housekeeping/delete_trimmed "" "'app'" "@now - 86400000" "'c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8'"
-    plan "wait_for_work, the earliest waiting due time: a loose index scan" \
-        wake/next_due "" "'app'"
-    plan "wait_for_queues, the same over served queues that can be claimed" \
-        wake/next_due_of_queues "" "'app'" "'default', 'bulk'" "'app'" "'app'"
+    plan "wait_for_work, the earliest due time of the served queues that can be claimed: a loose index scan" \
+        wake/next_due "" "'app'" "'default', 'bulk'" "'app'" "'app'"
     plan "queues 1/3 (and due_before 1/2), the queue names, one dive each" \
         queues/first_queue "" "'app'"
     plan "queues 1/3, the next name" \

@@ -284,7 +284,7 @@ async fn claim_once(
     Ok(Round { tasks, lost_race, limited })
 }
 
-/// Moves a row that cannot run to `ERROR` with the reason (invariant 6).
+/// Moves a row that cannot run to `ERROR` with the reason (bad input never stops the runtime).
 /// `token`: the claim that took it (the row is `RUNNING` under that claim);
 /// `None`: it is still waiting. The fence is not bumped: it may be the very
 /// value that overflows, and no other worker holds a lease on the row. A
@@ -397,20 +397,8 @@ pub(crate) fn claim_update(
 }
 
 impl Claim for MySqlDialect {
-    /// Claims up to `limit` due tasks of the default queue: a plan of that
-    /// queue alone, so the same three statements as any one-queue claim.
-    async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
-    }
-
     /// Claims as `plan` says in three autocommit statements, none of which
-    /// waits for the client while it holds a lock (invariant 9: a claimer
+    /// waits for the client while it holds a lock (a stopped process holds nothing others need: a claimer
     /// stopped at any point holds nothing; the tasks it claimed come back
     /// through the reaper one lease later):
     ///
@@ -428,8 +416,8 @@ impl Claim for MySqlDialect {
     /// 2. `UPDATE ... WHERE id IN (ids) AND ready_at <= now ORDER BY
     ///    queue_rank, ready_at, id LIMIT n`, stamping a fresh token: the
     ///    condition is checked again under the row lock, so two claimers
-    ///    never take the same task (invariant 2) and nothing is taken before
-    ///    it is due (invariant 4, on the server's clock). With one queue the
+    ///    never take the same task (no two live attempts) and nothing is taken before
+    ///    it is due (nothing starts before it is due, on the server's clock). With one queue the
     ///    ids are every candidate and the first `n` still waiting are taken;
     ///    with several, they are the ones the plan picks (each share's quota
     ///    in order, then the rest of the limit from the same queues in order);
@@ -450,7 +438,7 @@ impl Claim for MySqlDialect {
     /// `ROUNDS` times. A waiting row whose counters are at their column's
     /// maximum, or that does not parse, is moved to `ERROR` with the
     /// reason, so it can never block the queue.
-    async fn claim_queues(
+    async fn claim(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -564,7 +552,7 @@ impl Claim for MySqlDialect {
     }
 
     /// Renews every lease in one UPDATE (only rows still `RUNNING` with the
-    /// lease's fence, so a lost lease is never revived: invariant 2), then one
+    /// lease's fence, so a lost lease is never revived: no two live attempts), then one
     /// SELECT tells which leases are lost and which tasks have a cancel request.
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
         let mut out = Heartbeat::default();

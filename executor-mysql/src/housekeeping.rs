@@ -155,7 +155,7 @@ async fn trim_class(
 impl Housekeeping for MySqlDialect {
     /// Recovers up to `limit` tasks whose lease expired, in three autocommit
     /// statements (no lock outlives a statement, so a leader stopped mid-reap
-    /// blocks no heartbeat or finish: invariant 9):
+    /// blocks no heartbeat or finish: a stopped process holds nothing others need):
     ///
     /// 1. `SELECT ... WHERE state = 'RUNNING' AND lease_until < now ORDER BY
     ///    lease_until LIMIT n FOR UPDATE SKIP LOCKED`: expired leases no one is
@@ -168,7 +168,7 @@ impl Housekeeping for MySqlDialect {
     /// 3. the rows it changed read back by ids and token.
     ///
     /// The fence grows in every case, so the presumed-dead worker's late finish
-    /// is refused (invariant 2), and the task is never lost (invariant 1).
+    /// is refused (no two live attempts), and the task is never lost (no task is lost).
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         if limit == 0 {
             return Ok(Reaped::default());

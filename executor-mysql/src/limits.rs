@@ -13,7 +13,7 @@
 //! and skips such queues). Unlimited queues keep the autocommit claim.
 //!
 //! The one transaction in this crate that waits for the client while it
-//! holds locks, so a stopped holder is bounded (invariant 9): the session's
+//! holds locks, so a stopped holder is bounded (a stopped process holds nothing others need): the session's
 //! `wait_timeout` is 2 s (`sql/limits/begin.sql`) for the transaction's length, and
 //! the server closes a connection idle that long, rolling the transaction
 //! back and releasing the row. Other claimers never wait for the row

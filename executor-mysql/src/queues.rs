@@ -90,7 +90,7 @@ fn valid(name: &str) -> Option<QueueName> {
 impl Queues for MySqlDialect {
     /// Pauses or resumes `queue`: a row in the queues table while it is
     /// paused or has limits, none otherwise. Every claim statement reads it
-    /// (see `claim_queues`), so a pause holds for every process from the
+    /// (see `claim`), so a pause holds for every process from the
     /// next claim on. Resuming deletes a row that holds no limits and
     /// clears the flag of one that does, and wakes this process's waiting
     /// claimers.

@@ -234,7 +234,7 @@ async fn insert_chunk(
 const DEBOUNCE_ROUNDS: usize = 5;
 
 /// The debounce, in autocommit statements (no transaction waits for this
-/// client while it holds a row lock: invariant 9):
+/// client while it holds a row lock: a stopped process holds nothing others need):
 ///
 /// 1. the task waiting under the key, if any (the `waiting_key` unique
 ///    index binds a key to at most one waiting task);

@@ -44,7 +44,7 @@ impl Tier for MySqlDialect {
         // A row no tier could take (counters at their column's maximum, or
         // fields that do not parse) is moved to ERROR with the reason, as
         // claim does, so it is dead-lettered instead of waiting for ever in
-        // the cold tier (invariant 6).
+        // the cold tier (bad input never stops the runtime).
         let mut out = Vec::with_capacity(rows.len());
         for r in &rows {
             let id = row::raw_id(r);

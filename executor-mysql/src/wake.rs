@@ -16,8 +16,36 @@ use crate::{
     sql::{self, padded, sql},
 };
 
-impl MySqlDialect {
-    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
+/// `wait_ms`: the earliest due time among the waiting tasks of `queues`
+/// that are not paused, not at their concurrency limit and whose limits are
+/// valid (later for an empty bucket) less now; NULL when none waits. A
+/// queue at its concurrency limit does not count: a finish in this process
+/// wakes its claimers when it frees the slot, and other processes find it
+/// at their next poll (`poll_max` at the most). The inner query is a loose
+/// index scan of `ix_queue` (`Using index for group-by`): one dive per
+/// waiting (queue, rank), whatever the number of tasks.
+fn next_due(ns: &Namespace, queues: &[QueueName]) -> Query<'static, MySql, MySqlArguments> {
+    let queues = padded(queues.iter().map(QueueName::as_str));
+    let text = sql::slice(sql!("wake/next_due"), "queues", queues.len());
+    sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues)
+        .bind(ns.as_str().to_owned())
+        .bind(ns.as_str().to_owned())
+}
+
+impl Wait for MySqlDialect {
+    /// Resolves when work of `queues` may be due, never later than
+    /// `max_wait`:
+    /// - at once when this process submits, retries, requeues or reaps (the
+    ///   in-process [`tokio::sync::Notify`]);
+    /// - when the earliest due time of the waiting tasks of `queues` that
+    ///   are not paused arrives (read from the `ix_queue` index: a loose
+    ///   index scan, one dive per waiting queue and priority), so due tasks
+    ///   of other or paused queues do not end the wait at once (the claimer
+    ///   would spin);
+    /// - otherwise the poll interval starts at `poll_min` and doubles up to
+    ///   `poll_max`, so work submitted by another process starts within
+    ///   `poll_max` of becoming due (nothing starts before it is due across processes).
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
         // `max_wait` may be anything up to Duration::MAX (an executor's
         // `max_idle_wait`): an Instant that far out does not exist.
         let end = Instant::now().checked_add(max_wait);
@@ -29,7 +57,7 @@ impl MySqlDialect {
             tokio::pin!(notified);
             notified.as_mut().enable();
             // A claimer that serves no queue has nothing to look up.
-            let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
+            let wait_ms: Option<i64> = if queues.is_empty() {
                 None
             } else {
                 let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
@@ -56,48 +84,5 @@ impl MySqlDialect {
             }
             interval = interval.saturating_mul(2).min(self.opts.poll_bounds().1);
         }
-    }
-}
-
-/// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
-/// `queues` that are not paused, not at their concurrency limit and whose
-/// limits are valid, later for an empty bucket) less now; NULL when none
-/// waits. A queue at its concurrency limit does not count: a finish in this
-/// process wakes its claimers when it frees the slot, and other processes
-/// find it at their next poll (`poll_max` at the most). The inner
-/// query is a loose index scan of `ix_queue` (`Using index for group-by`):
-/// one dive per waiting (queue, rank), whatever the number of tasks.
-fn next_due(ns: &Namespace, queues: Option<&[QueueName]>) -> Query<'static, MySql, MySqlArguments> {
-    match queues {
-        None => sqlx::query(sql!("wake/next_due")).bind(ns.as_str().to_owned()),
-        Some(queues) => {
-            let queues = padded(queues.iter().map(QueueName::as_str));
-            let text = sql::slice(sql!("wake/next_due_of_queues"), "queues", queues.len());
-            sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues)
-                .bind(ns.as_str().to_owned())
-                .bind(ns.as_str().to_owned())
-        }
-    }
-}
-
-impl Wait for MySqlDialect {
-    /// Resolves when work may be due, never later than `max_wait`:
-    /// - at once when this process submits, retries, requeues or reaps (the
-    ///   in-process [`tokio::sync::Notify`]);
-    /// - when the earliest waiting task's due time arrives (read from the
-    ///   `ix_queue` index: a loose index scan, one dive per waiting queue and
-    ///   priority);
-    /// - otherwise the poll interval starts at `poll_min` and doubles up to
-    ///   `poll_max`, so work submitted by another process starts within
-    ///   `poll_max` of becoming due (invariant 4 across processes).
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As `MySqlStorage::wait_for_work`, with the earliest due time taken
-    /// over `queues` that are not paused only, so due tasks of other or
-    /// paused queues do not end the wait at once (the claimer would spin).
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
     }
 }

@@ -55,7 +55,7 @@ use std::{
 };
 
 use executor_core::{
-    Executor, Handler, Namespace, RunningExecutor, StopHandle, TaskContext, TaskId,
+    ClaimPlan, Executor, Handler, Namespace, RunningExecutor, StopHandle, TaskContext, TaskId,
     storage::{NewTask, Storage},
 };
 use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
@@ -363,7 +363,8 @@ async fn storage_only(b: &Bench, ns: &Namespace, n: usize, claimers: usize, batc
         loops.push(tokio::spawn(async move {
             let me = executor_core::WorkerId::generate();
             loop {
-                let tasks = s.claim(&ns, &me, batch, Duration::from_secs(60)).await?;
+                let tasks =
+                    s.claim(&ns, &me, &ClaimPlan::default_queue(batch), Duration::from_secs(60)).await?;
                 if tasks.is_empty() {
                     return Ok::<_, executor_core::Error>(());
                 }

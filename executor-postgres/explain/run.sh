@@ -94,10 +94,8 @@ ns="'explain'"
         housekeeping/trim "" "$ns" "ARRAY['COMPLETED', 'CANCELLED']" 86400000 NULL 1000
     plan "trim, the cutoff of a count of 1,000" \
         housekeeping/count_cutoff "" "$ns" "ARRAY['COMPLETED', 'CANCELLED']" 1000
-    plan "wait_for_work, the earliest waiting due time" \
-        wake/next_due "" "$ns" "$ns" "$ns"
-    plan "wait_for_queues, the same over served queues that can be claimed" \
-        wake/next_due_of_queues "" "ARRAY['default', 'bulk']" "$ns" "$ns" "$ns"
+    plan "wait_for_work, the earliest due time of the served queues that can be claimed" \
+        wake/next_due "" "ARRAY['default', 'bulk']" "$ns" "$ns" "$ns"
     plan "queues, the figures of the queues with waiting tasks" \
         queues/figures "" "$ns" "$ns" "$ns"
     plan "due_before, the tier mover" \

@@ -129,7 +129,7 @@ pub(crate) fn sort_claim_order(tasks: &mut [TaskRecord]) {
     });
 }
 
-/// Moves a row that cannot run to `ERROR` with the reason (invariant 6).
+/// Moves a row that cannot run to `ERROR` with the reason (bad input never stops the runtime).
 /// `fence`: the claim that took it (the row is `RUNNING` with that fence);
 /// `None`: it is still waiting.
 pub(crate) async fn to_error(
@@ -152,24 +152,13 @@ pub(crate) async fn to_error(
 }
 
 impl Claim for PostgresDialect {
-    /// Claims up to `limit` due tasks of the default queue.
-    async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.claim_queues(ns, worker, &ClaimPlan::single(QueueName::default(), limit), lease).await
-    }
-
     /// Claims as `plan` says: each queue of the plan up to its quota, in
     /// the plan's order, then the rest of the limit from the same queues in
     /// order. Each queue is one autocommit statement (`CLAIM_SQL`): no
     /// lock outlives it, so a claimer stopped at any point holds nothing
-    /// (invariant 9; the tasks it claimed come back through the reaper one
+    /// (a stopped process holds nothing others need; the tasks it claimed come back through the reaper one
     /// lease later), the fence and the state are checked under the row
-    /// lock, so two claimers never take the same task (invariant 2), and
+    /// lock, so two claimers never take the same task (no two live attempts), and
     /// nothing is taken before it is due on the server's clock (invariant
     /// 4).
     ///
@@ -181,7 +170,7 @@ impl Claim for PostgresDialect {
     /// snapshot and its lock is left out, and the next claim finds the
     /// rest). A second round when a claim came back short made every idle
     /// pickup two statements.
-    async fn claim_queues(
+    async fn claim(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -254,7 +243,7 @@ impl Claim for PostgresDialect {
     }
 
     /// Renews every lease in one UPDATE (only rows still `RUNNING` with the
-    /// lease's fence, so a lost lease is never revived: invariant 2) that
+    /// lease's fence, so a lost lease is never revived: no two live attempts) that
     /// returns the rows it renewed with their cancel flag: a lease not
     /// returned is lost.
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {

@@ -77,7 +77,7 @@ async fn trim_class(
 impl Housekeeping for PostgresDialect {
     /// Recovers up to `limit` tasks whose lease expired (`REAP_SQL`, one
     /// autocommit statement: a leader stopped mid-reap blocks no heartbeat
-    /// or finish, invariant 9). The task is never lost (invariant 1).
+    /// or finish, a stopped process holds nothing others need). The task is never lost (no task is lost).
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
         if limit == 0 {
             return Ok(Reaped::default());

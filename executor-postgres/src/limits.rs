@@ -14,7 +14,7 @@
 //! claim.
 //!
 //! The one transaction in this crate that waits for the client while it
-//! holds locks, so a stopped holder is bounded (invariant 9): it sets
+//! holds locks, so a stopped holder is bounded (a stopped process holds nothing others need): it sets
 //! `idle_in_transaction_session_timeout` to 2 s for itself, and the server
 //! ends a session idle that long inside it, rolling the transaction back
 //! and releasing the row. Other claimers never wait for the row

@@ -43,7 +43,7 @@ impl Query for PostgresDialect {
     /// range scan. `finished_at`
     /// does not change while a task stays in a state, so following `next`
     /// visits each such task once. A row that does not parse is skipped and
-    /// reported in [`Page::unreadable`] (invariant 7): the rest of the page
+    /// reported in [`Page::unreadable`] (no neighbour harm): the rest of the page
     /// still reads, and the cursor moves past it.
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
         query.validate()?;

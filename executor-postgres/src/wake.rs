@@ -160,8 +160,32 @@ async fn listen(mut l: PgListener, wakes: Arc<Wakes>) {
     }
 }
 
-impl PostgresDialect {
-    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
+/// `wait_ms`: the earliest due time among the waiting tasks of `queues`
+/// that are not paused, not at their concurrency limit and whose limits are
+/// valid (later for an empty bucket) less now; NULL when none waits. A
+/// queue at its concurrency limit does not count: a finish frees the slot,
+/// and the finishing process claims again itself.
+fn next_due<'q>(ns: &'q Namespace, queues: &[QueueName]) -> Query<'q, Postgres, PgArguments> {
+    sqlx::query(sql!("wake/next_due"))
+        .bind(queues.iter().map(|q| q.as_str().to_owned()).collect::<Vec<String>>())
+        .bind(ns.as_str())
+        .bind(ns.as_str())
+        .bind(ns.as_str())
+}
+
+impl Wait for PostgresDialect {
+    /// Resolves when work of `queues` may be due, never later than
+    /// `max_wait`:
+    /// - at once when a task starts waiting in `ns` in any process (the
+    ///   trigger's NOTIFY, or this process directly);
+    /// - when the earliest due time of the waiting tasks of `queues` arrives
+    ///   (read from the `ix_waiting` index: one probe per waiting queue and
+    ///   priority), counting only queues that are not paused, not at their
+    ///   concurrency limit and with valid limits (later for an empty
+    ///   bucket), so due tasks of other queues do not end the wait at once;
+    /// - otherwise after the poll interval, from `poll_min` doubling up to
+    ///   `poll_max`: the net under a lost notification.
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
         self.listener.start().await;
         let wake = self.wakes.of(ns.as_str());
         let end = Instant::now().checked_add(max_wait);
@@ -172,7 +196,7 @@ impl PostgresDialect {
             let notified = wake.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let wait_ms: Option<i64> = if queues.is_some_and(<[QueueName]>::is_empty) {
+            let wait_ms: Option<i64> = if queues.is_empty() {
                 None
             } else {
                 let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
@@ -199,42 +223,5 @@ impl PostgresDialect {
             }
             interval = interval.saturating_mul(2).min(self.opts.poll_bounds().1);
         }
-    }
-}
-
-/// `wait_ms`: the earliest due time among the waiting tasks of `ns` (or of
-/// `queues` that are not paused, not at their concurrency limit and whose
-/// limits are valid, later for an empty bucket) less now; NULL when none
-/// waits. A queue at its concurrency limit does not count: a finish frees
-/// the slot, and the finishing process claims again itself.
-fn next_due<'q>(ns: &'q Namespace, queues: Option<&[QueueName]>) -> Query<'q, Postgres, PgArguments> {
-    match queues {
-        None => sqlx::query(sql!("wake/next_due")).bind(ns.as_str()).bind(ns.as_str()).bind(ns.as_str()),
-        Some(served) => sqlx::query(sql!("wake/next_due_of_queues"))
-            .bind(served.iter().map(|q| q.as_str().to_owned()).collect::<Vec<String>>())
-            .bind(ns.as_str())
-            .bind(ns.as_str())
-            .bind(ns.as_str()),
-    }
-}
-
-impl Wait for PostgresDialect {
-    /// Resolves when work may be due, never later than `max_wait`:
-    /// - at once when a task starts waiting in `ns` in any process (the
-    ///   trigger's NOTIFY, or this process directly);
-    /// - when the earliest waiting task's due time arrives (read from the
-    ///   `ix_waiting` index: one probe per waiting queue and priority);
-    /// - otherwise after the poll interval, from `poll_min` doubling up to
-    ///   `poll_max`: the net under a lost notification.
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As `PostgresStorage::wait_for_work`, with the earliest due time
-    /// taken over `queues` that are not paused, not at their concurrency
-    /// limit and with valid limits (later for an empty bucket), so due
-    /// tasks of other queues do not end the wait at once.
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
     }
 }

@@ -45,7 +45,7 @@ async fn measure(s: &RedisStorage, ns: &Namespace, plan: &ClaimPlan, claims: usi
     let mut took = Vec::with_capacity(claims);
     for _ in 0..claims {
         let started = Instant::now();
-        let got = s.claim_queues(ns, &worker, plan, LEASE).await?;
+        let got = s.claim(ns, &worker, plan, LEASE).await?;
         took.push(started.elapsed().as_micros());
         if got.len() != BATCH {
             return Err(executor_core::Error::Runtime(format!(

@@ -1,7 +1,7 @@
 -- peek: the store's now in microseconds and the due time (ms) of the
 -- earliest waiting task, for the wake-up wait. ARGV[3..] name the queues
--- looked at (none: every queue); paused queues are left out either way,
--- since their due tasks are no work for a claimer (it would spin). So are
+-- looked at; paused queues are left out, since their due tasks are no work
+-- for a claimer (it would spin). So are
 -- queues at their concurrency limit or held by unreadable limits (the task
 -- that leaves RUNNING in such a queue sets the wake marker: `unrun` in
 -- common/05_limits.lua); a queue whose bucket has no whole token counts
@@ -43,26 +43,12 @@ local is_paused = {}
 if type(paused) == 'table' and not paused.err then
   for _, q in ipairs(paused) do is_paused[q] = true end
 end
-if #ARGV < 3 then
-  local per, order = {[DEFAULT_QUEUE] = {KEYS[1]}}, {DEFAULT_QUEUE}
-  for _, lv in ipairs(all_levels()) do
-    if not per[lv[2]] then
-      per[lv[2]] = {}
-      order[#order + 1] = lv[2]
-    end
-    table.insert(per[lv[2]], lv[1])
-  end
-  for _, q in ipairs(order) do
-    if not is_paused[q] then consider(q, per[q]) end
-  end
-else
-  for i = 3, #ARGV do
-    local q = ARGV[i]
-    if valid_queue(q) and not is_paused[q] then
-      local keys = {}
-      for _, lv in ipairs(queue_levels(q)) do keys[#keys + 1] = lv[1] end
-      consider(q, keys)
-    end
+for i = 3, #ARGV do
+  local q = ARGV[i]
+  if valid_queue(q) and not is_paused[q] then
+    local keys = {}
+    for _, lv in ipairs(queue_levels(q)) do keys[#keys + 1] = lv[1] end
+    consider(q, keys)
   end
 end
 return {t[1] .. string.format('%06d', tonumber(t[2])), first and int(first) or false}

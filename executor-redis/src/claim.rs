@@ -31,19 +31,6 @@ impl RedisStorage {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        self.claim_plan(ns, worker, &[], limit, lease).await
-    }
-
-    pub(crate) async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
         plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
@@ -52,7 +39,7 @@ impl RedisStorage {
         }
         // The default queue alone is the plain claim: no plan arguments.
         if plan.shares.len() == 1 && plan.is_default_only() {
-            return self.claim(ns, worker, plan.limit, lease).await;
+            return self.claim_plan(ns, worker, &[], plan.limit, lease).await;
         }
         if plan.shares.len() > executor_core::MAX_QUEUES {
             return Err(Error::invalid(

@@ -4,13 +4,14 @@
 //!
 //! ```no_run
 //! # async fn demo() -> executor_core::Result<()> {
-//! use executor_core::{Namespace, WorkerId, storage::Storage};
+//! use executor_core::{ClaimPlan, Namespace, WorkerId, storage::Storage};
 //! use reliable_executor_redis::RedisStorage;
 //! use std::time::Duration;
 //!
 //! let storage = RedisStorage::connect("redis://127.0.0.1:6379").await?;
 //! let ns = Namespace::new("my-app")?;
-//! let claimed = storage.claim(&ns, &WorkerId::generate(), 16, Duration::from_secs(30)).await?;
+//! let plan = ClaimPlan::default_queue(16);
+//! let claimed = storage.claim(&ns, &WorkerId::generate(), &plan, Duration::from_secs(30)).await?;
 //! println!("claimed {}", claimed.len());
 //! # Ok(())
 //! # }
@@ -68,10 +69,10 @@ impl Storage for RedisStorage {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        RedisStorage::claim(self, ns, worker, limit, lease).await
+        RedisStorage::claim(self, ns, worker, plan, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -147,22 +148,8 @@ impl Storage for RedisStorage {
         Ok(Self::MAX_PAYLOAD)
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        RedisStorage::wait_for_work(self, ns, max_wait).await
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        plan: &ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        RedisStorage::claim_queues(self, ns, worker, plan, lease).await
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        RedisStorage::wait_for_queues(self, ns, Some(queues), max_wait).await
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        RedisStorage::wait_for_work(self, ns, queues, max_wait).await
     }
 
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {

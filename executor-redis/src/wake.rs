@@ -11,10 +11,10 @@
 //!
 //! A waiter also sleeps at most until the earliest due time, measured on the
 //! store's clock (`peek.lua`) and timed locally, so a delayed task starts on
-//! time without anyone setting the marker. A waiter that serves some queues
-//! only ([`RedisStorage::wait_for_queues`]) peeks at their levels only, and
-//! every waiter leaves paused queues out: their due tasks would end each
-//! wait at once and make the claimer spin.
+//! time without anyone setting the marker. A waiter peeks at the levels of
+//! the queues it serves only, and leaves paused queues out: due tasks of
+//! other or paused queues would end each wait at once and make the claimer
+//! spin.
 
 use std::{
     sync::{
@@ -59,16 +59,12 @@ impl Drop for Waiting<'_> {
 }
 
 impl RedisStorage {
-    pub(crate) async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait_for_queues(ns, None, max_wait).await
-    }
-
-    /// Waits for a wake-up or the earliest due task of `queues` (`None`:
-    /// of every queue), paused queues left out.
-    pub(crate) async fn wait_for_queues(
+    /// Waits for a wake-up or the earliest due task of `queues`, paused
+    /// queues left out.
+    pub(crate) async fn wait_for_work(
         &self,
         ns: &Namespace,
-        queues: Option<&[QueueName]>,
+        queues: &[QueueName],
         max_wait: Duration,
     ) -> Result<()> {
         let Watch { mut woken, waiters, wanted } = self.watcher(ns);
@@ -77,16 +73,12 @@ impl RedisStorage {
         wanted.notify_one();
         woken.borrow_and_update();
         let mut wait = max_wait;
-        for p in 0..self.partitions() {
+        // Nothing served: only a wake-up or the limit ends the wait.
+        let peeked = if queues.is_empty() { 0 } else { self.partitions() };
+        for p in 0..peeked {
             let keys = self.keys(ns, p);
             let mut args = vec![Value::from(keys.base.as_str()), Value::from("0")];
-            if let Some(queues) = queues {
-                if queues.is_empty() {
-                    // Nothing served: only a wake-up or the limit ends the wait.
-                    break;
-                }
-                args.extend(queues.iter().map(|q| Value::from(q.as_str())));
-            }
+            args.extend(queues.iter().map(|q| Value::from(q.as_str())));
             let reply = array(self.run(&self.inner.scripts.peek, keys.script_keys.to_vec(), args).await?)?;
             let now_us = reply.first().and_then(text).and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
             if let Some(first_ms) = reply.get(1).and_then(text).and_then(|t| t.parse::<f64>().ok()) {

@@ -148,15 +148,6 @@ pub trait Claim {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
-
-    /// As `Storage::claim_queues`.
-    fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
         plan: &ClaimPlan,
         lease: Duration,
     ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
@@ -173,10 +164,7 @@ pub trait Claim {
 /// Waiting for work (`wake.rs`).
 pub trait Wait {
     /// As `Storage::wait_for_work`.
-    fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> impl Future<Output = Result<()>> + Send;
-
-    /// As `Storage::wait_for_queues`.
-    fn wait_for_queues(
+    fn wait_for_work(
         &self,
         ns: &Namespace,
         queues: &[QueueName],

@@ -185,7 +185,6 @@ impl<D: Dialect> SqlOptions<D> {
     ///
     /// # Errors
     /// [`executor_core::Error::Invalid`] naming the option and its range.
-
     pub fn validate(&self) -> Result<()> {
         fn out(what: &'static str, value: impl fmt::Debug, range: &str) -> Error {
             Error::invalid(what, format!("{value:?} is outside {range}"))

@@ -133,20 +133,10 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.dialect.claim(ns, worker, limit, lease).await
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
         plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        self.dialect.claim_queues(ns, worker, plan, lease).await
+        self.dialect.claim(ns, worker, plan, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -222,12 +212,8 @@ impl<D: Dialect> Storage for SqlStorage<D> {
         self.dialect.max_payload().await
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.dialect.wait_for_work(ns, max_wait).await
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        self.dialect.wait_for_queues(ns, queues, max_wait).await
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.dialect.wait_for_work(ns, queues, max_wait).await
     }
 }
 

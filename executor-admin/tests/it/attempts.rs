@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use executor_core::{
-    Client, MemoryStorage, Namespace, TaskId, WorkerId,
+    ClaimPlan, Client, MemoryStorage, Namespace, TaskId, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
@@ -17,7 +17,7 @@ use crate::support::{BoxResult, call, json};
 
 /// Claims the only due task and ends its attempt with `finish`.
 async fn run_once(store: &MemoryStorage, ns: &Namespace, worker: &WorkerId, finish: Finish) -> BoxResult {
-    let claimed = store.claim(ns, worker, 1, Duration::from_secs(60)).await?;
+    let claimed = store.claim(ns, worker, &ClaimPlan::default_queue(1), Duration::from_secs(60)).await?;
     let lease = claimed.first().and_then(|r| r.lease()).ok_or("nothing was due")?;
     store.finish(ns, &lease, finish).await?;
     Ok(())
@@ -34,7 +34,9 @@ async fn a_task_shows_every_attempt_on_its_json_and_its_page() -> BoxResult {
     run_once(&store, &ns, &first, retry).await?;
     run_once(&store, &ns, &WorkerId::new("host-b:2")?, Finish::Failed { error: "gave up".into() }).await?;
     store.requeue(&ns, &TaskId::new("crm-7")?).await?;
-    let claimed = store.claim(&ns, &WorkerId::new("host-c:3")?, 1, Duration::from_secs(60)).await?;
+    let claimed = store
+        .claim(&ns, &WorkerId::new("host-c:3")?, &ClaimPlan::default_queue(1), Duration::from_secs(60))
+        .await?;
     assert_eq!(claimed.len(), 1, "requeued and claimed again");
 
     let (status, task) = json(&app, "GET", "/api/tasks/crm-7", None).await?;

@@ -262,7 +262,7 @@ async fn limits_are_set_shown_and_cleared() -> BoxResult {
     let plan = ClaimPlan::single(emails.clone(), 2);
     let claimed = client
         .storage()
-        .claim_queues(client.namespace(), &WorkerId::generate(), &plan, Duration::from_secs(60))
+        .claim(client.namespace(), &WorkerId::generate(), &plan, Duration::from_secs(60))
         .await?;
     assert_eq!(claimed.len(), 1);
     let view = find(&listed(&app).await?, "emails").cloned().ok_or("no emails")?;

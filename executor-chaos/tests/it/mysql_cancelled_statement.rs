@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use executor_chaos::store::ChaosStore;
-use executor_core::{Namespace, WorkerId, storage::Storage};
+use executor_core::{ClaimPlan, Namespace, WorkerId, storage::Storage};
 use executor_mysql::MySqlStorage;
 
 use crate::common::{self, TestResult};
@@ -27,7 +27,11 @@ async fn calls_dropped_mid_statement_leave_no_desynchronised_connection() -> Tes
         // Drop a claim after 0-1.9 ms: sometimes before, sometimes after the
         // statement reached the server.
         let cut = Duration::from_micros((i * 37) % 1_900);
-        let _ = tokio::time::timeout(cut, storage.claim(&ns, &worker, 8, Duration::from_secs(5))).await;
+        let _ = tokio::time::timeout(
+            cut,
+            storage.claim(&ns, &worker, &ClaimPlan::default_queue(8), Duration::from_secs(5)),
+        )
+        .await;
         let _ = tokio::time::timeout(cut, storage.counts(&ns)).await;
         match tokio::time::timeout(Duration::from_secs(5), storage.counts(&ns)).await {
             Ok(Ok(_)) => {}

@@ -20,8 +20,8 @@ use std::{
 };
 
 use executor_core::{
-    Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError, TaskOptions,
-    TaskRecord, TaskState, WorkerId,
+    ClaimPlan, Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError,
+    TaskOptions, TaskRecord, TaskState, WorkerId,
     storage::Storage,
     testing::{Intercept, Intercepted},
 };
@@ -39,10 +39,10 @@ impl Intercept<MemoryStorage> for SlowClaim {
         inner: &MemoryStorage,
         ns: &Namespace,
         w: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        let got = inner.claim(ns, w, limit, lease).await?;
+        let got = inner.claim(ns, w, plan, lease).await?;
         if !got.is_empty() && !self.delayed.swap(true, Ordering::SeqCst) {
             tokio::time::sleep(self.delay).await;
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use executor_any::AnyStorage;
 use executor_core::{
-    Client, MemoryStorage, Namespace, QueueName, TaskId, TaskState, WorkerId,
+    ClaimPlan, Client, MemoryStorage, Namespace, QueueName, TaskId, TaskState, WorkerId,
     schedule::Schedule,
     storage::{Finish, Storage},
     testing::{new_task, unique_namespace},
@@ -89,7 +89,12 @@ impl Store {
         let worker = WorkerId::generate();
         let claimed = self
             .rt
-            .block_on(self.storage.claim(self.ns(), &worker, 1, Duration::from_secs(60)))
+            .block_on(self.storage.claim(
+                self.ns(),
+                &worker,
+                &ClaimPlan::default_queue(1),
+                Duration::from_secs(60),
+            ))
             .unwrap_or_else(|e| panic!("claim: {e}"));
         let lease = claimed.first().and_then(|r| r.lease()).unwrap_or_else(|| panic!("nothing claimed"));
         self.rt

@@ -18,7 +18,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{Executor, attempt, heartbeat, history, housekeeping};
 use crate::{
-    Error, QueueName, Result, TaskId,
+    ClaimPlan, Error, QueueName, Result, TaskId,
     storage::{ExecutorStorage, Lease},
 };
 
@@ -340,11 +340,8 @@ async fn claim_loop<S: ExecutorStorage>(shared: &Arc<Shared<S>>, stop: &Cancella
             biased;
             () = stop.cancelled() => return,
             r = async {
-                if default_only {
-                    storage.claim(ns, worker, wanted, config.lease).await
-                } else {
-                    storage.claim_queues(ns, worker, &queues.plan(wanted), config.lease).await
-                }
+                let plan = if default_only { ClaimPlan::default_queue(wanted) } else { queues.plan(wanted) };
+                storage.claim(ns, worker, &plan, config.lease).await
             } => r,
         };
         match claimed {
@@ -377,10 +374,10 @@ async fn claim_loop<S: ExecutorStorage>(shared: &Arc<Shared<S>>, stop: &Cancella
                         biased;
                         () = stop.cancelled() => return,
                         () = &mut ended => {}
-                        // Queue-aware even for the default queue alone: a
-                        // due task of a paused or limited queue must not end
-                        // the wait at once (the loop would spin).
-                        r = storage.wait_for_queues(ns, &served, config.max_idle_wait) => {
+                        // The served queues only: a due task of another,
+                        // a paused or a limited queue must not end the wait
+                        // at once (the loop would spin).
+                        r = storage.wait_for_work(ns, &served, config.max_idle_wait) => {
                             if let Err(e) = r {
                                 tracing::warn!(error = %e, "wait for work failed");
                                 tokio::select! {

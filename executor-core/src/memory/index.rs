@@ -130,11 +130,6 @@ impl Indexes {
     pub(super) fn earliest_due_in(&self, queue: &QueueName) -> Option<Timestamp> {
         self.queues.get(queue)?.values().filter_map(|level| level.first().map(|(due, _, _)| *due)).min()
     }
-
-    /// The earliest due time of a waiting task.
-    pub(super) fn earliest_due(&self) -> Option<Timestamp> {
-        self.due.first().map(|(due, _, _)| *due)
-    }
 }
 
 /// Index order of a priority: the highest priority sorts first.

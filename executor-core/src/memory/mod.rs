@@ -144,9 +144,9 @@ impl MemoryStorage {
         out
     }
 
-    /// Sleeps until the earliest due time (of every queue, or of `queues`
-    /// that are not paused), a wake-up, or `max_wait`.
-    async fn wait(&self, ns: &Namespace, queues: Option<&[QueueName]>, max_wait: Duration) -> Result<()> {
+    /// Sleeps until the earliest due time of `queues` that are not paused,
+    /// a wake-up, or `max_wait`.
+    async fn wait(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
         let store = self.namespace(ns);
         let clock = self.shared.clock;
         let woken = store.work.notified();
@@ -156,13 +156,8 @@ impl MemoryStorage {
         woken.as_mut().enable();
         let earliest = {
             let mut space = store.lock();
-            match queues {
-                None => space.idx.earliest_due(),
-                Some(queues) => {
-                    let now = clock.now();
-                    queues.iter().filter_map(|q| space.next_claimable(q, now)).min()
-                }
-            }
+            let now = clock.now();
+            queues.iter().filter_map(|q| space.next_claimable(q, now)).min()
         };
         let now = tokio::time::Instant::now();
         // A wait too long for an `Instant` (Duration::MAX) is a year: the
@@ -206,17 +201,6 @@ impl Storage for MemoryStorage {
     }
 
     async fn claim(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        limit: usize,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        let plan = ClaimPlan::single(QueueName::default(), limit);
-        Ok(self.with(ns, |space, now| space.claim(now, worker, &plan, lease)))
-    }
-
-    async fn claim_queues(
         &self,
         ns: &Namespace,
         worker: &WorkerId,
@@ -317,18 +301,12 @@ impl Storage for MemoryStorage {
         Ok(Self::MAX_PAYLOAD)
     }
 
-    /// Returns at once if a task is due; else sleeps until the earliest due
-    /// time, a wake-up from a submit, retry, release, requeue or reap, or
-    /// `max_wait`, whichever is first, so due work starts within
-    /// milliseconds without polling.
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.wait(ns, None, max_wait).await
-    }
-
-    /// As `wait_for_work`, looking only at the due times of `queues` that
-    /// are not paused.
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        self.wait(ns, Some(queues), max_wait).await
+    /// Returns at once if a task of `queues` that are not paused is due;
+    /// else sleeps until the earliest due time among them, a wake-up from a
+    /// submit, retry, release, requeue or reap, or `max_wait`, whichever is
+    /// first, so due work starts within milliseconds without polling.
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.wait(ns, queues, max_wait).await
     }
 }
 

@@ -60,9 +60,11 @@ async fn due_times_and_leases_follow_paused_time() -> Result<()> {
     let mut t = task("later");
     t.due = Due::After(Duration::from_secs(10));
     store.submit(&ns, t).await?;
-    assert!(store.claim(&ns, &worker(), 10, Duration::from_secs(1)).await?.is_empty());
+    assert!(
+        store.claim(&ns, &worker(), &ClaimPlan::default_queue(10), Duration::from_secs(1)).await?.is_empty()
+    );
     tokio::time::advance(Duration::from_secs(10)).await;
-    let claimed = store.claim(&ns, &worker(), 10, Duration::from_secs(1)).await?;
+    let claimed = store.claim(&ns, &worker(), &ClaimPlan::default_queue(10), Duration::from_secs(1)).await?;
     assert_eq!(claimed.len(), 1);
     tokio::time::advance(Duration::from_millis(1_000)).await;
     assert!(store.reap(&ns, 10).await?.is_empty(), "a lease is live until its last millisecond");
@@ -83,7 +85,7 @@ async fn wait_for_work_wakes_on_submit() -> Result<()> {
         })
     };
     let start = Instant::now();
-    store.wait_for_work(&ns, Duration::from_secs(60)).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(60)).await?;
     assert_eq!(start.elapsed(), Duration::from_secs(1), "woken by the submit, not by max_wait");
     submitter.await.map_err(|e| Error::storage(e, false))??;
     Ok(())
@@ -97,9 +99,12 @@ async fn wait_for_work_wakes_at_the_due_time() -> Result<()> {
     t.due = Due::After(Duration::from_secs(10));
     store.submit(&ns, t).await?;
     let start = Instant::now();
-    store.wait_for_work(&ns, Duration::from_secs(60)).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(60)).await?;
     assert_eq!(start.elapsed(), Duration::from_secs(10));
-    assert_eq!(store.claim(&ns, &worker(), 1, Duration::from_secs(5)).await?.len(), 1);
+    assert_eq!(
+        store.claim(&ns, &worker(), &ClaimPlan::default_queue(1), Duration::from_secs(5)).await?.len(),
+        1
+    );
     Ok(())
 }
 
@@ -108,17 +113,17 @@ async fn wait_for_work_returns_at_once_when_due_and_never_after_max_wait() -> Re
     let store = MemoryStorage::new();
     let ns = ns("wake-bounds");
     let start = Instant::now();
-    store.wait_for_work(&ns, Duration::from_secs(3)).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(3)).await?;
     assert_eq!(start.elapsed(), Duration::from_secs(3), "an empty store waits max_wait");
     let mut t = task("far");
     t.due = Due::After(Duration::from_secs(3_600));
     store.submit(&ns, t).await?;
     let start = Instant::now();
-    store.wait_for_work(&ns, Duration::from_secs(3)).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(3)).await?;
     assert_eq!(start.elapsed(), Duration::from_secs(3), "a far due time does not extend max_wait");
     store.submit(&ns, task("now")).await?;
     let start = Instant::now();
-    store.wait_for_work(&ns, Duration::from_secs(3)).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(3)).await?;
     assert_eq!(start.elapsed(), Duration::ZERO, "due work returns at once");
     Ok(())
 }
@@ -128,7 +133,8 @@ async fn wait_for_work_wakes_on_retry_requeue_and_release() -> Result<()> {
     let store = MemoryStorage::new();
     let ns = ns("wake-others");
     store.submit(&ns, task("a")).await?;
-    let lease = store.claim(&ns, &worker(), 1, Duration::from_secs(60)).await?.remove(0);
+    let lease =
+        store.claim(&ns, &worker(), &ClaimPlan::default_queue(1), Duration::from_secs(60)).await?.remove(0);
     let lease = lease.lease().ok_or(Error::invalid("lease", "claimed task has none"))?;
     let finisher = {
         let (store, ns) = (store.clone(), ns.clone());
@@ -138,7 +144,7 @@ async fn wait_for_work_wakes_on_retry_requeue_and_release() -> Result<()> {
         })
     };
     let start = Instant::now();
-    store.wait_for_work(&ns, Duration::from_secs(60)).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(60)).await?;
     assert_eq!(start.elapsed(), Duration::from_secs(2));
     assert_eq!(finisher.await.map_err(|e| Error::storage(e, false))??, TaskState::Pending);
     Ok(())
@@ -196,7 +202,10 @@ async fn namespaces_are_isolated_and_removable() -> Result<()> {
     let task = TaskBuilder::new("t", 1, TaskOptions::new()).id("same").into_new_task()?;
     store.submit(&a, task.clone()).await?;
     store.submit(&b, task.clone()).await?;
-    assert_eq!(store.claim(&a, &worker(), 10, Duration::from_secs(5)).await?.len(), 1);
+    assert_eq!(
+        store.claim(&a, &worker(), &ClaimPlan::default_queue(10), Duration::from_secs(5)).await?.len(),
+        1
+    );
     assert_eq!(store.get(&b, &task.id).await?.map(|t| t.state), Some(TaskState::Created));
     store.remove_namespace(&a);
     assert!(store.get(&a, &task.id).await?.is_none());
@@ -234,7 +243,8 @@ async fn parallel_claimers_on_threads_never_share_a_task() -> Result<()> {
             let me = worker();
             let mut mine = Vec::new();
             loop {
-                let batch = store.claim(&ns, &me, 16, Duration::from_secs(60)).await?;
+                let batch =
+                    store.claim(&ns, &me, &ClaimPlan::default_queue(16), Duration::from_secs(60)).await?;
                 if batch.is_empty() {
                     return Ok::<_, Error>(mine);
                 }
@@ -268,7 +278,8 @@ async fn a_debounce_key_stays_unbound_after_its_task_is_retried() -> Result<()> 
         t
     };
     store.submit(&ns, debounced("first")).await?;
-    let rec = store.claim(&ns, &worker(), 1, Duration::from_secs(60)).await?.remove(0);
+    let rec =
+        store.claim(&ns, &worker(), &ClaimPlan::default_queue(1), Duration::from_secs(60)).await?.remove(0);
     let lease = rec.lease().ok_or(Error::invalid("lease", "claimed task has none"))?;
     let retry = Finish::Retry { delay: Duration::from_secs(60), error: "boom".to_owned() };
     store.finish(&ns, &lease, retry).await?;
@@ -287,7 +298,7 @@ async fn extreme_due_times_and_waits_do_not_panic() -> Result<()> {
     t.max_duration = Some(crate::MAX_DURATION);
     store.submit(&ns, t).await?;
     let start = Instant::now();
-    store.wait_for_work(&ns, Duration::from_secs(1)).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(1)).await?;
     assert_eq!(start.elapsed(), Duration::from_secs(1));
     let submitter = {
         let (store, ns) = (store.clone(), ns.clone());
@@ -296,10 +307,10 @@ async fn extreme_due_times_and_waits_do_not_panic() -> Result<()> {
             store.submit(&ns, task("now")).await
         })
     };
-    store.wait_for_work(&ns, Duration::MAX).await?;
+    store.wait_for_work(&ns, &[QueueName::default()], Duration::MAX).await?;
     assert_eq!(start.elapsed(), Duration::from_secs(6), "an endless wait still wakes on submit");
     submitter.await.map_err(|e| Error::storage(e, false))??;
-    let claimed = store.claim(&ns, &worker(), 10, Duration::MAX).await?;
+    let claimed = store.claim(&ns, &worker(), &ClaimPlan::default_queue(10), Duration::MAX).await?;
     assert_eq!(claimed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["now"]);
     let lease = claimed[0].lease().ok_or(Error::invalid("lease", "claimed task has none"))?;
     store.heartbeat(&ns, &[lease], Duration::MAX).await?;

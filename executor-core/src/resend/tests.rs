@@ -6,8 +6,8 @@ use std::{collections::VecDeque, sync::Mutex, time::Duration};
 
 use super::*;
 use crate::{
-    CancelOutcome, Client, ListQuery, MemoryStorage, Page, Retention, StateCounts, SubmitOutcome,
-    TaskBuilder, TaskOptions, TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, Client, ListQuery, MemoryStorage, Page, QueueName, Retention, StateCounts,
+    SubmitOutcome, TaskBuilder, TaskOptions, TaskRecord, TaskState, Timestamp, WorkerId,
     client::Submit,
     storage::{Finish, Heartbeat, Leadership, Lease, Reaped},
     testing,
@@ -72,10 +72,10 @@ impl Storage for Lossy {
         &self,
         ns: &Namespace,
         w: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        self.inner.claim(ns, w, limit, lease).await
+        self.inner.claim(ns, w, plan, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -118,25 +118,6 @@ impl Storage for Lossy {
         self.inner.trim(ns, retention, limit).await
     }
 
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        w: &WorkerId,
-        plan: &crate::ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.inner.claim_queues(ns, w, plan, lease).await
-    }
-
-    async fn wait_for_queues(
-        &self,
-        ns: &Namespace,
-        queues: &[crate::QueueName],
-        max_wait: Duration,
-    ) -> Result<()> {
-        self.inner.wait_for_queues(ns, queues, max_wait).await
-    }
-
     async fn acquire_leadership(
         &self,
         ns: &Namespace,
@@ -162,8 +143,8 @@ impl Storage for Lossy {
         self.inner.max_payload().await
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.inner.wait_for_work(ns, max_wait).await
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.inner.wait_for_work(ns, queues, max_wait).await
     }
 }
 

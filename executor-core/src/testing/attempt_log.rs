@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::{
-    AttemptOutcome, AttemptRecord, MAX_ATTEMPT_LOG, Namespace, TaskId, TaskRecord, TaskState, Timestamp,
-    WorkerId,
+    AttemptOutcome, AttemptRecord, ClaimPlan, MAX_ATTEMPT_LOG, Namespace, TaskId, TaskRecord, TaskState,
+    Timestamp, WorkerId,
     storage::{Finish, Storage, TierStorage},
 };
 
@@ -94,7 +94,7 @@ pub async fn attempt_log_written_by_finish_many<S: Storage>(s: &S, ns: &Namespac
     wait_until(Duration::from_secs(5), || {
         let w = &w;
         async move {
-            let got = ok("claim", s.claim(ns, w, 4, LONG_LEASE).await);
+            let got = ok("claim", s.claim(ns, w, &ClaimPlan::default_queue(4), LONG_LEASE).await);
             let mut all = claimed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             all.extend(got);
             all.len() >= 4
@@ -140,7 +140,8 @@ async fn submit_all<S: Storage>(s: &S, ns: &Namespace, ids: &[&str]) -> Vec<Task
 pub async fn attempt_log_keeps_reaped_attempts<S: Storage>(s: &S, ns: &Namespace) {
     let id = submit(s, ns, new_task("log-reaped")).await;
     let held_by: WorkerId = worker();
-    let mut claimed = ok("claim", s.claim(ns, &held_by, 1, Duration::from_millis(200)).await);
+    let mut claimed =
+        ok("claim", s.claim(ns, &held_by, &ClaimPlan::default_queue(1), Duration::from_millis(200)).await);
     let claimed = claimed.pop().unwrap_or_else(|| panic!("log-reaped was not claimed"));
     assert_eq!(claimed.worker.as_ref(), Some(&held_by));
     let id_ref = &id;
@@ -252,7 +253,10 @@ pub async fn corrupt_attempt_log_breaks_nothing<S, D, Fut>(
         assert_eq!(r.attempt_log.len(), readable + 1, "{log:?}: the parsable entries are kept");
 
         damage(name.clone(), log.to_owned()).await;
-        let got = ok("claim", s.claim(ns, &worker(), 1, Duration::from_millis(100)).await);
+        let got = ok(
+            "claim",
+            s.claim(ns, &worker(), &ClaimPlan::default_queue(1), Duration::from_millis(100)).await,
+        );
         assert_eq!(got.len(), 1, "{log:?}: claimed again");
         wait_until(Duration::from_secs(5), || async {
             let _ = s.reap(ns, 10).await;

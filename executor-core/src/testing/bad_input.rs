@@ -13,7 +13,7 @@ use proptest::{
 };
 
 use crate::{
-    Error, MAX_DURATION, MAX_RETRY_LIMIT, Namespace, RetryPolicy, TaskState, Timestamp,
+    ClaimPlan, Error, MAX_DURATION, MAX_RETRY_LIMIT, Namespace, RetryPolicy, TaskState, Timestamp,
     storage::{Debounce, Due, Finish, NewTask, Storage, SubmitMode},
 };
 
@@ -115,7 +115,7 @@ pub async fn extreme_valid_options_read_back<S: Storage>(s: &S, ns: &Namespace) 
     });
     let debounced = ok("debounce at the maximum", s.submit(ns, window).await).id;
     assert!(record(s, ns, &debounced).await.due_at > Timestamp::now_system(), "a 1,000-year window");
-    let claimed = ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await);
     assert!(claimed.is_empty(), "tasks due in the far future were claimed now: {claimed:?}");
     let page = ok("list CREATED", s.list(ns, crate::ListQuery::new(TaskState::Created, 10)).await);
     assert_eq!(page.tasks.len(), 3, "every extreme task lists: {page:?}");
@@ -129,7 +129,7 @@ pub async fn finish_out_of_range_refused_alone<S: Storage>(s: &S, ns: &Namespace
     for i in 0..3 {
         submit(s, ns, new_task(&format!("fin-{i}"))).await;
     }
-    let claimed = ok("claim", s.claim(ns, &worker(), 3, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(3), LONG_LEASE).await);
     assert_eq!(claimed.len(), 3, "three due tasks claimed");
     let bad = Finish::Retry { delay: Duration::MAX, error: "retry at the end of time".to_owned() };
     let e = err("finish with a retry of Duration::MAX", s.finish(ns, &lease(&claimed[0]), bad.clone()).await);
@@ -181,7 +181,7 @@ pub async fn delete_removes_any_state<S: Storage>(s: &S, ns: &Namespace) {
     assert!(ok("delete debounced", s.delete(ns, &again.id).await));
 
     let running = submit(s, ns, new_task("del-run")).await;
-    let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(1), LONG_LEASE).await);
     assert_eq!(claimed.len(), 1, "one task claimed");
     assert!(ok("delete running", s.delete(ns, &running).await));
     let e = err("finish of a deleted task", s.finish(ns, &lease(&claimed[0]), Finish::Completed).await);
@@ -256,7 +256,7 @@ pub async fn random_options_never_corrupt<S: Storage>(s: &S, ns: &Namespace) {
             ok("delete", s.delete(ns, &id).await);
             continue;
         }
-        let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+        let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(1), LONG_LEASE).await);
         let Some(claimed) = claimed.into_iter().next() else { panic!("{described}: due task not claimed") };
         let finish = Finish::Retry { delay: retry_delay, error: "proptest".to_owned() };
         let valid = finish.validate().is_ok();
@@ -314,7 +314,7 @@ async fn in_state<S: Storage>(
             return (id, None);
         }
         TaskState::Running => {
-            let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+            let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(1), LONG_LEASE).await);
             let rec = claimed.into_iter().next().unwrap_or_else(|| panic!("{id} not claimable"));
             return (id, Some(lease(&rec)));
         }
@@ -324,7 +324,7 @@ async fn in_state<S: Storage>(
         TaskState::Timeout => Finish::TimedOut { error: "setup".to_owned() },
         TaskState::Error => Finish::Errored { error: "setup".to_owned() },
     };
-    let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(1), LONG_LEASE).await);
     let rec = claimed.into_iter().next().unwrap_or_else(|| panic!("{id} not claimable"));
     assert_eq!(ok("finish", s.finish(ns, &lease(&rec), finish).await), state, "setup of {id}");
     (id, None)
@@ -342,7 +342,8 @@ pub async fn transitions_follow_the_table<S: Storage>(s: &S, ns: &Namespace) {
             let what = format!("{op:?} on a {state} task");
             let expected = match &op {
                 Op::Claim => {
-                    let got = ok(&what, s.claim(ns, &worker(), 1, LONG_LEASE).await);
+                    let got =
+                        ok(&what, s.claim(ns, &worker(), &ClaimPlan::default_queue(1), LONG_LEASE).await);
                     assert_eq!(got.len(), usize::from(state.is_waiting()), "{what}: claimed {got:?}");
                     state.can(crate::storage::Transition::Claim).unwrap_or(state)
                 }

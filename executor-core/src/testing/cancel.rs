@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::{
-    CancelOutcome, Error, Namespace, TaskId, TaskState,
+    CancelOutcome, ClaimPlan, Error, Namespace, TaskId, TaskState,
     storage::{Due, Finish, Storage},
 };
 
@@ -34,7 +34,7 @@ pub async fn cancel_pending<S: Storage>(s: &S, ns: &Namespace) {
         assert!(c.finished_at.is_some(), "{id}: finished_at set");
     }
     assert!(
-        ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
         "a cancelled task is not claimed"
     );
     let e = err("cancel twice", s.cancel(ns, &created).await);
@@ -104,7 +104,10 @@ pub async fn requeue_from_each_dead_letter_state<S: Storage>(s: &S, ns: &Namespa
         assert!(Some(p.due_at) >= dead.finished_at, "due now");
     }
     let mut claimed: Vec<_> =
-        ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).into_iter().map(|t| t.id).collect();
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await)
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
     claimed.sort();
     requeued.sort();
     assert_eq!(claimed, requeued, "requeued tasks are due at once");

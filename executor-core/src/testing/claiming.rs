@@ -3,7 +3,7 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use crate::{
-    Error, Namespace, TaskId, TaskState, Timestamp,
+    ClaimPlan, Error, Namespace, TaskId, TaskState, Timestamp,
     storage::{Due, Finish, Storage},
 };
 
@@ -35,15 +35,21 @@ pub async fn claim_orders_by_due_and_respects_limit<S: Storage>(s: &S, ns: &Name
     submit(s, ns, later).await;
 
     let me = worker();
-    assert!(ok("claim 0", s.claim(ns, &me, 0, LONG_LEASE).await).is_empty(), "claim with limit 0");
-    let first = ok("claim 3", s.claim(ns, &me, 3, LONG_LEASE).await);
+    assert!(
+        ok("claim 0", s.claim(ns, &me, &ClaimPlan::default_queue(0), LONG_LEASE).await).is_empty(),
+        "claim with limit 0"
+    );
+    let first = ok("claim 3", s.claim(ns, &me, &ClaimPlan::default_queue(3), LONG_LEASE).await);
     assert_eq!(ids(&first), names(&["o5", "o4", "o3"]), "the three earliest due, at most the limit");
-    let rest = ok("claim 10", s.claim(ns, &me, 10, LONG_LEASE).await);
+    let rest = ok("claim 10", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await);
     assert_eq!(ids(&rest), names(&["o2", "o1"]), "the remaining due tasks, not the later one");
     for t in first.iter().chain(&rest) {
         assert!(t.started_at >= Some(t.due_at), "{} claimed before due: {t:?}", t.id);
     }
-    assert!(ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await).is_empty(), "nothing else is due");
+    assert!(
+        ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
+        "nothing else is due"
+    );
 }
 
 /// A claim makes the task `RUNNING` with fence + 1, attempts + 1,
@@ -53,7 +59,7 @@ pub async fn claim_increments_fence_and_attempts<S: Storage>(s: &S, ns: &Namespa
     let before = record(s, ns, &id).await;
     let me = worker();
     let lease_for = Duration::from_secs(30);
-    let mut got = ok("claim", s.claim(ns, &me, 1, lease_for).await);
+    let mut got = ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(1), lease_for).await);
     let rec = got.pop().unwrap_or_else(|| panic!("a due task was not claimed"));
     assert_eq!(rec.id, id);
     assert_eq!(rec.state, TaskState::Running);
@@ -89,7 +95,7 @@ pub async fn complete_with_fence<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!((done.worker, done.lease_until), (None, None), "the lease is cleared");
     assert_eq!((done.attempts, done.fence, done.last_error), (1, rec.fence, None));
     assert!(
-        ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
         "a completed task is not claimed"
     );
 }
@@ -166,7 +172,10 @@ pub async fn retry_moves_to_pending_with_delay<S: Storage>(s: &S, ns: &Namespace
     );
     assert_eq!(p.last_error.as_deref(), Some("boom"));
     assert_eq!((p.attempts, p.finished_at, p.worker, p.lease_until), (1, None, None, None));
-    assert!(ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(), "retried before its delay");
+    assert!(
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
+        "retried before its delay"
+    );
 }
 
 /// Failed, TimedOut and Errored end in the dead letter (`FAILED`,
@@ -189,7 +198,7 @@ pub async fn fail_timeout_error_dead_letter<S: Storage>(s: &S, ns: &Namespace) {
         assert_eq!((d.worker, d.lease_until), (None, None), "{name}: lease cleared");
     }
     assert!(
-        ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
         "dead letter is not claimed"
     );
 }
@@ -221,7 +230,7 @@ pub async fn postpone_does_not_count_attempt<S: Storage>(s: &S, ns: &Namespace) 
     let started = rec.started_at.unwrap_or_else(|| panic!("{id}: a claimed task has started_at"));
     assert!(p.due_at >= started.saturating_add(Duration::from_secs(3_599)), "due an hour later: {p:?}");
     assert!(
-        ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
         "not claimable before its delay"
     );
     let e = err("postpone again", s.finish(ns, &lease(&rec), postpone).await);
@@ -234,7 +243,7 @@ pub async fn heartbeat_extends_and_reports_lost<S: Storage>(s: &S, ns: &Namespac
     let short = Duration::from_secs(5);
     let a = submit(s, ns, new_task("hb-a")).await;
     let b = submit(s, ns, new_task("hb-b")).await;
-    let mut claimed = ok("claim", s.claim(ns, &worker(), 2, short).await);
+    let mut claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(2), short).await);
     claimed.sort_by(|x, y| x.id.cmp(&y.id));
     let [ra, rb] =
         <[_; 2]>::try_from(claimed).unwrap_or_else(|c| panic!("expected hb-a and hb-b, got {c:?}"));
@@ -265,7 +274,7 @@ pub async fn finish_many_answers_each_item<S: Storage>(s: &S, ns: &Namespace) {
     for id in ["fm-a", "fm-b", "fm-c"] {
         submit(s, ns, new_task(id)).await;
     }
-    let mut claimed = ok("claim", s.claim(ns, &worker(), 3, LONG_LEASE).await);
+    let mut claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(3), LONG_LEASE).await);
     claimed.sort_by(|x, y| x.id.cmp(&y.id));
     let [a, b, c] =
         <[_; 3]>::try_from(claimed).unwrap_or_else(|c| panic!("expected fm-a, fm-b, fm-c, got {c:?}"));
@@ -295,7 +304,7 @@ pub async fn finish_many_completed_with_a_stale_item<S: Storage>(s: &S, ns: &Nam
     for id in ids {
         submit(s, ns, new_task(id)).await;
     }
-    let mut claimed = ok("claim", s.claim(ns, &worker(), 4, LONG_LEASE).await);
+    let mut claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(4), LONG_LEASE).await);
     claimed.sort_by(|x, y| x.id.cmp(&y.id));
     let [a, b, c, d] =
         <[_; 4]>::try_from(claimed).unwrap_or_else(|c| panic!("expected fc-a..fc-d, got {c:?}"));

@@ -6,7 +6,7 @@ use std::{collections::HashMap, time::Duration};
 use tokio::time::Instant;
 
 use crate::{
-    Namespace, TaskId, TaskRecord, TaskState, WorkerId,
+    ClaimPlan, Namespace, QueueName, TaskId, TaskRecord, TaskState, WorkerId,
     storage::{Due, Finish, Storage},
 };
 
@@ -20,8 +20,8 @@ use super::{
 async fn wait_and_claim<S: Storage>(s: &S, ns: &Namespace, me: &WorkerId) -> (TaskRecord, Duration) {
     let start = Instant::now();
     loop {
-        ok("wait_for_work", s.wait_for_work(ns, Duration::from_secs(5)).await);
-        if let Some(t) = ok("claim", s.claim(ns, me, 1, LONG_LEASE).await).pop() {
+        ok("wait_for_work", s.wait_for_work(ns, &[QueueName::default()], Duration::from_secs(5)).await);
+        if let Some(t) = ok("claim", s.claim(ns, me, &ClaimPlan::default_queue(1), LONG_LEASE).await).pop() {
             return (t, start.elapsed());
         }
         assert!(start.elapsed() < Duration::from_secs(10), "no work after waiting 10 s");
@@ -59,7 +59,7 @@ pub async fn wait_for_work_returns_by_max_wait<S: Storage>(s: &S, ns: &Namespace
     t.due = Due::After(Duration::from_secs(3_600));
     submit(s, ns, t).await;
     let start = Instant::now();
-    ok("wait_for_work", s.wait_for_work(ns, Duration::from_millis(300)).await);
+    ok("wait_for_work", s.wait_for_work(ns, &[QueueName::default()], Duration::from_millis(300)).await);
     let waited = start.elapsed();
     assert!(waited < Duration::from_secs(2), "wait_for_work(300 ms) took {waited:?}");
 }
@@ -74,7 +74,7 @@ async fn claimer<S: Storage>(s: &S, ns: &Namespace) -> Vec<TaskId> {
     let me = worker();
     let mut mine = Vec::new();
     loop {
-        let batch = ok("claim", s.claim(ns, &me, BATCH, LONG_LEASE).await);
+        let batch = ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(BATCH), LONG_LEASE).await);
         if batch.is_empty() {
             return mine;
         }

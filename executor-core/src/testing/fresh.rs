@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::{
-    CancelOutcome, ListQuery, Namespace, RetryPolicy, SubmitOutcome, TaskId, TaskState, Timestamp,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, RetryPolicy, SubmitOutcome, TaskId, TaskState, Timestamp,
     storage::{Due, Finish, NewTask, Storage},
 };
 
@@ -90,11 +90,14 @@ pub async fn fresh_id_claimed_in_submit_order<S: Storage>(s: &S, ns: &Namespace)
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let me = worker();
-    let first = ok("claim", s.claim(ns, &me, 4, LONG_LEASE).await);
-    let rest = ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await);
+    let first = ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(4), LONG_LEASE).await);
+    let rest = ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await);
     let got: Vec<TaskId> = first.iter().chain(&rest).map(|r| r.id.clone()).collect();
     assert_eq!(got, ids, "claimed in submit order, each once (first batch {} of 4)", first.len());
-    assert!(ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await).is_empty(), "nothing left");
+    assert!(
+        ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
+        "nothing left"
+    );
     for rec in first.iter().chain(&rest) {
         assert_eq!(rec.attempts, 1, "{}: first attempt", rec.id);
         let state = ok("finish", s.finish(ns, &lease(rec), Finish::Completed).await);
@@ -114,7 +117,7 @@ pub async fn fresh_id_delayed_not_claimed_before_due<S: Storage>(s: &S, ns: &Nam
     later.due = Due::At(at);
     let later = submit_fresh(s, ns, later).await;
     let me = worker();
-    let early = ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await);
+    let early = ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await);
     let rec = record(s, ns, &id).await;
     assert_eq!(rec.due_at, rec.created_at.saturating_add(delay), "due = created + delay");
     assert_eq!(record(s, ns, &later).await.due_at, at, "due_at is the time given");
@@ -124,7 +127,7 @@ pub async fn fresh_id_delayed_not_claimed_before_due<S: Storage>(s: &S, ns: &Nam
     }
     let claimed =
         wait_for(Duration::from_secs(5), "the delayed fresh task to be claimed once due", || async {
-            ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await).pop()
+            ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await).pop()
         })
         .await;
     assert_eq!(claimed.id, id);
@@ -143,7 +146,10 @@ pub async fn fresh_id_cancel_and_delete_before_a_claim<S: Storage>(s: &S, ns: &N
     );
     let deleted = submit_fresh(s, ns, fresh(2)).await;
     assert!(ok("delete", s.delete(ns, &deleted).await), "delete finds the fresh task");
-    assert!(ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(), "nothing left to claim");
+    assert!(
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
+        "nothing left to claim"
+    );
     assert_eq!(record(s, ns, &cancelled).await.state, TaskState::Cancelled);
     assert_eq!(ok("get", s.get(ns, &deleted).await), None, "deleted");
     let counts = ok("counts", s.counts(ns).await);
@@ -176,7 +182,7 @@ pub async fn fresh_id_another_submit_is_a_duplicate<S: Storage>(s: &S, ns: &Name
     assert_eq!((existing.id, existing.outcome), (id.clone(), SubmitOutcome::Existing), "another, idempotent");
     let same = ok("the clone", s.submit(ns, clone).await);
     assert_eq!((same.id, same.outcome), (id.clone(), SubmitOutcome::Created), "a clone is the same submit");
-    let claimed = ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await);
     let mut got: Vec<TaskId> = claimed.iter().map(|r| r.id.clone()).collect();
     got.sort();
     let mut want = vec![id.clone(), other_id];
@@ -200,10 +206,10 @@ pub async fn queue_fresh_id_kept<S: crate::storage::QueueControl>(s: &S, ns: &Na
         infos.iter().find(|i| i.queue == mail).unwrap_or_else(|| panic!("no stats for mail: {infos:?}"));
     assert_eq!(info.waiting, 1, "{info:?}");
     assert!(
-        ok("claim", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
         "a default-queue claim takes none"
     );
     let plan = crate::ClaimPlan::new(vec![crate::QueueShare::new(mail, 10)], 10);
-    let got = ok("claim_queues", s.claim_queues(ns, &worker(), &plan, LONG_LEASE).await);
+    let got = ok("claim", s.claim(ns, &worker(), &plan, LONG_LEASE).await);
     assert_eq!(got.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), vec![id], "the queue's claim takes it");
 }

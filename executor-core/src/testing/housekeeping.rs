@@ -4,7 +4,7 @@
 use std::{sync::Mutex, time::Duration};
 
 use crate::{
-    Namespace, Retention, TaskId, TaskState, Timestamp,
+    ClaimPlan, Namespace, Retention, TaskId, TaskState, Timestamp,
     storage::{Leadership, Storage},
 };
 
@@ -25,7 +25,8 @@ pub async fn reap_after_lease_expiry<S: Storage>(s: &S, ns: &Namespace) {
     let mut t = new_task("reap-timeout");
     t.max_duration = Some(Duration::from_millis(100));
     let timed_out = submit(s, ns, t).await;
-    let claimed = ok("claim", s.claim(ns, &worker(), 3, Duration::from_millis(300)).await);
+    let claimed =
+        ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(3), Duration::from_millis(300)).await);
     assert_eq!(claimed.len(), 3, "the three due tasks");
     let live = submit(s, ns, new_task("reap-live")).await;
     claim_only(s, ns, &live, LONG_LEASE).await;

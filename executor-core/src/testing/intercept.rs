@@ -8,8 +8,8 @@ use crate::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, ListQuery, Namespace, Page, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord,
-    TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueName, Result, Retention, StateCounts,
+    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
@@ -38,7 +38,7 @@ use crate::{
 /// };
 ///
 /// use reliable_executor::{
-///     MemoryStorage, Namespace, Result, TaskRecord, WorkerId,
+///     ClaimPlan, MemoryStorage, Namespace, Result, TaskRecord, WorkerId,
 ///     storage::Storage,
 ///     testing::{self, Intercept, Intercepted},
 /// };
@@ -52,10 +52,10 @@ use crate::{
 ///         inner: &S,
 ///         ns: &Namespace,
 ///         worker: &WorkerId,
-///         limit: usize,
+///         plan: &ClaimPlan,
 ///         lease: Duration,
 ///     ) -> Result<Vec<TaskRecord>> {
-///         let got = inner.claim(ns, worker, limit, lease).await?;
+///         let got = inner.claim(ns, worker, plan, lease).await?;
 ///         self.0.fetch_add(got.len(), Ordering::SeqCst);
 ///         Ok(got)
 ///     }
@@ -66,7 +66,8 @@ use crate::{
 /// let store = Intercepted::new(MemoryStorage::new(), CountClaims::default());
 /// let ns = testing::unique_namespace("intercept-doc");
 /// store.submit(&ns, testing::new_task("a")).await?;
-/// let claimed = store.claim(&ns, &WorkerId::new("w1")?, 10, Duration::from_secs(30)).await?;
+/// let plan = ClaimPlan::default_queue(10);
+/// let claimed = store.claim(&ns, &WorkerId::new("w1")?, &plan, Duration::from_secs(30)).await?;
 /// assert_eq!(claimed.len(), 1);
 /// assert_eq!(store.hooks().0.load(Ordering::SeqCst), 1);
 /// // Everything else goes straight to the memory store.
@@ -84,10 +85,10 @@ pub trait Intercept<S: Storage>: Send + Sync {
         inner: &S,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send {
-        inner.claim(ns, worker, limit, lease)
+        inner.claim(ns, worker, plan, lease)
     }
 
     /// Around [`Storage::heartbeat`].
@@ -285,10 +286,10 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        self.hooks.claim(&self.inner, ns, worker, limit, lease).await
+        self.hooks.claim(&self.inner, ns, worker, plan, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -368,39 +369,20 @@ impl<S: Storage, I: Intercept<S> + 'static> Storage for Intercepted<S, I> {
         self.inner.housekeeping(ns).await
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.inner.wait_for_work(ns, max_wait).await
-    }
-
-    async fn wait_for_queues(
-        &self,
-        ns: &Namespace,
-        queues: &[crate::QueueName],
-        max_wait: Duration,
-    ) -> Result<()> {
-        self.inner.wait_for_queues(ns, queues, max_wait).await
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        plan: &crate::ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.inner.claim_queues(ns, worker, plan, lease).await
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.inner.wait_for_work(ns, queues, max_wait).await
     }
 }
 
 impl<S: QueueControl, I: Intercept<S> + 'static> QueueControl for Intercepted<S, I> {
-    async fn pause_queue(&self, ns: &Namespace, queue: &crate::QueueName, paused: bool) -> Result<()> {
+    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
         self.inner.pause_queue(ns, queue, paused).await
     }
 
     async fn set_queue_limits(
         &self,
         ns: &Namespace,
-        queue: &crate::QueueName,
+        queue: &QueueName,
         limits: &crate::QueueLimits,
     ) -> Result<()> {
         self.inner.set_queue_limits(ns, queue, limits).await

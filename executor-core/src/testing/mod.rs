@@ -270,8 +270,8 @@ macro_rules! attempt_log_conformance_tests {
 }
 
 /// Generates the checks of named queues, priorities, claim plans and pause
-/// (`claim_queues`, `pause_queue`, `queues`, `wait_for_queues`, issue 16)
-/// for a store that has queues; same arguments as
+/// (`claim` with a plan, `pause_queue`, `queues`, `wait_for_work` over the
+/// served queues) for a store that has queues; same arguments as
 /// [`storage_conformance_tests!`], `except(..)` included (a partitioned
 /// store orders a queue's priorities per partition only, as it orders due
 /// times).

@@ -28,7 +28,7 @@ fn plan(shares: &[(&str, usize)], limit: usize) -> ClaimPlan {
 }
 
 async fn claim_plan<S: QueueControl>(s: &S, ns: &Namespace, plan: &ClaimPlan) -> Vec<TaskRecord> {
-    ok("claim_queues", s.claim_queues(ns, &worker(), plan, LONG_LEASE).await)
+    ok("claim", s.claim(ns, &worker(), plan, LONG_LEASE).await)
 }
 
 fn ids(tasks: &[TaskRecord]) -> Vec<String> {
@@ -94,7 +94,7 @@ pub async fn queue_claims_only_named_queues<S: QueueControl>(s: &S, ns: &Namespa
     submit(s, ns, new_task("in-default")).await;
     let me = worker();
     assert_eq!(
-        ids(&ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await)),
+        ids(&ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await)),
         ["in-default"],
         "claim takes the default queue only"
     );
@@ -239,7 +239,8 @@ pub async fn queue_kept_through_every_return<S: QueueControl>(s: &S, ns: &Namesp
         let only_keep = only_keep.clone();
         async move {
             assert!(
-                ok("claim default", s.claim(ns, &worker(), 10, LONG_LEASE).await).is_empty(),
+                ok("claim default", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await)
+                    .is_empty(),
                 "{what}: not in default"
             );
             let got = claim_plan(s, ns, &only_keep).await;
@@ -265,7 +266,7 @@ pub async fn queue_kept_through_every_return<S: QueueControl>(s: &S, ns: &Namesp
     let mut short = in_queue("reaped", "keep", 4);
     short.max_attempts = 3;
     submit(s, ns, short).await;
-    let got = ok("claim", s.claim_queues(ns, &worker(), &only_keep, Duration::from_millis(1)).await);
+    let got = ok("claim", s.claim(ns, &worker(), &only_keep, Duration::from_millis(1)).await);
     assert_eq!(got.len(), 1);
     super::wait_until(Duration::from_secs(10), || async {
         let _ = s.reap(ns, 100).await;
@@ -297,15 +298,15 @@ pub async fn queue_wait_ignores_other_and_paused_queues<S: QueueControl>(s: &S, 
     let served = [q("mine"), q("held")];
     // A wake-up left by the submits may end the first wait; the second
     // has nothing to end it but its limit.
-    let _ = s.wait_for_queues(ns, &served, Duration::from_millis(50)).await;
+    let _ = s.wait_for_work(ns, &served, Duration::from_millis(50)).await;
     let started = tokio::time::Instant::now();
-    ok("wait", s.wait_for_queues(ns, &served, Duration::from_millis(400)).await);
+    ok("wait", s.wait_for_work(ns, &served, Duration::from_millis(400)).await);
     assert!(
         started.elapsed() >= Duration::from_millis(200),
         "the wait returned after {:?}: due tasks of another or a paused queue ended it",
         started.elapsed()
     );
-    let waiter = async { s.wait_for_queues(ns, &served, Duration::from_secs(20)).await };
+    let waiter = async { s.wait_for_work(ns, &served, Duration::from_secs(20)).await };
     let submitter = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
         submit(s, ns, in_queue("mine-1", "mine", 0)).await;
@@ -370,13 +371,13 @@ pub async fn queue_concurrency_limit_holds<S: QueueControl>(s: &S, ns: &Namespac
     // none is left, and one that never does is the failure checked below.
     for _ in 0..10 {
         let t = tokio::time::Instant::now();
-        let _ = s.wait_for_queues(ns, &[q("lim")], Duration::from_millis(100)).await;
+        let _ = s.wait_for_work(ns, &[q("lim")], Duration::from_millis(100)).await;
         if t.elapsed() >= Duration::from_millis(90) {
             break;
         }
     }
     let started = tokio::time::Instant::now();
-    ok("wait", s.wait_for_queues(ns, &[q("lim")], Duration::from_millis(400)).await);
+    ok("wait", s.wait_for_work(ns, &[q("lim")], Duration::from_millis(400)).await);
     assert!(started.elapsed() >= Duration::from_millis(200), "a queue at its limit ended the wait");
 
     let lims: Vec<&TaskRecord> = got.iter().filter(|t| t.queue.as_str() == "lim").collect();
@@ -408,7 +409,7 @@ pub async fn queue_concurrency_slot_returns_after_reap<S: QueueControl>(s: &S, n
         submit(s, ns, t).await;
     }
     let short = plan(&[("crash", 1)], 1);
-    let first = ok("claim", s.claim_queues(ns, &worker(), &short, Duration::from_millis(300)).await);
+    let first = ok("claim", s.claim(ns, &worker(), &short, Duration::from_millis(300)).await);
     assert_eq!(first.len(), 1);
     ok("reap early", s.reap(ns, 100).await);
     assert!(claim_plan(s, ns, &short).await.is_empty(), "the slot is held while the lease runs");

@@ -47,7 +47,7 @@ fn one(queue: &str) -> crate::ClaimPlan {
 }
 
 async fn claim_one<S: Storage>(s: &S, ns: &Namespace, queue: &str, lease: Duration) -> Option<TaskRecord> {
-    ok("claim_queues", s.claim_queues(ns, &worker(), &one(queue), lease).await).pop()
+    ok("claim", s.claim(ns, &worker(), &one(queue), lease).await).pop()
 }
 
 /// Waits for work of `queue` (up to 60 s) until a wait has held for
@@ -62,11 +62,11 @@ where
     let queues = [q(queue)];
     let mut tries = 0;
     let wait = loop {
-        let wait = s.wait_for_queues(ns, &queues, Duration::from_secs(60));
+        let wait = s.wait_for_work(ns, &queues, Duration::from_secs(60));
         let mut wait = Box::pin(wait);
         tokio::select! {
             r = &mut wait => {
-                ok("wait_for_queues", r);
+                ok("wait_for_work", r);
                 tries += 1;
                 assert!(tries < 20, "{what}: every wait ended within {QUIET:?} with nothing released");
             }
@@ -76,7 +76,7 @@ where
     let released = Instant::now();
     let (ended, ()) = tokio::join!(tokio::time::timeout(WOKEN_WITHIN + QUIET, wait), release());
     match ended {
-        Ok(r) => ok("wait_for_queues", r),
+        Ok(r) => ok("wait_for_work", r),
         Err(_) => panic!("{what}: an idle claimer's wait did not end within {WOKEN_WITHIN:?} of it"),
     }
     assert!(
@@ -169,7 +169,7 @@ pub async fn release_refilled_tokens_wake_claimers<S: QueueControl>(s: &S, ns: &
     assert!(claim_one(s, ns, "rate", LONG_LEASE).await.is_some(), "the bucket's one token");
     // The wait itself sleeps until the token is earned: nothing to do.
     let started = Instant::now();
-    ok("wait", s.wait_for_queues(ns, &[q("rate")], Duration::from_secs(60)).await);
+    ok("wait", s.wait_for_work(ns, &[q("rate")], Duration::from_secs(60)).await);
     assert!(started.elapsed() < WOKEN_WITHIN, "the refill ended the wait after {:?}", started.elapsed());
     super::wait_until(WOKEN_WITHIN, || async { claim_one(s, ns, "rate", LONG_LEASE).await.is_some() }).await;
 }
@@ -236,9 +236,9 @@ async fn due_claimed<S: Storage>(s: &S, ns: &Namespace, what: &str) {
     let default = [q(crate::queue::DEFAULT_QUEUE)];
     loop {
         let left = give_up.saturating_duration_since(Instant::now());
-        let wait = s.wait_for_queues(ns, &default, Duration::from_secs(60));
+        let wait = s.wait_for_work(ns, &default, Duration::from_secs(60));
         match tokio::time::timeout(left, wait).await {
-            Ok(r) => ok("wait_for_queues", r),
+            Ok(r) => ok("wait_for_work", r),
             Err(_) => panic!(
                 "{what}: the task was not due within {WOKEN_WITHIN:?}, or its due time did not end the wait"
             ),
@@ -344,7 +344,7 @@ where
     let (woken, ()) = tokio::join!(
         async {
             loop {
-                ok("wait", tiered.wait_for_queues(ns, &default, Duration::from_secs(60)).await);
+                ok("wait", tiered.wait_for_work(ns, &default, Duration::from_secs(60)).await);
                 if Instant::now() >= due_at {
                     return Instant::now();
                 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::{
-    Error, Namespace, TaskId, TaskState,
+    ClaimPlan, Error, Namespace, TaskId, TaskState,
     storage::{Due, Finish, RunNow},
 };
 
@@ -22,7 +22,8 @@ pub async fn run_now_makes_a_delayed_task_due<S: RunNow>(s: &S, ns: &Namespace) 
     task.due = Due::After(HOUR);
     let id = submit(s, ns, task).await;
     let before = record(s, ns, &id).await;
-    let none = ok("claim before run_now", s.claim(ns, &worker(), 10, LONG_LEASE).await);
+    let none =
+        ok("claim before run_now", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await);
     assert!(none.is_empty(), "a task due in an hour was claimed: {none:?}");
 
     ok("run_now", s.run_now(ns, &id).await);
@@ -56,7 +57,10 @@ pub async fn run_now_cuts_a_retry_backoff<S: RunNow>(s: &S, ns: &Namespace) {
     let rec = claim_only(s, ns, &id, LONG_LEASE).await;
     let retry = Finish::Retry { delay: HOUR, error: "try again in an hour".to_owned() };
     assert_eq!(ok("retry", s.finish(ns, &lease(&rec), retry).await), TaskState::Pending);
-    let none = ok("claim during the backoff", s.claim(ns, &worker(), 10, LONG_LEASE).await);
+    let none = ok(
+        "claim during the backoff",
+        s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await,
+    );
     assert!(none.is_empty(), "a retry an hour away was claimed: {none:?}");
 
     ok("run_now", s.run_now(ns, &id).await);
@@ -128,7 +132,7 @@ pub async fn run_now_races_claims_without_double_runs<S: RunNow>(s: &S, ns: &Nam
         let me = worker();
         let mut got = Vec::new();
         loop {
-            let batch = ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await);
+            let batch = ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await);
             if batch.is_empty() {
                 let done = ok("counts", s.counts(ns).await).get(TaskState::Completed);
                 if done == N as u64 || std::time::Instant::now() > deadline {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::{
-    Error, Namespace, RetryPolicy, SubmitOutcome, TaskRecord, TaskState, Timestamp,
+    ClaimPlan, Error, Namespace, RetryPolicy, SubmitOutcome, TaskRecord, TaskState, Timestamp,
     storage::{Debounce, Due, Storage, SubmitMode},
 };
 
@@ -150,7 +150,7 @@ pub async fn debounce_moves_due_and_replaces_payload<S: Storage>(s: &S, ns: &Nam
 
     let me = worker();
     let claimed = wait_for(Duration::from_secs(5), "the debounced task to be claimable", || async {
-        ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await).pop()
+        ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await).pop()
     })
     .await;
     assert_eq!(claimed.id, id);
@@ -193,7 +193,7 @@ pub async fn delayed_task_not_claimed_before_due<S: Storage>(s: &S, ns: &Namespa
     assert_eq!(rec.due_at, rec.created_at.saturating_add(delay), "due = created + delay");
     let me = worker();
     let claimed = wait_for(Duration::from_secs(5), "the delayed task to be claimed once due", || async {
-        ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await).pop()
+        ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await).pop()
     })
     .await;
     assert_eq!(claimed.id, id);
@@ -210,7 +210,7 @@ pub async fn run_at<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!(record(s, ns, &id).await.due_at, at, "due_at is the time given");
     let me = worker();
     let claimed = wait_for(Duration::from_secs(5), "the run_at task to be claimed", || async {
-        ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await).pop()
+        ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await).pop()
     })
     .await;
     assert_eq!(claimed.id, id);
@@ -220,7 +220,7 @@ pub async fn run_at<S: Storage>(s: &S, ns: &Namespace) {
     let mut task = new_task("run-at-past");
     task.due = Due::At(past);
     let id = submit(s, ns, task).await;
-    let claimed = ok("claim", s.claim(ns, &me, 10, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &me, &ClaimPlan::default_queue(10), LONG_LEASE).await);
     assert_eq!(claimed.iter().map(|t| &t.id).collect::<Vec<_>>(), [&id], "a past run_at is due at once");
     assert_eq!(claimed.first().map(|t| t.due_at), Some(past));
 }

@@ -4,7 +4,7 @@
 use std::{fmt::Debug, time::Duration};
 
 use crate::{
-    Error, Namespace, Result, TaskId, TaskRecord, TaskState, WorkerId,
+    ClaimPlan, Error, Namespace, Result, TaskId, TaskRecord, TaskState, WorkerId,
     storage::{Finish, Lease, NewTask, Storage},
 };
 
@@ -66,7 +66,8 @@ pub(super) async fn claim_only<S: Storage>(
     id: &TaskId,
     lease: Duration,
 ) -> TaskRecord {
-    let mut got = ok(&format!("claim {id}"), s.claim(ns, &worker(), 1, lease).await);
+    let mut got =
+        ok(&format!("claim {id}"), s.claim(ns, &worker(), &ClaimPlan::default_queue(1), lease).await);
     match (got.pop(), got.is_empty()) {
         (Some(rec), true) if rec.id == *id => rec,
         (other, _) => panic!("claim: expected exactly task {id} to be due, got {other:?}"),

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::{
-    Namespace, TaskState,
+    ClaimPlan, Namespace, TaskState,
     storage::{Due, Finish, TierStorage},
 };
 
@@ -23,7 +23,7 @@ pub async fn tier_due_before_lists_waiting_tasks<S: TierStorage>(s: &S, ns: &Nam
         ok("submit", s.submit(ns, t).await);
     }
     ok("submit running", s.submit(ns, new_task("running")).await);
-    let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(1), LONG_LEASE).await);
     assert_eq!(claimed.len(), 1, "the due task is claimed");
     let bound = now.saturating_add(Duration::from_secs(120));
     let listed = ok("due_before", s.due_before(ns, bound, 10).await);
@@ -40,7 +40,7 @@ pub async fn tier_due_before_lists_waiting_tasks<S: TierStorage>(s: &S, ns: &Nam
 pub async fn tier_import_is_idempotent_by_id<S: TierStorage>(s: &S, ns: &Namespace) {
     ok("submit", s.submit(ns, new_task("moving")).await);
     let w = worker();
-    let claimed = ok("claim", s.claim(ns, &w, 1, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &w, &ClaimPlan::default_queue(1), LONG_LEASE).await);
     let lease = claimed.first().and_then(|r| r.lease()).unwrap_or_else(|| panic!("claimed task has a lease"));
     ok(
         "retry",
@@ -79,7 +79,7 @@ pub async fn tier_remove_needs_waiting_and_fence<S: TierStorage>(s: &S, ns: &Nam
     assert!(!ok("remove missing", s.remove(ns, &record.id, record.fence).await));
 
     ok("submit running", s.submit(ns, new_task("busy")).await);
-    let claimed = ok("claim", s.claim(ns, &worker(), 1, LONG_LEASE).await);
+    let claimed = ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(1), LONG_LEASE).await);
     let fence = claimed.first().map(|r| r.fence).unwrap_or_default();
     assert!(!ok("remove running", s.remove(ns, &tid("busy"), fence).await), "a running task stays");
     assert!(ok("get", s.get(ns, &tid("busy")).await).is_some());

@@ -272,10 +272,10 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
+        plan: &crate::ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        self.hot.claim(ns, worker, limit, lease).await
+        self.hot.claim(ns, worker, plan, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -423,27 +423,13 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         self.promote(ns).await.map(|_| ())
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.hot.wait_for_work(ns, max_wait).await
-    }
-
-    async fn wait_for_queues(
+    async fn wait_for_work(
         &self,
         ns: &Namespace,
         queues: &[crate::QueueName],
         max_wait: Duration,
     ) -> Result<()> {
-        self.hot.wait_for_queues(ns, queues, max_wait).await
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        plan: &crate::ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.hot.claim_queues(ns, worker, plan, lease).await
+        self.hot.wait_for_work(ns, queues, max_wait).await
     }
 }
 

@@ -17,8 +17,8 @@ use proptest::{
     test_runner::TestRunner,
 };
 use reliable_executor::{
-    CancelOutcome, Error, Executor, Handler, Listener, MemoryStorage, Namespace, Result, RetryPolicy,
-    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
+    CancelOutcome, ClaimPlan, Error, Executor, Handler, Listener, MemoryStorage, Namespace, Result,
+    RetryPolicy, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
     storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };
@@ -277,7 +277,9 @@ async fn listeners_see_the_record_after_each_transition_and_reaper_dead_letters(
     // A task whose only attempt was claimed by a worker that died: the
     // reaper dead-letters it, and listeners must hear of it.
     let orphan = submit(&ex, "flaky", 2u32, TaskOptions::new().retry_limit(0)).await?;
-    let claimed = storage.claim(&ns, &WorkerId::generate(), 1, Duration::from_millis(200)).await?;
+    let claimed = storage
+        .claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_millis(200))
+        .await?;
     assert_eq!(claimed.len(), 1, "the orphan was claimed by the dead worker");
     let running = ex.start();
     let retried = submit(&ex, "flaky", 0u32, TaskOptions::new()).await?;

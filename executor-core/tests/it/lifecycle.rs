@@ -9,8 +9,8 @@ use std::{
 };
 
 use reliable_executor::{
-    CancelOutcome, Executor, Handler, MemoryStorage, Namespace, Result, TaskContext, TaskOptions, TaskState,
-    WorkerId, storage::Storage,
+    CancelOutcome, ClaimPlan, Executor, Handler, MemoryStorage, Namespace, Result, TaskContext, TaskOptions,
+    TaskState, WorkerId, storage::Storage,
 };
 
 use crate::{
@@ -176,7 +176,7 @@ async fn the_leader_reaps_a_dead_workers_task_and_it_runs_again() -> Result<()> 
     let id = submit(&ex, "job", (), TaskOptions::new()).await?;
     // A worker that claims and then dies without a heartbeat.
     let dead = WorkerId::new("dead-worker")?;
-    let claimed = storage.claim(&ns, &dead, 10, Duration::from_secs(2)).await?;
+    let claimed = storage.claim(&ns, &dead, &ClaimPlan::default_queue(10), Duration::from_secs(2)).await?;
     assert_eq!(claimed.len(), 1);
     let running = ex.start();
     let record = finished(&ex, &id).await?;

@@ -130,9 +130,8 @@ async fn a_crashed_workers_slot_comes_back_after_its_lease() -> Result<()> {
     let dead = WorkerId::generate();
     let lease = Duration::from_secs(2);
     let crashed_at = Instant::now();
-    let held = store
-        .claim_queues(ex.namespace(), &dead, &ClaimPlan::single(QueueName::new("solo")?, 1), lease)
-        .await?;
+    let held =
+        store.claim(ex.namespace(), &dead, &ClaimPlan::single(QueueName::new("solo")?, 1), lease).await?;
     assert_eq!(held.len(), 1);
     let running = ex.start();
     until_done(&done, 3, Duration::from_secs(60)).await?;

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use reliable_executor::{
-    Error, Executor, Handler, MemoryStorage, Namespace, Retention, TaskContext, TaskState, WorkerId,
-    storage::Storage, testing,
+    ClaimPlan, Error, Executor, Handler, MemoryStorage, Namespace, Retention, TaskContext, TaskState,
+    WorkerId, storage::Storage, testing,
 };
 use tokio::time::Instant;
 
@@ -40,7 +40,8 @@ async fn a_trim_backlog_is_worked_off_within_the_budget_not_one_batch_per_interv
     let worker = WorkerId::generate();
     let tasks: Vec<_> = (0..5_000).map(|i| testing::new_task(&format!("done-{i}"))).collect();
     store.submit_many(&ns, tasks).await?;
-    let claimed = store.claim(&ns, &worker, 5_000, Duration::from_secs(60)).await?;
+    let claimed =
+        store.claim(&ns, &worker, &ClaimPlan::default_queue(5_000), Duration::from_secs(60)).await?;
     let items =
         claimed.iter().filter_map(|t| t.lease()).map(|l| (l, reliable_executor::storage::Finish::Completed));
     store.finish_many(&ns, items.collect()).await?;
@@ -72,7 +73,9 @@ async fn expired_leases_are_reaped_in_repeated_batches() -> TestResult {
     let ns = Namespace::new("runtime-test")?;
     let tasks: Vec<_> = (0..3_000).map(|i| testing::new_task(&format!("dead-{i}"))).collect();
     store.submit_many(&ns, tasks).await?;
-    let claimed = store.claim(&ns, &WorkerId::generate(), 3_000, Duration::from_millis(100)).await?;
+    let claimed = store
+        .claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(3_000), Duration::from_millis(100))
+        .await?;
     assert_eq!(claimed.len(), 3_000);
     until(Duration::from_secs(5), "the leases to expire", || async {
         Ok(Some(store.now()) > claimed[0].lease_until)

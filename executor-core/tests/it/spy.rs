@@ -9,7 +9,7 @@ use std::{
 };
 
 use reliable_executor::{
-    MemoryStorage, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    ClaimPlan, MemoryStorage, Namespace, Result, TaskRecord, TaskState, WorkerId,
     storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };
@@ -62,11 +62,11 @@ impl Intercept<MemoryStorage> for Watch {
         inner: &MemoryStorage,
         ns: &Namespace,
         w: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        self.claim_limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(limit);
-        let got = inner.claim(ns, w, limit, lease).await?;
+        self.claim_limits.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(plan.limit);
+        let got = inner.claim(ns, w, plan, lease).await?;
         let now = self.running.fetch_add(got.len(), Ordering::SeqCst) + got.len();
         self.max_running.fetch_max(now, Ordering::SeqCst);
         Ok(got)

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use reliable_executor::{
-    AttemptOutcome, CancelOutcome, Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder,
-    TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
+    AttemptOutcome, CancelOutcome, ClaimPlan, Executor, Handler, MemoryStorage, Namespace, Result,
+    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
     storage::{Finish, Storage, TierStorage},
     testing,
 };
@@ -71,9 +71,9 @@ async fn a_crash_between_insert_and_delete_neither_loses_nor_duplicates() -> Res
     assert!(s.cold().get(&ns, &"fragile".try_into()?).await?.is_none());
     tokio::time::advance(Duration::from_secs(60)).await;
     let w = WorkerId::generate();
-    let claimed = s.claim(&ns, &w, 10, Duration::from_secs(30)).await?;
+    let claimed = s.claim(&ns, &w, &ClaimPlan::default_queue(10), Duration::from_secs(30)).await?;
     assert_eq!(claimed.len(), 1, "exactly one copy runs");
-    assert_eq!(s.claim(&ns, &w, 10, Duration::from_secs(30)).await?.len(), 0);
+    assert_eq!(s.claim(&ns, &w, &ClaimPlan::default_queue(10), Duration::from_secs(30)).await?.len(), 0);
     Ok(())
 }
 
@@ -83,7 +83,8 @@ async fn a_retry_past_the_horizon_goes_cold_and_comes_back() -> Result<()> {
     let ns = Namespace::new("t")?;
     s.submit(&ns, task("retry", 0)).await?;
     let w = WorkerId::generate();
-    let lease = s.claim(&ns, &w, 1, Duration::from_secs(30)).await?.remove(0).lease();
+    let lease =
+        s.claim(&ns, &w, &ClaimPlan::default_queue(1), Duration::from_secs(30)).await?.remove(0).lease();
     let lease = lease.ok_or_else(|| reliable_executor::Error::invalid("test", "no lease"))?;
     let state = s
         .finish(&ns, &lease, Finish::Retry { delay: Duration::from_secs(600), error: "later".into() })
@@ -100,7 +101,7 @@ async fn a_retry_past_the_horizon_goes_cold_and_comes_back() -> Result<()> {
     assert_eq!(logged, [(1, AttemptOutcome::Failed, Some("later".to_owned()))], "the log went cold too");
     // A near retry stays hot.
     s.submit(&ns, task("near", 0)).await?;
-    let l2 = s.claim(&ns, &w, 1, Duration::from_secs(30)).await?.remove(0).lease();
+    let l2 = s.claim(&ns, &w, &ClaimPlan::default_queue(1), Duration::from_secs(30)).await?.remove(0).lease();
     let l2 = l2.ok_or_else(|| reliable_executor::Error::invalid("test", "no lease"))?;
     s.finish(&ns, &l2, Finish::Retry { delay: Duration::from_secs(5), error: "soon".into() }).await?;
     assert!(s.hot().get(&ns, &l2.id).await?.is_some());

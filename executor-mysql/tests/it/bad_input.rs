@@ -7,7 +7,7 @@ use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{
-    Client, Error, ListQuery, RetryPolicy, Submit, TaskId, TaskState, WorkerId,
+    ClaimPlan, Client, Error, ListQuery, RetryPolicy, Submit, TaskId, TaskState, WorkerId,
     storage::{Debounce, Finish, Storage, SubmitMode},
     testing,
 };
@@ -162,9 +162,11 @@ async fn corrupt_rows_never_block_a_claim_nor_fail_a_page() -> TestResult {
     // The claim hands out the good task and moves the unreadable waiting
     // ones to ERROR with the reason; a second claim finds nothing.
     let me = WorkerId::generate();
-    let claimed = storage.claim(&ns, &me, 10, Duration::from_secs(30)).await?;
+    let claimed = storage.claim(&ns, &me, &ClaimPlan::default_queue(10), Duration::from_secs(30)).await?;
     assert_eq!(claimed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["good"]);
-    assert!(storage.claim(&ns, &me, 10, Duration::from_secs(30)).await?.is_empty());
+    assert!(
+        storage.claim(&ns, &me, &ClaimPlan::default_queue(10), Duration::from_secs(30)).await?.is_empty()
+    );
     let counts = storage.counts(&ns).await?;
     assert_eq!((counts.get(TaskState::Error), counts.get(TaskState::Running), counts.total()), (2, 1, 3));
     let row: (String, Option<String>) = sqlx::query_as(
@@ -298,7 +300,8 @@ async fn out_of_range_durations_are_invalid_not_retryable() -> TestResult {
         "{e:?}"
     );
     storage.submit(&ns, testing::new_task("run")).await?;
-    let claimed = storage.claim(&ns, &WorkerId::generate(), 1, Duration::MAX).await?;
+    let claimed =
+        storage.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::MAX).await?;
     let lease = claimed.first().and_then(|t| t.lease()).ok_or("nothing claimed")?;
     let bad = Finish::Retry { delay: Duration::MAX, error: "never".to_owned() };
     let e = storage.finish(&ns, &lease, bad).await.err();
@@ -379,19 +382,14 @@ async fn corrupt_queue_or_priority_never_blocks_a_claim() -> TestResult {
 
     let me = WorkerId::generate();
     let claimed =
-        storage.claim_queues(&ns, &me, &ClaimPlan::single(mail.clone(), 10), Duration::from_secs(30)).await?;
+        storage.claim(&ns, &me, &ClaimPlan::single(mail.clone(), 10), Duration::from_secs(30)).await?;
     let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
     if edited {
         assert_eq!(ids, ["good-1", "good-2"], "the neighbours are claimed, in priority order");
     } else {
         assert_eq!(ids, ["bad-prio", "good-1", "good-2"]);
     }
-    assert!(
-        storage
-            .claim_queues(&ns, &me, &ClaimPlan::single(mail, 10), Duration::from_secs(30))
-            .await?
-            .is_empty()
-    );
+    assert!(storage.claim(&ns, &me, &ClaimPlan::single(mail, 10), Duration::from_secs(30)).await?.is_empty());
     let mut dead = vec![("bad-queue", "queue")];
     if edited {
         dead.push(("bad-prio", "priority"));

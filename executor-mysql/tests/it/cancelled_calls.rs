@@ -12,7 +12,7 @@ use std::{
 };
 
 use executor_core::{
-    Namespace, SubmitOutcome, TaskId, WorkerId,
+    ClaimPlan, Namespace, QueueName, SubmitOutcome, TaskId, WorkerId,
     storage::{Due, Finish, Storage},
     testing,
 };
@@ -64,10 +64,12 @@ async fn some_call(s: &MySqlStorage, ns: &Namespace, which: u64, n: u64) {
     let worker = WorkerId::new("cancelled-calls").unwrap_or_else(|e| panic!("worker id: {e}"));
     match which {
         0 => {
-            let _ = s.claim(ns, &worker, 4, Duration::from_secs(60)).await;
+            let _ = s.claim(ns, &worker, &ClaimPlan::default_queue(4), Duration::from_secs(60)).await;
         }
         1 => {
-            if let Ok(claimed) = s.claim(ns, &worker, 2, Duration::from_secs(60)).await {
+            if let Ok(claimed) =
+                s.claim(ns, &worker, &ClaimPlan::default_queue(2), Duration::from_secs(60)).await
+            {
                 for t in claimed {
                     if let Some(lease) = t.lease() {
                         let _ = s.finish(ns, &lease, Finish::Completed).await;
@@ -76,7 +78,7 @@ async fn some_call(s: &MySqlStorage, ns: &Namespace, which: u64, n: u64) {
             }
         }
         2 => {
-            let _ = s.wait_for_work(ns, Duration::from_millis(20)).await;
+            let _ = s.wait_for_work(ns, &[QueueName::default()], Duration::from_millis(20)).await;
         }
         3 => {
             let _ = s.submit(ns, testing::new_task(&format!("c{n}"))).await;
@@ -113,8 +115,10 @@ async fn check(s: &MySqlStorage, ns: &Namespace, n: u64) -> Result<(), String> {
         }
         s.counts(ns).await.map_err(|e| format!("counts: {e}"))?;
         let worker = WorkerId::new("checker").map_err(|e| e.to_string())?;
-        let claimed =
-            s.claim(ns, &worker, 8, Duration::from_secs(60)).await.map_err(|e| format!("claim: {e}"))?;
+        let claimed = s
+            .claim(ns, &worker, &ClaimPlan::default_queue(8), Duration::from_secs(60))
+            .await
+            .map_err(|e| format!("claim: {e}"))?;
         for t in claimed {
             if let Some(lease) = t.lease() {
                 s.finish(ns, &lease, Finish::Completed).await.map_err(|e| format!("finish: {e}"))?;

@@ -12,7 +12,7 @@ use std::{
 };
 
 use executor_core::{
-    Error, TaskId, TaskState, WorkerId,
+    ClaimPlan, Error, TaskId, TaskState, WorkerId,
     storage::{Finish, NewTask, Storage},
     testing,
 };
@@ -121,7 +121,7 @@ async fn killed_connections_lose_nothing_and_double_claim_nothing() -> TestResul
         workers.push(tokio::spawn(async move {
             let me = WorkerId::generate();
             while Instant::now() < deadline {
-                let batch = match s.claim(&ns, &me, 20, LEASE).await {
+                let batch = match s.claim(&ns, &me, &ClaimPlan::default_queue(20), LEASE).await {
                     Ok(b) => b,
                     Err(e) if e.is_retryable() => {
                         errors.fetch_add(1, Ordering::SeqCst);

@@ -6,7 +6,7 @@
 use executor_core::storage::{Presence, ScheduleStore};
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{WorkerId, schedule::Schedule, storage::Storage, testing};
+use executor_core::{ClaimPlan, WorkerId, schedule::Schedule, storage::Storage, testing};
 use reliable_executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 use tokio::time::Instant;
 
@@ -36,7 +36,7 @@ async fn migrate_child() -> TestResult {
     let worker = WorkerId::generate();
     let mut claimed = Vec::new();
     for _ in 0..40 {
-        claimed = s.claim(&ns, &worker, 1, Duration::from_secs(30)).await?;
+        claimed = s.claim(&ns, &worker, &ClaimPlan::default_queue(1), Duration::from_secs(30)).await?;
         if !claimed.is_empty() {
             break;
         }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use executor_core::{WorkerId, storage::Storage, testing};
+use executor_core::{ClaimPlan, QueueName, WorkerId, storage::Storage, testing};
 use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::time::Instant;
 
@@ -30,7 +30,7 @@ async fn wake_latency_within_and_across_processes() -> TestResult {
         let id = format!("w{round}");
         let wait = async {
             let start = Instant::now();
-            waiter.wait_for_work(&ns, Duration::from_secs(5)).await?;
+            waiter.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(5)).await?;
             let woke = Instant::now();
             Ok::<_, executor_core::Error>((woke - start, woke))
         };
@@ -47,7 +47,7 @@ async fn wake_latency_within_and_across_processes() -> TestResult {
         // in-process wake may even come before the submit call returns.
         into.push(woke.saturating_duration_since(committed));
         assert!(waited >= Duration::from_millis(590), "woke before the submit: {waited:?}");
-        let claimed = waiter.claim(&ns, &me, 1, Duration::from_secs(30)).await?;
+        let claimed = waiter.claim(&ns, &me, &ClaimPlan::default_queue(1), Duration::from_secs(30)).await?;
         assert_eq!(claimed.len(), 1);
     }
     eprintln!("wake after a submit in another process: {across:?}; in the same process: {within:?}");

@@ -12,7 +12,7 @@
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
-    Error, SubmitOutcome, TaskState, WorkerId,
+    ClaimPlan, Error, SubmitOutcome, TaskState, WorkerId,
     storage::{Finish, Lease, NewTask, Storage},
     testing,
 };
@@ -28,7 +28,8 @@ async fn claim_all(s: &MySqlStorage, ns: &executor_core::Namespace, n: usize) ->
     let me = WorkerId::generate();
     let mut leases = Vec::new();
     while leases.len() < n {
-        let batch = s.claim(ns, &me, n - leases.len(), Duration::from_secs(60)).await?;
+        let batch =
+            s.claim(ns, &me, &ClaimPlan::default_queue(n - leases.len()), Duration::from_secs(60)).await?;
         assert!(!batch.is_empty(), "only {} of {n} tasks claimed", leases.len());
         leases.extend(batch.iter().filter_map(|t| t.lease()));
     }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use executor_core::{Error, storage::Storage, testing};
+use executor_core::{Error, QueueName, storage::Storage, testing};
 use proptest::prelude::*;
 use reliable_executor_mysql::MySqlOptions;
 use tokio::time::Instant;
@@ -113,7 +113,7 @@ async fn extreme_valid_options_work() -> TestResult {
         let (storage, ns) = (storage.clone(), ns.clone());
         tokio::spawn(async move {
             let start = Instant::now();
-            storage.wait_for_work(&ns, Duration::MAX).await.map(|()| start.elapsed())
+            storage.wait_for_work(&ns, &[QueueName::default()], Duration::MAX).await.map(|()| start.elapsed())
         })
     };
     // Submitted from this process: the in-process wake-up ends the wait.

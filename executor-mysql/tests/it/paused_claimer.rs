@@ -28,7 +28,7 @@ use std::{
 };
 
 use executor_core::{
-    Namespace, TaskState, WorkerId,
+    ClaimPlan, Namespace, QueueName, TaskState, WorkerId,
     storage::{Finish, Lease, NewTask, Storage},
     testing,
 };
@@ -76,13 +76,13 @@ async fn paused_claimer_child() -> TestResult {
     let ns = Namespace::new(std::env::var(NS_VAR)?)?;
     let me = WorkerId::generate();
     loop {
-        let batch = match s.claim(&ns, &me, 20, CHILD_LEASE).await {
+        let batch = match s.claim(&ns, &me, &ClaimPlan::default_queue(20), CHILD_LEASE).await {
             Ok(b) => b,
             Err(e) if e.is_retryable() => continue,
             Err(e) => return Err(e.into()),
         };
         if batch.is_empty() {
-            s.wait_for_work(&ns, Duration::from_millis(100)).await?;
+            s.wait_for_work(&ns, &[QueueName::default()], Duration::from_millis(100)).await?;
             continue;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -413,7 +413,8 @@ async fn run(
             .into());
         }
         // A healthy worker goes on promptly: claim, heartbeat, finish, reap.
-        let claimed = prompt("claim", s.claim(ns, &healthy, 20, HEALTHY_LEASE)).await?;
+        let claimed =
+            prompt("claim", s.claim(ns, &healthy, &ClaimPlan::default_queue(20), HEALTHY_LEASE)).await?;
         mine.extend(claimed.iter().filter_map(|t| t.lease()));
         let hb = prompt("heartbeat", s.heartbeat(ns, &mine, HEALTHY_LEASE)).await?;
         if !hb.lost.is_empty() {
@@ -437,7 +438,8 @@ async fn run(
     let end = Instant::now() + CHILD_LEASE + Duration::from_secs(30);
     loop {
         prompt("reap", s.reap(ns, 1000)).await?;
-        let batch = prompt("claim", s.claim(ns, &healthy, 200, HEALTHY_LEASE)).await?;
+        let batch =
+            prompt("claim", s.claim(ns, &healthy, &ClaimPlan::default_queue(200), HEALTHY_LEASE)).await?;
         if !batch.is_empty() {
             let items: Vec<(Lease, Finish)> =
                 batch.iter().filter_map(|t| t.lease()).map(|l| (l, Finish::Completed)).collect();
@@ -459,7 +461,7 @@ async fn run(
             )
             .into());
         }
-        s.wait_for_work(ns, Duration::from_millis(50)).await?;
+        s.wait_for_work(ns, &[QueueName::default()], Duration::from_millis(50)).await?;
     }
     assert!(
         refused.is_empty(),

@@ -8,7 +8,7 @@
 use std::{collections::HashSet, time::Duration};
 
 use executor_core::{
-    TaskRecord, TaskState, WorkerId,
+    ClaimPlan, TaskRecord, TaskState, WorkerId,
     storage::{Finish, NewTask, Storage},
     testing,
 };
@@ -49,13 +49,13 @@ async fn a_higher_priority_arriving_later_is_claimed_first() -> TestResult {
     let lease = Duration::from_secs(60);
     submit_all(&s, &ns, (0..200).map(|i| task(&format!("low-{i:03}"), 0)).collect()).await?;
     for _ in 0..3 {
-        let batch = s.claim(&ns, &me, 5, lease).await?;
+        let batch = s.claim(&ns, &me, &ClaimPlan::default_queue(5), lease).await?;
         assert_eq!(priorities(&batch), vec![0; 5]);
     }
     let mut urgent: Vec<NewTask> = (0..4).map(|i| task(&format!("p9-{i}"), 9)).collect();
     urgent.extend((0..4).map(|i| task(&format!("p4-{i}"), 4)));
     submit_all(&s, &ns, urgent).await?;
-    let batch = s.claim(&ns, &me, 10, lease).await?;
+    let batch = s.claim(&ns, &me, &ClaimPlan::default_queue(10), lease).await?;
     let ids: Vec<&str> = batch.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(
         ids[..8],
@@ -65,11 +65,11 @@ async fn a_higher_priority_arriving_later_is_claimed_first() -> TestResult {
     assert_eq!(priorities(&batch[8..]), vec![0, 0]);
     // Long enough for ranks 0 and 5 to be read without locks again.
     for _ in 0..20 {
-        let batch = s.claim(&ns, &me, 3, lease).await?;
+        let batch = s.claim(&ns, &me, &ClaimPlan::default_queue(3), lease).await?;
         assert_eq!(priorities(&batch), vec![0; 3]);
     }
     submit_all(&s, &ns, vec![task("p7", 7)]).await?;
-    let batch = s.claim(&ns, &me, 4, lease).await?;
+    let batch = s.claim(&ns, &me, &ClaimPlan::default_queue(4), lease).await?;
     assert_eq!(batch.first().map(|t| t.id.as_str()), Some("p7"));
     assert_eq!(priorities(&batch), vec![7, 0, 0, 0]);
     cleanup(&s, &ns).await;
@@ -95,7 +95,7 @@ async fn mixed_priorities_under_concurrent_claimers_are_claimed_once() -> TestRe
             let me = WorkerId::new(format!("claimer-{c}"))?;
             let mut mine = Vec::new();
             loop {
-                let batch = s.claim(&ns, &me, 16, Duration::from_secs(60)).await?;
+                let batch = s.claim(&ns, &me, &ClaimPlan::default_queue(16), Duration::from_secs(60)).await?;
                 if batch.is_empty() {
                     if s.counts(&ns).await?.get(TaskState::Created) == 0 {
                         return Ok::<_, Box<dyn std::error::Error + Send + Sync>>(mine);

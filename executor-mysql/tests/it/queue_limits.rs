@@ -100,8 +100,7 @@ async fn three_storages(stores: &[MySqlStorage; 3], ns: &Namespace) -> TestResul
                 let me = worker(&format!("w{i}-{j}"));
                 let mut seed = 0x9E37_79B9_7F4A_7C15_u64 ^ (i as u64 * 31 + j as u64 + 1);
                 while Instant::now() < end {
-                    let got =
-                        s.claim_queues(&ns, &me, &plan(&[("lim", 2)], 2), Duration::from_secs(30)).await?;
+                    let got = s.claim(&ns, &me, &plan(&[("lim", 2)], 2), Duration::from_secs(30)).await?;
                     if got.is_empty() {
                         tokio::time::sleep(Duration::from_millis(1)).await;
                         continue;
@@ -193,16 +192,16 @@ async fn stopped_holder(s: &MySqlStorage, ns: &Namespace) -> TestResult {
     // While held: lim yields nothing, promptly; free alone and free beside
     // lim in one plan are claimed promptly.
     let started = Instant::now();
-    let got = s.claim_queues(ns, &me, &plan(&[("lim", 5)], 5), lease).await?;
+    let got = s.claim(ns, &me, &plan(&[("lim", 5)], 5), lease).await?;
     let lim_alone = started.elapsed();
     assert!(got.is_empty(), "lim's row is held: {} claimed", got.len());
     assert!(lim_alone < Duration::from_millis(500), "a claim of the held queue took {lim_alone:?}");
     let started = Instant::now();
-    let got = s.claim_queues(ns, &me, &plan(&[("free", 5)], 5), lease).await?;
+    let got = s.claim(ns, &me, &plan(&[("free", 5)], 5), lease).await?;
     assert_eq!(got.len(), 5);
     assert!(started.elapsed() < Duration::from_millis(300), "free alone took {:?}", started.elapsed());
     let started = Instant::now();
-    let got = s.claim_queues(ns, &me, &plan(&[("lim", 5), ("free", 5)], 10), lease).await?;
+    let got = s.claim(ns, &me, &plan(&[("lim", 5), ("free", 5)], 10), lease).await?;
     let mixed = started.elapsed();
     assert!(got.iter().all(|t| t.queue.as_str() == "free") && got.len() == 10, "{got:?}");
     assert!(mixed < Duration::from_millis(300), "free beside the held lim took {mixed:?}");
@@ -212,7 +211,7 @@ async fn stopped_holder(s: &MySqlStorage, ns: &Namespace) -> TestResult {
     // again from then on.
     let mut freed = None;
     while held_at.elapsed() < Duration::from_secs(6) {
-        let got = s.claim_queues(ns, &me, &plan(&[("lim", 5)], 5), lease).await?;
+        let got = s.claim(ns, &me, &plan(&[("lim", 5)], 5), lease).await?;
         if !got.is_empty() {
             freed = Some(held_at.elapsed());
             break;
@@ -264,13 +263,13 @@ async fn corrupt_row(s: &MySqlStorage, ns: &Namespace) -> TestResult {
          rate_burst = 7, throttled = 18446744073709551615 WHERE ns = ? AND queue = 'bad'",
     ] {
         sqlx::query(edit).bind(ns.as_str()).execute(&pool).await?;
-        let got = s.claim_queues(ns, &me, &plan(&[("bad", 5), ("good", 1)], 6), lease).await?;
+        let got = s.claim(ns, &me, &plan(&[("bad", 5), ("good", 1)], 6), lease).await?;
         assert!(got.iter().all(|t| t.queue.as_str() == "good"), "{edit}: {got:?}");
         let info = s.queues(ns).await?;
         let bad = info.iter().find(|i| i.queue.as_str() == "bad").ok_or("bad is listed")?;
         assert_eq!((bad.waiting, bad.running), (4, 0), "{edit}: {bad:?}");
         let started = Instant::now();
-        s.wait_for_queues(ns, &[q("bad")], Duration::from_millis(300)).await?;
+        s.wait_for_work(ns, &[q("bad")], Duration::from_millis(300)).await?;
         assert!(
             started.elapsed() >= Duration::from_millis(250),
             "{edit}: the corrupt queue woke its claimer"
@@ -287,7 +286,7 @@ async fn corrupt_row(s: &MySqlStorage, ns: &Namespace) -> TestResult {
 
     // Setting the limits again repairs the row.
     s.set_queue_limits(ns, &q("bad"), &QueueLimits::new().concurrency(2)).await?;
-    let got = s.claim_queues(ns, &me, &plan(&[("bad", 5)], 5), lease).await?;
+    let got = s.claim(ns, &me, &plan(&[("bad", 5)], 5), lease).await?;
     assert_eq!(got.len(), 2, "repaired: the limit of 2");
 
     // A valid rate with garbage in the bucket: capped at the burst.
@@ -297,13 +296,13 @@ async fn corrupt_row(s: &MySqlStorage, ns: &Namespace) -> TestResult {
         .bind(ns.as_str())
         .execute(&pool)
         .await?;
-    let got = s.claim_queues(ns, &me, &plan(&[("bucket", 10)], 10), lease).await?;
+    let got = s.claim(ns, &me, &plan(&[("bucket", 10)], 10), lease).await?;
     assert_eq!(got.len(), 3, "a huge bucket is capped at its burst of 3");
     sqlx::query("UPDATE reliable_executor_queues SET tokens = 2, tokens_at = 9000000000000000000 WHERE ns = ? AND queue = 'bucket'")
         .bind(ns.as_str())
         .execute(&pool)
         .await?;
-    let got = s.claim_queues(ns, &me, &plan(&[("bucket", 10)], 10), lease).await?;
+    let got = s.claim(ns, &me, &plan(&[("bucket", 10)], 10), lease).await?;
     assert_eq!(got.len(), 2, "a future-dated bucket spends what it holds");
     let left: i64 = sqlx::query(
         "SELECT COUNT(*) AS n FROM reliable_executor_tasks WHERE ns = ? AND queue IN ('bad', 'bucket') AND state IN ('CREATED', 'PENDING')",

@@ -6,7 +6,7 @@
 use executor_core::storage::QueueControl;
 use std::time::Duration;
 
-use executor_core::{Namespace, QueueName, TaskId, TaskState, WorkerId, storage::Storage};
+use executor_core::{ClaimPlan, Namespace, QueueName, TaskId, TaskState, WorkerId, storage::Storage};
 use reliable_executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 
 use crate::support::EmptyDatabase;
@@ -74,7 +74,9 @@ async fn queues_migration_upgrades_a_database_with_tasks() -> TestResult {
     let infos = storage.queues(&ns).await?;
     assert_eq!(infos.len(), 1, "{infos:?}");
     assert_eq!((infos[0].queue.as_str(), infos[0].waiting, infos[0].due), ("default", 2, 2));
-    let claimed = storage.claim(&ns, &WorkerId::generate(), 10, Duration::from_secs(30)).await?;
+    let claimed = storage
+        .claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), Duration::from_secs(30))
+        .await?;
     let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["wait-1", "wait-2"], "claimed as before, earliest due first");
     assert!(claimed.iter().all(|t| t.state == TaskState::Running));

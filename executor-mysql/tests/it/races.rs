@@ -12,7 +12,7 @@ use std::{
 };
 
 use executor_core::{
-    SubmitOutcome, TaskId, TaskState, WorkerId,
+    ClaimPlan, SubmitOutcome, TaskId, TaskState, WorkerId,
     storage::{Debounce, Finish, NewTask, Storage, SubmitMode},
     testing,
 };
@@ -44,7 +44,7 @@ async fn concurrent_claimers_see_no_lock_errors() -> TestResult {
             let me = WorkerId::generate();
             let mut mine = Vec::new();
             loop {
-                let batch = s.claim(&ns, &me, 16, Duration::from_secs(60)).await?;
+                let batch = s.claim(&ns, &me, &ClaimPlan::default_queue(16), Duration::from_secs(60)).await?;
                 if batch.is_empty() {
                     if s.counts(&ns).await?.get(TaskState::Created) == 0 {
                         return Ok::<_, executor_core::Error>(mine);
@@ -112,7 +112,7 @@ async fn debounce_upsert_races_a_claim() -> TestResult {
                 // Read before claiming: once the submitter is done, an empty
                 // claim means nothing is left.
                 let finished = done.load(Ordering::SeqCst);
-                let batch = s.claim(&ns, &me, 4, Duration::from_secs(60)).await?;
+                let batch = s.claim(&ns, &me, &ClaimPlan::default_queue(4), Duration::from_secs(60)).await?;
                 if batch.is_empty() && finished {
                     return Ok::<_, executor_core::Error>(claimed);
                 }

@@ -5,7 +5,7 @@
 use std::{collections::BTreeSet, process::Stdio, sync::Arc, time::Duration};
 
 use executor_core::{
-    Client, Error, Namespace, SubmitOutcome, TaskState, WorkerId,
+    ClaimPlan, Client, Error, Namespace, QueueName, SubmitOutcome, TaskState, WorkerId,
     storage::{Debounce, NewTask, Storage, SubmitMode},
     testing,
 };
@@ -61,7 +61,7 @@ async fn claim_all(s: &MySqlStorage, ns: &Namespace, n: usize, within: Duration)
     let end = tokio::time::Instant::now() + within;
     let mut ids = Vec::new();
     while ids.len() < n && tokio::time::Instant::now() < end {
-        match s.claim(ns, &worker, 100, LEASE).await {
+        match s.claim(ns, &worker, &ClaimPlan::default_queue(100), LEASE).await {
             Ok(batch) if batch.is_empty() => tokio::time::sleep(Duration::from_millis(20)).await,
             Ok(batch) => ids.extend(batch.into_iter().map(|t| t.id.as_str().to_owned())),
             Err(e) => panic!("claim failed: {e}"),
@@ -77,7 +77,9 @@ async fn a_committed_submit_exists_once_committed_and_is_seen_by_the_next_poll()
     let other = storage().await;
     let waiter = {
         let (other, ns) = (other.clone(), ns.clone());
-        tokio::spawn(async move { other.wait_for_work(&ns, Duration::from_secs(50)).await })
+        tokio::spawn(async move {
+            other.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(50)).await
+        })
     };
     let mut tx = s.pool().begin().await?;
     sqlx::query(sqlx::AssertSqlSafe(orders.insert())).bind(1_i64).execute(&mut *tx).await?;

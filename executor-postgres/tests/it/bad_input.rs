@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    Error, ListQuery, TaskId, TaskState, WorkerId,
+    ClaimPlan, Error, ListQuery, TaskId, TaskState, WorkerId,
     storage::{Debounce, Storage, SubmitMode},
     testing,
 };
@@ -53,7 +53,8 @@ async fn corrupt_waiting_rows_go_to_error_and_their_neighbours_run() -> TestResu
     )
     .await?;
 
-    let claimed = s.claim(&ns, &WorkerId::generate(), 10, Duration::from_secs(30)).await?;
+    let claimed =
+        s.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), Duration::from_secs(30)).await?;
     let mut ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(ids, ["good-1", "good-2"]);
@@ -71,7 +72,11 @@ async fn corrupt_waiting_rows_go_to_error_and_their_neighbours_run() -> TestResu
         assert!(error.starts_with("corrupt record") && error.contains(why), "{id}: {error}");
     }
     // Nothing is left waiting to block the queue.
-    assert!(s.claim(&ns, &WorkerId::generate(), 10, Duration::from_secs(30)).await?.is_empty());
+    assert!(
+        s.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), Duration::from_secs(30))
+            .await?
+            .is_empty()
+    );
     cleanup(&s, &ns).await;
     Ok(())
 }
@@ -108,7 +113,8 @@ async fn values_the_columns_cannot_hold_are_refused_clearly() -> TestResult {
     }
     // A NUL in an error text is kept, escaped, instead of failing the finish.
     s.submit(&ns, testing::new_task("ok")).await?;
-    let claimed = s.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(30)).await?;
+    let claimed =
+        s.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_secs(30)).await?;
     let lease = claimed.first().and_then(|t| t.lease()).ok_or("nothing claimed")?;
     let failed = executor_core::storage::Finish::Failed { error: "bad \0 byte".to_owned() };
     assert_eq!(s.finish(&ns, &lease, failed).await?, TaskState::Failed);

@@ -5,7 +5,7 @@
 use executor_core::storage::{Presence, ScheduleStore};
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{WorkerId, schedule::Schedule, storage::Storage, testing};
+use executor_core::{ClaimPlan, WorkerId, schedule::Schedule, storage::Storage, testing};
 use reliable_executor_postgres::{MIGRATIONS_TABLE, PostgresOptions};
 use sqlx::{PgPool, Row, postgres::PgPoolOptions};
 use tokio::time::Instant;
@@ -65,7 +65,8 @@ async fn migrate_child() -> TestResult {
     let s = PostgresOptions::new().max_connections(1).connect(&url).await?;
     let ns = testing::unique_namespace("pg-mig");
     s.submit(&ns, testing::new_task("probe")).await?;
-    let claimed = s.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(30)).await?;
+    let claimed =
+        s.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_secs(30)).await?;
     if claimed.len() != 1 {
         return Err(format!("claimed {} tasks", claimed.len()).into());
     }

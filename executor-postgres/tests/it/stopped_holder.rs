@@ -36,11 +36,11 @@ async fn a_holder_stopped_inside_the_limited_claim_is_cut_off_after_two_seconds(
     let worker = WorkerId::generate();
     // Meanwhile the queue is busy: claims take nothing and do not wait long.
     let started = Instant::now();
-    let first = s.claim_queues(&ns, &worker, &plan, Duration::from_secs(30)).await?;
+    let first = s.claim(&ns, &worker, &plan, Duration::from_secs(30)).await?;
     assert!(first.is_empty(), "claimed under another claimer's lock: {first:?}");
     assert!(started.elapsed() < Duration::from_secs(1), "a claim waited {:?} for the row", started.elapsed());
     let claimed = loop {
-        let got = s.claim_queues(&ns, &worker, &plan, Duration::from_secs(30)).await?;
+        let got = s.claim(&ns, &worker, &plan, Duration::from_secs(30)).await?;
         if !got.is_empty() {
             break got;
         }

@@ -4,7 +4,7 @@
 use std::{collections::BTreeSet, process::Stdio, sync::Arc, time::Duration};
 
 use executor_core::{
-    Client, Error, Namespace, SubmitOutcome, TaskState, WorkerId,
+    ClaimPlan, Client, Error, Namespace, QueueName, SubmitOutcome, TaskState, WorkerId,
     storage::{Debounce, NewTask, Storage, SubmitMode},
     testing,
 };
@@ -71,7 +71,7 @@ async fn claim_all(s: &PostgresStorage, ns: &Namespace, n: usize, within: Durati
     let end = tokio::time::Instant::now() + within;
     let mut ids = Vec::new();
     while ids.len() < n && tokio::time::Instant::now() < end {
-        match s.claim(ns, &worker, 100, LEASE).await {
+        match s.claim(ns, &worker, &ClaimPlan::default_queue(100), LEASE).await {
             Ok(batch) if batch.is_empty() => tokio::time::sleep(Duration::from_millis(20)).await,
             Ok(batch) => ids.extend(batch.into_iter().map(|t| t.id.as_str().to_owned())),
             Err(e) => panic!("claim failed: {e}"),
@@ -91,7 +91,10 @@ async fn a_committed_submit_exists_and_wakes_a_waiter_in_another_storage() -> Te
         let (other, ns) = (other.clone(), ns.clone());
         tokio::spawn(async move {
             let started = tokio::time::Instant::now();
-            other.wait_for_work(&ns, Duration::from_secs(50)).await.map(|()| started.elapsed())
+            other
+                .wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(50))
+                .await
+                .map(|()| started.elapsed())
         })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    Client, Error, ListQuery, Submit, TaskId, TaskState, WorkerId,
+    ClaimPlan, Client, Error, ListQuery, Submit, TaskId, TaskState, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
@@ -59,7 +59,7 @@ async fn ids_with_key_syntax_round_trip() -> TestResult {
     let mut expected: Vec<String> = ids.iter().map(|s| (*s).to_owned()).collect();
     expected.sort();
     assert_eq!(listed, expected, "each id listed once");
-    let claimed = storage.claim(&ns, &WorkerId::generate(), 100, LEASE).await?;
+    let claimed = storage.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(100), LEASE).await?;
     assert_eq!(claimed.len(), ids.len());
     for task in claimed {
         let lease = task.lease().ok_or("no lease")?;
@@ -90,7 +90,7 @@ async fn a_hand_edited_task_goes_to_error_and_the_rest_carry_on() -> TestResult 
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }
-    let claimed = storage.claim(&ns, &WorkerId::generate(), 10, LEASE).await?;
+    let claimed = storage.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
     let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["a"], "only the sound task is handed out");
     for id in ["b", "c", "d"] {
@@ -98,7 +98,10 @@ async fn a_hand_edited_task_goes_to_error_and_the_rest_carry_on() -> TestResult 
         assert_eq!(state.as_deref(), Some("ERROR"), "{id} is dead-lettered");
         assert!(reason.unwrap_or_default().contains("corrupt"), "{id} says why");
     }
-    assert!(storage.claim(&ns, &WorkerId::generate(), 10, LEASE).await?.is_empty(), "nothing is stuck");
+    assert!(
+        storage.claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?.is_empty(),
+        "nothing is stuck"
+    );
     common::cleanup(&storage, &ns).await;
     Ok(())
 }

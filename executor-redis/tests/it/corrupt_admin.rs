@@ -11,7 +11,7 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, Error, ListQuery, Retention, TaskId, TaskState, WorkerId,
+    CancelOutcome, ClaimPlan, Error, ListQuery, Retention, TaskId, TaskState, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
@@ -34,7 +34,8 @@ async fn submit(d: &Damage, ids: &[&str]) -> TestResult {
 
 /// Claims everything due and finishes it with `finish`.
 async fn run_all(d: &Damage, finish: Finish) -> TestResult {
-    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 100, LEASE).await?;
+    let claimed =
+        d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(100), LEASE).await?;
     let items = claimed.iter().filter_map(|t| t.lease()).map(|l| (l, finish.clone())).collect();
     for r in d.storage.finish_many(&d.ns, items).await? {
         r?;
@@ -66,7 +67,7 @@ async fn cancel_beside_a_corrupt_record() -> TestResult {
             assert_eq!(d.indexes_of(id).await?, ["done"]);
         }
         // A claim sets the bad one aside if it was not cancelled.
-        d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+        d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
         d.assert_counts_exact().await?;
         d.cleanup().await;
     }
@@ -90,7 +91,8 @@ async fn requeue_beside_a_corrupt_record() -> TestResult {
             d.storage.requeue(&d.ns, &tid(id)).await?;
             assert_eq!(d.state(id).await?.as_deref(), Some("PENDING"), "{c:?}");
         }
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+        let claimed =
+            d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
         let mut ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
         ids.sort_unstable();
         if matches!(c, Corruption::OutOfRange | Corruption::Negative) {
@@ -126,7 +128,8 @@ async fn run_now_beside_a_corrupt_record() -> TestResult {
         for id in ["a", "c"] {
             d.storage.run_now(&d.ns, &tid(id)).await?;
         }
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+        let claimed =
+            d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
         let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
         assert!(ids.contains(&"a") && ids.contains(&"c"), "{c:?}: the good tasks run now: {ids:?}");
         if !ids.contains(&"b") && !no_state(c) {
@@ -212,7 +215,7 @@ async fn list_reports_a_corrupt_record_and_pages_through_the_rest() -> TestResul
         assert_eq!(unreadable[0].id, "c");
         assert!(!unreadable[0].reason.is_empty());
         // After a claim sets it aside, the ERROR listing shows it.
-        d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+        d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
         let page = d.storage.list(&d.ns, ListQuery::new(TaskState::Error, 10)).await?;
         let listed =
             page.tasks.iter().map(|t| t.id.to_string()).chain(page.unreadable.iter().map(|u| u.id.clone()));
@@ -283,7 +286,7 @@ async fn get_of_a_key_that_is_not_a_hash_is_corrupt() -> TestResult {
 async fn an_index_of_the_wrong_type_stops_scripts_before_they_write() -> TestResult {
     let d = Damage::new("key-bad").await;
     submit(&d, &["a", "b"]).await?;
-    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 2, LEASE).await?;
+    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(2), LEASE).await?;
     let leases: Vec<_> = claimed.iter().filter_map(|t| t.lease()).collect();
     assert_eq!(leases.len(), 2);
     let _: () = d.redis.set(d.key("done"), "x", None, None, false).await?;

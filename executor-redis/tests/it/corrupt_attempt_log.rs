@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    AttemptOutcome, TaskId, TaskState, Timestamp, WorkerId,
+    AttemptOutcome, ClaimPlan, TaskId, TaskState, Timestamp, WorkerId,
     storage::{Finish, Storage, TierStorage},
     testing,
 };
@@ -50,7 +50,8 @@ async fn a_corrupt_attempt_log_breaks_no_read_or_transition() -> TestResult {
             "{what}: due_before"
         );
 
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 1, LEASE).await?;
+        let claimed =
+            d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), LEASE).await?;
         let lease = claimed.first().and_then(|r| r.lease()).ok_or_else(|| format!("{what}: not claimed"))?;
         let retry = Finish::Retry { delay: Duration::ZERO, error: "again".into() };
         assert_eq!(d.storage.finish(&d.ns, &lease, retry).await?, TaskState::Pending, "{what}");
@@ -66,7 +67,10 @@ async fn a_corrupt_attempt_log_breaks_no_read_or_transition() -> TestResult {
 
         // Damaged again: a reap and a requeue still go through.
         let _: () = d.redis.hset(d.task_key("a"), ("y", value.clone())).await?;
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 1, Duration::from_millis(100)).await?;
+        let claimed = d
+            .storage
+            .claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_millis(100))
+            .await?;
         assert_eq!(claimed.len(), 1, "{what}: claimed again");
         testing::wait_until(Duration::from_secs(5), || async {
             d.storage.reap(&d.ns, 10).await.map(|r| r.retried.len()).unwrap_or(0) == 1
@@ -76,7 +80,8 @@ async fn a_corrupt_attempt_log_breaks_no_read_or_transition() -> TestResult {
         assert_eq!(r.attempt_log.last().map(|a| a.outcome), Some(AttemptOutcome::LeaseExpired), "{what}");
 
         let _: () = d.redis.hset(d.task_key("a"), ("y", value)).await?;
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 1, LEASE).await?;
+        let claimed =
+            d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), LEASE).await?;
         let lease = claimed.first().and_then(|r| r.lease()).ok_or_else(|| format!("{what}: not claimed"))?;
         d.storage.finish(&d.ns, &lease, Finish::Failed { error: "dead".into() }).await?;
         d.storage.requeue(&d.ns, &id).await?;
@@ -97,7 +102,7 @@ async fn logged_errors_are_bounded() -> TestResult {
     let d = Damage::new("log-long").await;
     let id = TaskId::new("a")?;
     d.storage.submit(&d.ns, testing::new_task("a")).await?;
-    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 1, LEASE).await?;
+    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), LEASE).await?;
     let lease = claimed.first().and_then(|r| r.lease()).ok_or("not claimed")?;
     let long = "é".repeat(executor_core::MAX_ERROR_LEN);
     d.storage.finish(&d.ns, &lease, Finish::Retry { delay: Duration::ZERO, error: long.clone() }).await?;

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    Error, Executor, Handler, TaskContext, TaskState, WorkerId,
+    ClaimPlan, Error, Executor, Handler, TaskContext, TaskState, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
@@ -44,7 +44,8 @@ async fn claim_sets_each_corrupt_record_aside_and_claims_the_rest() -> TestResul
         let d = Damage::new("claim-bad").await;
         submit_n(&d, 21).await?;
         d.apply(&id(10), c).await?;
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 100, LEASE).await?;
+        let claimed =
+            d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(100), LEASE).await?;
         let mut ids: Vec<String> = claimed.iter().map(|t| t.id.to_string()).collect();
         ids.sort();
         let expected: Vec<String> = (0..21).filter(|i| *i != 10).map(id).collect();
@@ -55,7 +56,8 @@ async fn claim_sets_each_corrupt_record_aside_and_claims_the_rest() -> TestResul
         }
         d.assert_set_aside(&id(10), c).await?;
         d.assert_counts_exact().await?;
-        let again = d.storage.claim(&d.ns, &WorkerId::generate(), 100, LEASE).await?;
+        let again =
+            d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(100), LEASE).await?;
         assert!(again.is_empty(), "{c:?}: nothing is left due: {again:?}");
         d.cleanup().await;
     }
@@ -93,7 +95,10 @@ async fn heartbeat_renews_the_good_leases_beside_a_corrupt_record() -> TestResul
     for c in ALL {
         let d = Damage::new("beat-bad").await;
         submit_n(&d, 5).await?;
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 5, Duration::from_secs(1)).await?;
+        let claimed = d
+            .storage
+            .claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(5), Duration::from_secs(1))
+            .await?;
         assert_eq!(claimed.len(), 5);
         d.apply(&id(2), c).await?;
         let leases: Vec<_> = claimed.iter().filter_map(|t| t.lease()).collect();
@@ -118,7 +123,10 @@ async fn finish_many_writes_the_good_items_beside_a_corrupt_record() -> TestResu
     for c in ALL {
         let d = Damage::new("finish-bad").await;
         submit_n(&d, 5).await?;
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 5, Duration::from_millis(1)).await?;
+        let claimed = d
+            .storage
+            .claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(5), Duration::from_millis(1))
+            .await?;
         d.apply(&id(2), c).await?;
         let items = claimed.iter().filter_map(|t| t.lease()).map(|l| (l, Finish::Completed)).collect();
         let answers = d.storage.finish_many(&d.ns, items).await?;
@@ -153,7 +161,10 @@ async fn reap_recovers_the_good_leases_and_sets_a_corrupt_record_aside() -> Test
     for c in ALL {
         let d = Damage::new("reap-bad").await;
         submit_n(&d, 5).await?;
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 5, Duration::from_millis(1)).await?;
+        let claimed = d
+            .storage
+            .claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(5), Duration::from_millis(1))
+            .await?;
         assert_eq!(claimed.len(), 5);
         d.apply(&id(2), c).await?;
         let (storage, ns) = (&d.storage, &d.ns);
@@ -183,7 +194,7 @@ async fn claim_drops_entries_whose_hash_was_deleted() -> TestResult {
     let d = Damage::new("claim-ghost").await;
     submit_n(&d, 5).await?;
     let _: i64 = fred::interfaces::KeysInterface::del(&d.redis, d.task_key(&id(3))).await?;
-    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
     assert_eq!(claimed.len(), 4);
     assert!(d.indexes_of(&id(3)).await?.is_empty());
     d.assert_counts_exact().await?;
@@ -201,7 +212,7 @@ async fn claim_dead_letters_a_record_only_rust_can_tell_is_corrupt() -> TestResu
     let _: () =
         fred::interfaces::HashesInterface::hset(&d.redis, d.task_key(&id(2)), ("r", r#"{"no":"policy"}"#))
             .await?;
-    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
     assert_eq!(claimed.len(), 4);
     assert!(claimed.iter().all(|t| t.id.as_str() != id(2)));
     assert_eq!(d.state(&id(2)).await?.as_deref(), Some("ERROR"));

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    Error, SubmitOutcome, TaskId, TaskState, Timestamp, WorkerId,
+    ClaimPlan, Error, SubmitOutcome, TaskId, TaskState, Timestamp, WorkerId,
     storage::{Debounce, NewTask, Storage, SubmitMode, TierStorage},
     testing,
 };
@@ -41,7 +41,7 @@ async fn submit_many_beside_a_key_that_is_not_a_hash() -> TestResult {
     assert!(matches!(out[1], Err(Error::Corrupt { .. })), "{out:?}");
     assert!(matches!(out[2], Err(Error::Corrupt { .. })), "{out:?}");
     assert!(matches!(out[3], Ok(ref s) if s.outcome == SubmitOutcome::Created), "{out:?}");
-    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
     let mut ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(ids, ["a", "c"]);
@@ -68,7 +68,8 @@ async fn debounce_onto_a_corrupt_record_creates_a_new_task() -> TestResult {
                 "{c:?}: item {i}: {summary:?}"
             );
         }
-        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+        let claimed =
+            d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
         let mut ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
         ids.sort_unstable();
         assert_eq!(ids, ["a", "b", "d2"], "{c:?}");
@@ -96,7 +97,7 @@ async fn submit_many_refuses_out_of_range_items_alone() -> TestResult {
     for r in &out[1..4] {
         assert!(matches!(r, Err(Error::Invalid { .. })), "{out:?}");
     }
-    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+    let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
     assert_eq!(claimed.len(), 2, "only the two good tasks exist, and nothing ran early");
     d.assert_counts_exact().await?;
     d.cleanup().await;
@@ -156,7 +157,7 @@ async fn import_and_remove_beside_a_corrupt_record() -> TestResult {
         t
     };
     assert!(matches!(d.storage.import(&d.ns, bad).await, Err(Error::Invalid { .. })));
-    d.storage.claim(&d.ns, &WorkerId::generate(), 10, LEASE).await?;
+    d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(10), LEASE).await?;
     d.assert_counts_exact().await?;
     assert_eq!(d.storage.counts(&d.ns).await?.get(TaskState::Created), 0);
     d.cleanup().await;

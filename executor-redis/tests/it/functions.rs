@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use executor_core::{
-    TaskState, WorkerId,
+    ClaimPlan, TaskState, WorkerId,
     storage::{Finish, Storage},
     testing,
 };
@@ -66,7 +66,11 @@ async fn one_task(storage: &RedisStorage, ns: &executor_core::Namespace, id: &st
     let worker = WorkerId::generate();
     storage.submit(ns, testing::new_task(id)).await?;
     let claimed = testing::wait_for(Duration::from_secs(5), "the task claimed", || async {
-        storage.claim(ns, &worker, 10, Duration::from_secs(60)).await.ok().filter(|c| !c.is_empty())
+        storage
+            .claim(ns, &worker, &ClaimPlan::default_queue(10), Duration::from_secs(60))
+            .await
+            .ok()
+            .filter(|c| !c.is_empty())
     })
     .await;
     assert_eq!(claimed.len(), 1, "one task claimed: {claimed:?}");
@@ -194,9 +198,11 @@ async fn code_emptied_from_the_server_is_loaded_again() -> TestResult {
     let mut claims = tokio::task::JoinSet::new();
     for _ in 0..32 {
         let (storage, ns) = (library.clone(), ns.clone());
-        claims.spawn(
-            async move { storage.claim(&ns, &WorkerId::generate(), 1, Duration::from_secs(60)).await },
-        );
+        claims.spawn(async move {
+            storage
+                .claim(&ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_secs(60))
+                .await
+        });
     }
     while let Some(claim) = claims.join_next().await {
         claim??;
@@ -221,7 +227,7 @@ async fn library_and_script_processes_share_a_namespace() -> TestResult {
     let mut done = 0;
     while done < 20 {
         let by = if done % 4 == 0 { &library } else { &scripts };
-        let claimed = by.claim(&ns, &worker, 3, Duration::from_secs(60)).await?;
+        let claimed = by.claim(&ns, &worker, &ClaimPlan::default_queue(3), Duration::from_secs(60)).await?;
         assert!(!claimed.is_empty(), "tasks were left to claim after {done}");
         for task in &claimed {
             let lease = task.lease().ok_or("a lease")?;

@@ -48,7 +48,7 @@ async fn claim(d: &Damage, queues: &[&str], limit: usize) -> TestResult<Vec<Task
         shares.into_iter().map(|(q, n)| executor_core::QueueShare::new(q, n)).collect(),
         limit,
     );
-    Ok(d.storage.claim_queues(&d.ns, &WorkerId::generate(), &plan, LEASE).await?)
+    Ok(d.storage.claim(&d.ns, &WorkerId::generate(), &plan, LEASE).await?)
 }
 
 fn count(tasks: &[TaskRecord], queue: &str) -> usize {

@@ -6,7 +6,7 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use executor_core::{
-    Namespace, Retention, SubmitOutcome, TaskId, WorkerId,
+    ClaimPlan, Namespace, Retention, SubmitOutcome, TaskId, WorkerId,
     storage::{Debounce, Storage, SubmitMode},
     testing,
 };
@@ -91,7 +91,8 @@ async fn completed(
     for i in 0..n {
         let id = format!("{prefix}-{i}");
         storage.submit(ns, testing::new_task(&id)).await?;
-        let claimed = storage.claim(ns, &worker, 1, Duration::from_secs(60)).await?;
+        let claimed =
+            storage.claim(ns, &worker, &ClaimPlan::default_queue(1), Duration::from_secs(60)).await?;
         let lease = claimed.first().and_then(executor_core::TaskRecord::lease).ok_or("nothing claimed")?;
         storage.finish(ns, &lease, executor_core::storage::Finish::Completed).await?;
         let start = storage.now(ns).await?;
@@ -183,7 +184,8 @@ async fn claims_rotate_over_partitions_and_nothing_starves() -> TestResult {
     let mut seen = BTreeSet::new();
     let mut first_partitions = Vec::new();
     for round in 0..40 {
-        let batch = storage.claim(&ns, &worker, 10, Duration::from_secs(60)).await?;
+        let batch =
+            storage.claim(&ns, &worker, &ClaimPlan::default_queue(10), Duration::from_secs(60)).await?;
         let partitions: BTreeSet<u32> = batch.iter().map(|t| partition_of(t.id.as_str())).collect();
         if round < 3 {
             assert_eq!(partitions.len(), 1, "a claim of 10 fits in one partition of ~100");

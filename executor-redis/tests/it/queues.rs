@@ -47,7 +47,7 @@ async fn levels_come_and_go_with_their_tasks() -> TestResult {
     d.assert_counts_exact().await?;
 
     let plan = ClaimPlan::single(QueueName::new("mail")?, 1);
-    let got = d.storage.claim_queues(&d.ns, &WorkerId::generate(), &plan, LEASE).await?;
+    let got = d.storage.claim(&d.ns, &WorkerId::generate(), &plan, LEASE).await?;
     assert_eq!(got.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["mail-1"], "priority 3 first");
     let digits: Option<String> = d.redis.hget(d.key("queues"), "mail").await?;
     assert_eq!(digits.as_deref(), Some("0"), "level 3 left with its last task");
@@ -110,7 +110,7 @@ async fn claim_sets_aside_a_corrupt_queue_or_priority() -> TestResult {
         submit_all(&d, tasks).await?;
         let _: () = d.redis.hset(d.task_key("t10"), (field, value)).await?;
         let plan = ClaimPlan::single(QueueName::new("work")?, 100);
-        let claimed = d.storage.claim_queues(&d.ns, &WorkerId::generate(), &plan, LEASE).await?;
+        let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &plan, LEASE).await?;
         let mut ids: Vec<String> = claimed.iter().map(|t| t.id.to_string()).collect();
         ids.sort();
         let expected: Vec<String> = (0..21).filter(|i| *i != 10).map(|i| format!("t{i:02}")).collect();

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use executor_core::{WorkerId, storage::Storage, testing};
+use executor_core::{ClaimPlan, QueueName, WorkerId, storage::Storage, testing};
 use fred::interfaces::ClientLike;
 use reliable_executor_redis::RedisStorage;
 
@@ -25,7 +25,7 @@ async fn submit_errors_while_down_and_claims_resume_after_restart() -> TestResul
     for i in 0..5 {
         storage.submit(&ns, testing::new_task(&format!("before-{i}"))).await?;
     }
-    let running = storage.claim(&ns, &worker, 2, Duration::from_secs(60)).await?;
+    let running = storage.claim(&ns, &worker, &ClaimPlan::default_queue(2), Duration::from_secs(60)).await?;
     assert_eq!(running.len(), 2);
 
     server.kill();
@@ -48,20 +48,23 @@ async fn submit_errors_while_down_and_claims_resume_after_restart() -> TestResul
     eprintln!("the next submit failed after {took:?}: {err}");
     assert!(took < Duration::from_millis(500), "once the drop is known, calls fail fast: {took:?}");
     let waited = Instant::now();
-    let _ = storage.wait_for_work(&ns, Duration::from_secs(5)).await;
+    let _ = storage.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(5)).await;
     assert!(waited.elapsed() < Duration::from_secs(3), "wait_for_work does not hang while down");
 
     server.spawn();
     server.wait_until_up().await;
     let back = Instant::now();
-    let claimed =
-        testing::wait_for(Duration::from_secs(5), "a claim after the restart", || {
-            let (storage, ns, worker) = (&storage, &ns, &worker);
-            async move {
-                storage.claim(ns, worker, 10, Duration::from_secs(60)).await.ok().filter(|c| !c.is_empty())
-            }
-        })
-        .await;
+    let claimed = testing::wait_for(Duration::from_secs(5), "a claim after the restart", || {
+        let (storage, ns, worker) = (&storage, &ns, &worker);
+        async move {
+            storage
+                .claim(ns, worker, &ClaimPlan::default_queue(10), Duration::from_secs(60))
+                .await
+                .ok()
+                .filter(|c| !c.is_empty())
+        }
+    })
+    .await;
     let resumed = back.elapsed();
     eprintln!("claims resumed {resumed:?} after Redis answered again ({} tasks)", claimed.len());
     assert!(resumed < Duration::from_secs(1), "claims resume within a second: {resumed:?}");

@@ -543,11 +543,7 @@ async fn a_claimed_record_is_the_stored_record() -> executor_core::Result<()> {
     let plan = ClaimPlan::single(QueueName::new("reports")?, 10);
     let worker = WorkerId::generate();
     let claim = || async {
-        storage
-            .claim_queues(&ns, &worker, &plan, Duration::from_secs(60))
-            .await
-            .ok()
-            .and_then(|mut c| c.pop())
+        storage.claim(&ns, &worker, &plan, Duration::from_secs(60)).await.ok().and_then(|mut c| c.pop())
     };
     let first = testing::wait_for(Duration::from_secs(5), "the first claim", claim).await;
     let lease = first.lease().ok_or_else(|| executor_core::Error::invalid("lease", "none"))?;

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use executor_core::{TaskBuilder, TaskOptions, storage::Storage};
+use executor_core::{QueueName, TaskBuilder, TaskOptions, storage::Storage};
 
 use crate::common;
 
@@ -19,7 +19,7 @@ async fn an_idle_wait_runs_to_max_wait_through_the_watchers_timeouts() -> TestRe
     let (storage, ns) = common::fresh().await;
     let started = Instant::now();
     // Three of the watcher's one-second blocks run out meanwhile.
-    storage.wait_for_work(&ns, Duration::from_millis(3_200)).await?;
+    storage.wait_for_work(&ns, &[QueueName::default()], Duration::from_millis(3_200)).await?;
     let waited = started.elapsed();
     common::cleanup(&storage, &ns).await;
     assert!(waited >= Duration::from_millis(3_000), "woken after {waited:?} with nothing submitted");
@@ -30,12 +30,15 @@ async fn an_idle_wait_runs_to_max_wait_through_the_watchers_timeouts() -> TestRe
 async fn a_submit_after_an_idle_second_wakes_the_waiter() -> TestResult {
     let (storage, ns) = common::fresh().await;
     // A first wait lets the watcher start and run out one block.
-    storage.wait_for_work(&ns, Duration::from_millis(1_300)).await?;
+    storage.wait_for_work(&ns, &[QueueName::default()], Duration::from_millis(1_300)).await?;
     let waiter = {
         let (storage, ns) = (storage.clone(), ns.clone());
         tokio::spawn(async move {
             let started = Instant::now();
-            storage.wait_for_work(&ns, Duration::from_secs(30)).await.map(|()| started.elapsed())
+            storage
+                .wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(30))
+                .await
+                .map(|()| started.elapsed())
         })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;

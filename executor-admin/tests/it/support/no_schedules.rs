@@ -30,10 +30,10 @@ impl Storage for NoSchedules {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        limit: usize,
+        plan: &ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
-        self.0.claim(ns, worker, limit, lease).await
+        self.0.claim(ns, worker, plan, lease).await
     }
 
     async fn heartbeat(&self, ns: &Namespace, leases: &[Lease], lease: Duration) -> Result<Heartbeat> {
@@ -101,22 +101,8 @@ impl Storage for NoSchedules {
         self.0.max_payload().await
     }
 
-    async fn wait_for_work(&self, ns: &Namespace, max_wait: Duration) -> Result<()> {
-        self.0.wait_for_work(ns, max_wait).await
-    }
-
-    async fn claim_queues(
-        &self,
-        ns: &Namespace,
-        worker: &WorkerId,
-        plan: &ClaimPlan,
-        lease: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.0.claim_queues(ns, worker, plan, lease).await
-    }
-
-    async fn wait_for_queues(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        self.0.wait_for_queues(ns, queues, max_wait).await
+    async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
+        self.0.wait_for_work(ns, queues, max_wait).await
     }
 }
 

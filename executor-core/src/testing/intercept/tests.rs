@@ -6,8 +6,8 @@ use std::{sync::Mutex, time::Duration};
 
 use super::{Intercept, Intercepted};
 use crate::{
-    CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, Retention, StateCounts,
-    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueName, Result, Retention,
+    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
     storage::{
         Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped, Storage,
         TierStorage,
@@ -38,7 +38,13 @@ impl Storage for Probe {
     async fn submit_many(&self, _: &Namespace, _: Vec<NewTask>) -> Result<Vec<Result<Submitted>>> {
         self.hit("submit_many")
     }
-    async fn claim(&self, _: &Namespace, _: &WorkerId, _: usize, _: Duration) -> Result<Vec<TaskRecord>> {
+    async fn claim(
+        &self,
+        _: &Namespace,
+        _: &WorkerId,
+        _: &ClaimPlan,
+        _: Duration,
+    ) -> Result<Vec<TaskRecord>> {
         self.hit("claim")
     }
     async fn heartbeat(&self, _: &Namespace, _: &[Lease], _: Duration) -> Result<Heartbeat> {
@@ -94,20 +100,8 @@ impl Storage for Probe {
     async fn housekeeping(&self, _: &Namespace) -> Result<()> {
         self.hit("housekeeping")
     }
-    async fn wait_for_work(&self, _: &Namespace, _: Duration) -> Result<()> {
+    async fn wait_for_work(&self, _: &Namespace, _: &[QueueName], _: Duration) -> Result<()> {
         self.hit("wait_for_work")
-    }
-    async fn claim_queues(
-        &self,
-        _: &Namespace,
-        _: &WorkerId,
-        _: &crate::ClaimPlan,
-        _: Duration,
-    ) -> Result<Vec<TaskRecord>> {
-        self.hit("claim_queues")
-    }
-    async fn wait_for_queues(&self, _: &Namespace, _: &[crate::QueueName], _: Duration) -> Result<()> {
-        self.hit("wait_for_queues")
     }
 }
 
@@ -142,7 +136,8 @@ async fn running_record() -> Result<TaskRecord> {
     let mem = MemoryStorage::new();
     let ns = testing::unique_namespace("intercept");
     mem.submit(&ns, testing::new_task("probe")).await?;
-    let mut claimed = mem.claim(&ns, &WorkerId::new("w")?, 1, Duration::from_secs(30)).await?;
+    let mut claimed =
+        mem.claim(&ns, &WorkerId::new("w")?, &ClaimPlan::default_queue(1), Duration::from_secs(30)).await?;
     claimed.pop().ok_or_else(|| Error::invalid("test", "nothing claimed"))
 }
 
@@ -156,7 +151,7 @@ async fn every_method_reaches_the_inner_store() -> Result<()> {
     // Each call fails with the probe's error; what matters is which method ran.
     let _ = s.submit(&ns, testing::new_task("a")).await;
     let _ = s.submit_many(&ns, vec![testing::new_task("b")]).await;
-    let _ = s.claim(&ns, &w, 1, d).await;
+    let _ = s.claim(&ns, &w, &ClaimPlan::default_queue(1), d).await;
     let _ = s.heartbeat(&ns, std::slice::from_ref(&lease), d).await;
     let _ = s.finish(&ns, &lease, Finish::Completed).await;
     let _ = s.finish_many(&ns, vec![(lease.clone(), Finish::Completed)]).await;
@@ -176,7 +171,7 @@ async fn every_method_reaches_the_inner_store() -> Result<()> {
     let _ = s.import(&ns, rec.clone()).await;
     let _ = s.remove(&ns, &id, 1).await;
     let _ = s.housekeeping(&ns).await;
-    let _ = s.wait_for_work(&ns, d).await;
+    let _ = s.wait_for_work(&ns, &[QueueName::default()], d).await;
     let _ = s.add_history(&ns, &[HistoryCount::new("a", 1, 0)]).await;
     let _ = s.history(&ns, Timestamp::default()).await;
     let _ = s.trim_history(&ns, Timestamp::default()).await;
@@ -232,7 +227,8 @@ async fn hooks_see_their_calls_and_the_rest_pass_through() -> Result<()> {
     let s = Intercepted::new(MemoryStorage::new(), LoseAll::default());
     let ns = testing::unique_namespace("intercept");
     s.submit(&ns, testing::new_task("t")).await?;
-    let claimed = s.claim(&ns, &WorkerId::new("w")?, 5, Duration::from_secs(30)).await?;
+    let claimed =
+        s.claim(&ns, &WorkerId::new("w")?, &ClaimPlan::default_queue(5), Duration::from_secs(30)).await?;
     let lease =
         claimed.first().and_then(TaskRecord::lease).ok_or_else(|| Error::invalid("test", "no lease"))?;
     let hb = s.heartbeat(&ns, std::slice::from_ref(&lease), Duration::from_secs(30)).await?;
