@@ -55,6 +55,11 @@ impl ErrorClass for crate::MySqlDialect {
         (mysql_number(e) == Some(SECURE_TRANSPORT_REQUIRED)).then_some(TlsProblem::TlsOnly)
     }
 
+    /// Unknown table (1146) or column (1054).
+    fn is_missing_schema(e: &sqlx::Error) -> bool {
+        matches!(mysql_number(e), Some(1146 | 1054))
+    }
+
     fn tls_fix(problem: TlsProblem) -> &'static str {
         fix(problem)
     }

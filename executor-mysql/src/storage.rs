@@ -11,7 +11,7 @@ use crate::finish::Finisher;
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
-    Namespace, Result, TaskState,
+    Result, TaskState,
     storage::{Finish, GroupCommit, Lease},
 };
 use sqlx::{MySqlPool, Row, migrate::Migrator};
@@ -96,6 +96,7 @@ impl Dialect for MySqlDialect {
 
     const DEFAULT_POLL: (Duration, Duration) = (Duration::from_millis(5), Duration::from_millis(250));
     const DEFAULT_MAX_PAYLOAD: Option<usize> = None;
+    const MIGRATIONS_DIR: &'static str = "executor-mysql/migrations";
     const RESERVED_CONNECTIONS: u32 = 2;
 
     fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Self {
@@ -122,36 +123,6 @@ impl Dialect for MySqlDialect {
 
     fn uint(row: &sqlx::mysql::MySqlRow, name: &'static str) -> std::result::Result<u64, String> {
         crate::row::col(row, name)
-    }
-
-    /// Checks that every table and column the statements use exists: one
-    /// `SELECT ... LIMIT 0` per table. [`MySqlOptions::open`] runs it when
-    /// migrations are off, and `MySqlStorage::migrate` after migrating.
-    async fn check_schema(&self) -> Result<()> {
-        for probe in [
-            sql!("storage/probe_tasks"),
-            sql!("storage/probe_leaders"),
-            sql!("storage/probe_workers"),
-            sql!("storage/probe_queues"),
-            sql!("storage/probe_schedules"),
-            sql!("storage/probe_history"),
-        ] {
-            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
-                // Unknown table (1146) or column (1054): not something a
-                // retry fixes.
-                if matches!(error::mysql_number(&e), Some(1146 | 1054)) {
-                    return Err(executor_core::Error::storage(
-                        std::io::Error::other(format!(
-                            "the executor's schema is incomplete ({e}): run the migrations \
-                             (MySqlOptions::run_migrations(true)) or apply executor-mysql/migrations/*.sql in order"
-                        )),
-                        false,
-                    ));
-                }
-                return Err(error::storage(e));
-            }
-        }
-        Ok(())
     }
 
     /// Reads `max_allowed_packet` now, so the first submit does not wait for it.
@@ -213,7 +184,7 @@ impl Dialect for MySqlDialect {
             conn.close_on_drop();
         }
         ran?;
-        self.check_schema().await
+        executor_sql::schema::check(self).await
     }
 
     /// The largest payload this store holds: the server's
@@ -226,39 +197,6 @@ impl Dialect for MySqlDialect {
     async fn max_payload(&self) -> Result<usize> {
         let packet = self.packet_size().await?.saturating_sub(PACKET_OVERHEAD);
         Ok(self.opts.payload_limit().map_or(packet, |set| set.min(packet)))
-    }
-
-    /// Deletes every task, the leadership row, the workers' announcements,
-    /// the cron schedules, the paused queues and the throughput history of `ns`, tasks in batches of 10,000 rows so
-    /// no statement holds locks for long. Returns the number of tasks
-    /// deleted. For tests and for retiring a namespace; running
-    /// executors on `ns` lose their tasks.
-    ///
-    /// # Errors
-    /// Store failures.
-    async fn purge(&self, ns: &Namespace) -> Result<u64> {
-        let mut deleted = 0;
-        loop {
-            let done = sqlx::query(sql!("storage/purge_tasks"))
-                .bind(ns.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            deleted += done.rows_affected();
-            if done.rows_affected() == 0 {
-                break;
-            }
-        }
-        for table in [
-            sql!("storage/purge_leaders"),
-            sql!("storage/purge_workers"),
-            sql!("storage/purge_schedules"),
-            sql!("storage/purge_queues"),
-            sql!("storage/purge_history"),
-        ] {
-            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
-        }
-        Ok(deleted)
     }
 
     /// The pool, for operators' own queries.

@@ -116,6 +116,11 @@ impl ErrorClass for crate::PostgresDialect {
             .map(|c| format!("SQLSTATE {c}"))
     }
 
+    /// Undefined table (42P01) or column (42703).
+    fn is_missing_schema(e: &sqlx::Error) -> bool {
+        matches!(code(e).as_deref(), Some("42P01" | "42703"))
+    }
+
     fn tls_fix(problem: TlsProblem) -> &'static str {
         fix(problem)
     }

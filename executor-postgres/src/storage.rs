@@ -88,6 +88,7 @@ impl Dialect for PostgresDialect {
 
     const DEFAULT_POLL: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(1));
     const DEFAULT_MAX_PAYLOAD: Option<usize> = Some(16 << 20);
+    const MIGRATIONS_DIR: &'static str = "executor-postgres/migrations";
     const RESERVED_CONNECTIONS: u32 = 3;
 
     fn from_pool(pool: PgPool, options: PostgresOptions) -> Self {
@@ -102,38 +103,6 @@ impl Dialect for PostgresDialect {
 
     fn rows_affected(result: &<sqlx::Postgres as sqlx::Database>::QueryResult) -> u64 {
         result.rows_affected()
-    }
-
-    /// Checks that every table and column the statements use exists: one
-    /// `SELECT ... LIMIT 0` per table. [`PostgresOptions::open`] runs it
-    /// when migrations are off, and `PostgresStorage::migrate` after
-    /// migrating.
-    async fn check_schema(&self) -> Result<()> {
-        for probe in [
-            sql!("storage/probe_tasks"),
-            sql!("storage/probe_leaders"),
-            sql!("storage/probe_workers"),
-            sql!("storage/probe_queues"),
-            sql!("storage/probe_schedules"),
-            sql!("storage/probe_history"),
-        ] {
-            if let Err(e) = sqlx::query(probe).fetch_all_on(&self.conns).await {
-                // Undefined table (42P01) or column (42703): not something a
-                // retry fixes.
-                if matches!(error::code(&e).as_deref(), Some("42P01" | "42703")) {
-                    return Err(executor_core::Error::storage(
-                        std::io::Error::other(format!(
-                            "the executor's schema is incomplete ({e}): run the migrations \
-                             (PostgresOptions::run_migrations(true)) or apply \
-                             executor-postgres/migrations/*.sql in order"
-                        )),
-                        false,
-                    ));
-                }
-                return Err(error::storage(e));
-            }
-        }
-        Ok(())
     }
 
     /// Listening from the start, so a task submitted by another process
@@ -188,48 +157,12 @@ impl Dialect for PostgresDialect {
             conn.close_on_drop();
         }
         ran?;
-        self.check_schema().await
+        executor_sql::schema::check(self).await
     }
 
     /// The largest payload this store takes ([`PostgresOptions::max_payload`]).
     async fn max_payload(&self) -> Result<usize> {
         Ok(self.opts.payload_limit().unwrap_or(16 << 20))
-    }
-
-    /// Deletes every task, the leadership row, the workers' announcements,
-    /// the cron schedules, the queue rows and the throughput history of `ns`, tasks in batches of
-    /// 10,000 rows so no statement holds locks for long. Returns the number
-    /// of tasks deleted. For tests and for retiring a namespace; running
-    /// executors on `ns` lose their tasks.
-    ///
-    /// # Errors
-    /// Store failures.
-    async fn purge(&self, ns: &Namespace) -> Result<u64> {
-        let mut deleted = 0;
-        loop {
-            // By `ctid`: `id IN (SELECT id ... LIMIT)` became a nested loop
-            // comparing every row with every id when the statistics did
-            // not know the namespace (296 s for 10,000 rows; 47 ms so).
-            let done = sqlx::query(sql!("storage/purge_tasks"))
-                .bind(ns.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            deleted += done.rows_affected();
-            if done.rows_affected() == 0 {
-                break;
-            }
-        }
-        for table in [
-            sql!("storage/purge_leaders"),
-            sql!("storage/purge_workers"),
-            sql!("storage/purge_schedules"),
-            sql!("storage/purge_queues"),
-            sql!("storage/purge_history"),
-        ] {
-            sqlx::query(table).bind(ns.as_str()).execute_on(&self.conns).await.map_err(error::storage)?;
-        }
-        Ok(deleted)
     }
 
     /// The pool, for operators' own queries and for the transactions that

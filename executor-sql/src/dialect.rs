@@ -81,12 +81,12 @@ pub trait Dialect:
     /// the storage's statements use: for callers of `pool()`, the
     /// migrator, a listener.
     const RESERVED_CONNECTIONS: u32;
+    /// Where the driver's migrations are, for the message of an incomplete
+    /// schema (`executor-mysql/migrations`).
+    const MIGRATIONS_DIR: &'static str;
 
     /// A dialect on an existing pool with `options`; runs nothing.
     fn from_pool(pool: Pool<Self::Db>, options: SqlOptions<Self>) -> Self;
-
-    /// Checks that every table and column the statements use exists.
-    fn check_schema(&self) -> impl Future<Output = Result<()>> + Send;
 
     /// Starts what the dialect runs once the schema is there (reads a
     /// server setting, starts a listener).
@@ -97,9 +97,6 @@ pub trait Dialect:
 
     /// Creates or upgrades the schema, then checks it is complete.
     fn migrate(&self) -> impl Future<Output = Result<()>> + Send;
-
-    /// Deletes everything of `ns`; returns the number of tasks deleted.
-    fn purge(&self, ns: &Namespace) -> impl Future<Output = Result<u64>> + Send;
 
     /// Stops what the dialect runs in the background (a listener), gives
     /// back the kept connections and closes the pool.

@@ -37,6 +37,10 @@ pub trait ErrorClass {
     /// server gone.
     fn is_transient(e: &sqlx::Error) -> bool;
 
+    /// Whether the server error `e` says a table or column is missing: the
+    /// schema is older than the statements, which no retry fixes.
+    fn is_missing_schema(e: &sqlx::Error) -> bool;
+
     /// For a server error saying a value does not fit its column (out of
     /// range, too long, a refused CHECK), its code as the server names it
     /// (`error 1406`, `SQLSTATE 22001`): the caller's data is wrong, not
@@ -268,6 +272,9 @@ mod tests {
         }
         fn bad_value(_: &sqlx::Error) -> Option<String> {
             None
+        }
+        fn is_missing_schema(_: &sqlx::Error) -> bool {
+            false
         }
         fn tls_fix(_: TlsProblem) -> &'static str {
             "fix it"

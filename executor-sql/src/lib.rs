@@ -40,6 +40,7 @@ mod leader;
 mod options;
 pub mod row;
 mod schedule;
+pub mod schema;
 mod statement;
 pub mod stmt;
 mod storage;

@@ -174,7 +174,7 @@ impl<D: Dialect> SqlOptions<D> {
         if self.migrate {
             dialect.migrate().await?;
         } else {
-            dialect.check_schema().await?;
+            crate::schema::check(&dialect).await?;
         }
         dialect.opened().await?;
         Ok(dialect)

@@ -312,6 +312,30 @@ pub struct Statements {
     pub schedule_pause: Statement,
     /// `schedule/advance`: moves its cursor, fenced.
     pub schedule_advance: Statement,
+    /// `storage/probe_tasks`: every column of the tasks table the statements use.
+    pub probe_tasks: Statement,
+    /// `storage/probe_leaders`: the leaders table.
+    pub probe_leaders: Statement,
+    /// `storage/probe_workers`: the workers table.
+    pub probe_workers: Statement,
+    /// `storage/probe_queues`: the queues table.
+    pub probe_queues: Statement,
+    /// `storage/probe_schedules`: the schedules table.
+    pub probe_schedules: Statement,
+    /// `storage/probe_history`: the history table.
+    pub probe_history: Statement,
+    /// `storage/purge_tasks`: up to 10,000 tasks of a namespace.
+    pub purge_tasks: Statement,
+    /// `storage/purge_leaders`: its leadership row.
+    pub purge_leaders: Statement,
+    /// `storage/purge_workers`: its announcements.
+    pub purge_workers: Statement,
+    /// `storage/purge_schedules`: its schedules.
+    pub purge_schedules: Statement,
+    /// `storage/purge_queues`: its queue rows.
+    pub purge_queues: Statement,
+    /// `storage/purge_history`: its history.
+    pub purge_history: Statement,
 }
 
 /// The calling driver's [`Statements`]: each field its file under `sql/`,
@@ -333,6 +357,18 @@ macro_rules! statements {
             schedule_remove: $crate::statement!("schedule/remove"),
             schedule_pause: $crate::statement!("schedule/pause"),
             schedule_advance: $crate::statement!("schedule/advance"),
+            probe_tasks: $crate::statement!("storage/probe_tasks"),
+            probe_leaders: $crate::statement!("storage/probe_leaders"),
+            probe_workers: $crate::statement!("storage/probe_workers"),
+            probe_queues: $crate::statement!("storage/probe_queues"),
+            probe_schedules: $crate::statement!("storage/probe_schedules"),
+            probe_history: $crate::statement!("storage/probe_history"),
+            purge_tasks: $crate::statement!("storage/purge_tasks"),
+            purge_leaders: $crate::statement!("storage/purge_leaders"),
+            purge_workers: $crate::statement!("storage/purge_workers"),
+            purge_schedules: $crate::statement!("storage/purge_schedules"),
+            purge_queues: $crate::statement!("storage/purge_queues"),
+            purge_history: $crate::statement!("storage/purge_history"),
         }
     };
 }

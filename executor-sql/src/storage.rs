@@ -17,7 +17,7 @@ use sqlx::Pool;
 use crate::{
     SqlOptions,
     dialect::{self, Dialect},
-    finish, leader, schedule,
+    finish, leader, schedule, schema,
 };
 
 /// A store on an SQL database of dialect `D`: `MySqlStorage` is
@@ -85,7 +85,7 @@ impl<D: Dialect> SqlStorage<D> {
     /// # Errors
     /// Store failures.
     pub async fn purge(&self, ns: &Namespace) -> Result<u64> {
-        self.dialect.purge(ns).await
+        schema::purge(&self.dialect, ns).await
     }
 
     /// The pool, for operators' own queries and for the transactions that
