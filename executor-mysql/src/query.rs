@@ -1,9 +1,8 @@
-//! Reads for operators and producers: get, list, counts.
+//! Reads for operators and producers: get and list (the counts are the
+//! SQL core's).
 
+use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskId, TaskRecord, Unreadable};
 use executor_sql::dialect::Query;
-use std::collections::BTreeMap;
-
-use executor_core::{Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, Unreadable};
 use sqlx::Row;
 
 use crate::{
@@ -84,27 +83,5 @@ impl Query for MySqlDialect {
             page.next = Some(make_cursor(finished, &row::raw_id(last)));
         }
         Ok(page)
-    }
-
-    /// Tasks per state, from the `ix_finished` index alone. Rows with a state
-    /// no one knows are left out (and logged).
-    async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        let rows = sqlx::query(sql!("query/counts"))
-            .bind(ns.as_str())
-            .fetch_all_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        let mut out = BTreeMap::new();
-        for r in rows {
-            let state: String = r.try_get("state").map_err(error::storage)?;
-            let n: i64 = r.try_get("n").map_err(error::storage)?;
-            match row::exact_state(&state) {
-                Ok(st) => {
-                    out.insert(st, u64::try_from(n).unwrap_or(0));
-                }
-                Err(_) => tracing::warn!(%state, n, "tasks with an unknown state left out of the counts"),
-            }
-        }
-        Ok(out.into_iter().collect())
     }
 }

@@ -12,7 +12,7 @@ use std::{future::Future, time::Duration};
 
 use executor_core::{
     CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
-    Retention, StateCounts, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
+    Retention, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
     storage::{Heartbeat, HistoryBucket, HistoryCount, Lease, NewTask, Reaped},
 };
 use sqlx::{Database, Pool};
@@ -190,9 +190,6 @@ pub trait Query {
 
     /// As `Storage::list`.
     fn list(&self, ns: &Namespace, query: ListQuery) -> impl Future<Output = Result<Page>> + Send;
-
-    /// As `Storage::counts`.
-    fn counts(&self, ns: &Namespace) -> impl Future<Output = Result<StateCounts>> + Send;
 }
 
 /// An operator's changes to one task (`admin.rs`).

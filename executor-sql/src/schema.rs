@@ -1,11 +1,12 @@
-//! The schema every dialect checks and the purge of a namespace, on every
-//! dialect.
+//! The schema every dialect checks, the purge of a namespace and the
+//! counts per state, on every dialect.
 
-use executor_core::{Error, Namespace, Result};
+use executor_core::{Error, Namespace, Result, StateCounts};
 
 use crate::{
     Dialect,
-    stmt::{SqlDb, Statement, Value, execute},
+    row::exact_state,
+    stmt::{Cols, SqlDb, Statement, Value, execute, fetch_all},
 };
 
 /// Checks that every table and column the statements use exists: one
@@ -63,4 +64,23 @@ pub(crate) async fn purge<D: Dialect>(d: &D, ns: &Namespace) -> Result<u64> {
         execute(d, table, &args).await?;
     }
     Ok(deleted)
+}
+
+/// Tasks per state, from the `ix_finished` index alone. Rows with a state
+/// no one knows are left out (and logged).
+pub(crate) async fn counts<D: Dialect>(d: &D, ns: &Namespace) -> Result<StateCounts> {
+    let rows = fetch_all(d, &D::SQL.query_counts, &[("ns", Value::Text(ns.as_str()))]).await?;
+    let bad = |reason: String| Error::storage(std::io::Error::other(format!("counts: {reason}")), false);
+    let mut out = std::collections::BTreeMap::new();
+    for r in rows {
+        let state = r.text("state").map_err(bad)?;
+        let n = r.int("n").map_err(bad)?;
+        match exact_state(&state) {
+            Ok(st) => {
+                out.insert(st, u64::try_from(n).unwrap_or(0));
+            }
+            Err(_) => tracing::warn!(%state, n, "tasks with an unknown state left out of the counts"),
+        }
+    }
+    Ok(out.into_iter().collect())
 }

@@ -312,6 +312,8 @@ pub struct Statements {
     pub schedule_pause: Statement,
     /// `schedule/advance`: moves its cursor, fenced.
     pub schedule_advance: Statement,
+    /// `query/counts`: tasks per state.
+    pub query_counts: Statement,
     /// `storage/probe_tasks`: every column of the tasks table the statements use.
     pub probe_tasks: Statement,
     /// `storage/probe_leaders`: the leaders table.
@@ -357,6 +359,7 @@ macro_rules! statements {
             schedule_remove: $crate::statement!("schedule/remove"),
             schedule_pause: $crate::statement!("schedule/pause"),
             schedule_advance: $crate::statement!("schedule/advance"),
+            query_counts: $crate::statement!("query/counts"),
             probe_tasks: $crate::statement!("storage/probe_tasks"),
             probe_leaders: $crate::statement!("storage/probe_leaders"),
             probe_workers: $crate::statement!("storage/probe_workers"),

@@ -172,7 +172,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
-        self.dialect.counts(ns).await
+        schema::counts(&self.dialect, ns).await
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
