@@ -87,7 +87,7 @@ impl std::fmt::Display for AttemptOutcome {
 /// what is known.
 ///
 /// ```
-/// use reliable_executor::{AttemptOutcome, AttemptRecord, Timestamp, WorkerId};
+/// use reliable_executor::{Timestamp, WorkerId, attempt_log::{AttemptOutcome, AttemptRecord}};
 ///
 /// let mut attempt = AttemptRecord::new(1, AttemptOutcome::Failed, Timestamp::from_millis(2_500));
 /// attempt.worker = Some(WorkerId::new("host-1:4242")?);
@@ -181,7 +181,7 @@ impl TaskRecord {
     /// attempt is; a requeued task's count starts again).
     ///
     /// ```
-    /// use reliable_executor::{AttemptOutcome, AttemptRecord, TaskId, TaskRecord, TaskState, Timestamp};
+    /// use reliable_executor::{TaskId, TaskRecord, TaskState, Timestamp, attempt_log::{AttemptOutcome, AttemptRecord}};
     ///
     /// let t = |ms| Timestamp::from_millis(ms);
     /// let mut record = TaskRecord::new(TaskId::new("t1")?, "send", TaskState::Completed, b"{}".to_vec(), t(0), t(0));
@@ -254,7 +254,7 @@ pub(crate) fn push_bounded(log: &mut Vec<AttemptRecord>, entry: AttemptRecord) {
 /// once as a warning naming the task. Keeps the newest [`MAX_ATTEMPT_LOG`].
 ///
 /// ```
-/// use reliable_executor::{AttemptOutcome, TaskId, storage::decode_attempt_log};
+/// use reliable_executor::{TaskId, attempt_log::AttemptOutcome, storage::decode_attempt_log};
 ///
 /// let id = TaskId::new("t1")?;
 /// let log = decode_attempt_log(&id, r#"[{"attempt":1,"ended_at":5,"outcome":"failed"}, 7]"#);

@@ -1,5 +1,6 @@
 //! Submitting and querying tasks: [`Client`], the [`Submit`] trait the
-//! generated helpers call, and the typed [`TaskBuilder`].
+//! generated helpers call, the typed [`TaskBuilder`], and the limits of a
+//! submit ([`DEFAULT_MAX_PAYLOAD`], [`SUBMIT_BATCH`]).
 
 use std::{
     fmt,
@@ -11,10 +12,13 @@ use std::{
 use serde::Serialize;
 
 use crate::{
-    CancelOutcome, Error, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Registry, Result,
-    RetryPolicy, StateCounts, Submitted, TaskId, TaskOptions, TaskRecord, Timestamp, WorkerInfo,
+    Error, ListQuery, Namespace, Page, QueueName, Registry, Result, RetryPolicy, Submitted, TaskId,
+    TaskOptions, TaskRecord, Timestamp,
+    history::HistoryBucket,
     listener::Listeners,
     metrics as m,
+    query::{CancelOutcome, StateCounts, WorkerInfo},
+    queue::{QueueInfo, QueueLimits},
     resend::Resend,
     storage::{
         Debounce, Due, HistoryStore, NewTask, Presence, QueueControl, RunNow, ScheduleStore, Storage,
@@ -141,7 +145,7 @@ impl<S: Storage> Client<S> {
     /// sends in all (0 counts as 1: send once and return the error), the
     /// first resend after `pause`, each next one after twice the pause
     /// before (at most 10 s). Default: 3 tries, 100 ms
-    /// ([`crate::DEFAULT_SUBMIT_TRIES`], [`crate::DEFAULT_SUBMIT_PAUSE`]).
+    /// ([`crate::resend::DEFAULT_SUBMIT_TRIES`], [`crate::resend::DEFAULT_SUBMIT_PAUSE`]).
     /// Only such submits are sent again, for [`Submit::submit_new`],
     /// [`Submit::submit_many_new`] and the typed helpers that call them;
     /// a submit that failed before it reached the store returns its error
@@ -364,7 +368,7 @@ impl<S: HistoryStore> Client<S> {
     ///
     /// # Errors
     /// Store failures; [`Error::Unsupported`] from a store chosen at run time whose choice lacks the ability.
-    pub async fn history(&self, since: crate::Timestamp) -> Result<Vec<crate::HistoryBucket>> {
+    pub async fn history(&self, since: crate::Timestamp) -> Result<Vec<HistoryBucket>> {
         self.inner.storage.history(&self.inner.namespace, since).await
     }
 }
@@ -472,7 +476,7 @@ impl<S: QueueControl> Client<S> {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), reliable_executor::Error> {
-    /// use reliable_executor::{Client, MemoryStorage, Namespace, QueueLimits, RateLimit};
+    /// use reliable_executor::{Client, MemoryStorage, Namespace, queue::{QueueLimits, RateLimit}};
     ///
     /// let client = Client::new(MemoryStorage::new(), Namespace::new("docs-limits")?)?;
     /// // At most 4 report builds at once, and 50 payment calls a second, fleet-wide.
@@ -740,7 +744,7 @@ impl<P: Serialize> TaskBuilder<P> {
     }
 
     /// Overrides the priority within the queue: 0 (the default) to
-    /// [`crate::MAX_PRIORITY`], higher claimed first.
+    /// [`crate::queue::MAX_PRIORITY`], higher claimed first.
     pub fn priority(mut self, priority: u8) -> Self {
         self.options.priority = priority;
         self

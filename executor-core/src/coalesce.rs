@@ -31,7 +31,7 @@ use crate::{
 ///
 /// ```
 /// use std::time::Duration;
-/// use reliable_executor::{Client, Coalescer, MemoryStorage, Namespace, TaskBuilder, TaskOptions};
+/// use reliable_executor::{Client, MemoryStorage, Namespace, TaskBuilder, TaskOptions, coalesce::Coalescer};
 ///
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// let client = Client::without_name_check(MemoryStorage::new(), Namespace::new("stats")?);

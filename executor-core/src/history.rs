@@ -1,6 +1,7 @@
-//! Throughput history (issue 18): how many attempts of each task name
-//! succeeded and failed in each minute, kept in the store so every process
-//! and a restart see the same history.
+//! Throughput history: how many attempts of each task name succeeded and
+//! failed in each minute, kept in the store so every process and a restart
+//! see the same history. [`Client::history`](crate::Client::history) answers
+//! [`HistoryBucket`]s; an executor adds [`HistoryCount`]s.
 //!
 //! Executors count finished attempts in memory and add them with one
 //! [`HistoryStore::add_history`](crate::storage::HistoryStore::add_history) call every
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, MAX_ID_LEN, Result, Timestamp};
+use crate::{Error, Result, Timestamp, id::MAX_ID_LEN};
 
 /// One minute, the width of a history bucket.
 pub const HISTORY_MINUTE: Duration = Duration::from_secs(60);
@@ -117,7 +118,7 @@ impl HistoryBucket {
     /// a negative count (a row edited by hand). The SQL drivers' one check.
     ///
     /// ```
-    /// use reliable_executor::{HistoryBucket, Timestamp};
+    /// use reliable_executor::{Timestamp, history::HistoryBucket};
     ///
     /// let b = HistoryBucket::from_columns(120_000, "mail".into(), 3, 1)?;
     /// assert_eq!((b.minute, b.succeeded, b.failed), (Timestamp::from_millis(120_000), 3, 1));

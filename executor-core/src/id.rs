@@ -1,4 +1,5 @@
-//! Identifiers: task ids, namespaces and worker ids.
+//! Identifiers: task ids, namespaces and worker ids, and their longest
+//! lengths.
 
 use std::fmt;
 

@@ -50,7 +50,7 @@ pub struct TaskOptions {
     pub timeout: Option<Duration>,
     /// The queue its tasks wait in.
     pub queue: QueueName,
-    /// Their priority within the queue, 0..=[`crate::MAX_PRIORITY`].
+    /// Their priority within the queue, 0..=[`crate::queue::MAX_PRIORITY`].
     pub priority: u8,
     /// `retry_limit` was set explicitly, so levels do not replace it.
     limit_set: bool,

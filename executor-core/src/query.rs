@@ -1,5 +1,9 @@
-//! What callers ask the store and what it answers: pages, counts, cancel
-//! outcomes, retention. User API, re-exported at the crate root.
+//! What callers ask the store and what it answers: a page of tasks in one
+//! state ([`ListQuery`], [`Page`], also at the crate root), counts by state
+//! ([`StateCounts`]), what a cancel did ([`CancelOutcome`]), the workers
+//! that announced themselves ([`WorkerInfo`]), records that no longer
+//! decode ([`Unreadable`]), and how long finished tasks are kept
+//! ([`Retention`]).
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -88,7 +92,7 @@ impl ListQuery {
     }
 
     /// Refuses a page size outside 1..=[`MAX_PAGE_SIZE`] and a name no task
-    /// can have (empty, longer than [`crate::MAX_ID_LEN`] bytes, a
+    /// can have (empty, longer than [`crate::id::MAX_ID_LEN`] bytes, a
     /// control character, whitespace), with [`crate::Error::Invalid`]. Every store
     /// checks this first.
     pub fn validate(&self) -> crate::Result<()> {
@@ -99,7 +103,7 @@ impl ListQuery {
             ));
         }
         if let Some(name) = &self.name {
-            crate::id::validate_key("task name", name, crate::MAX_ID_LEN)?;
+            crate::id::validate_key("task name", name, crate::id::MAX_ID_LEN)?;
         }
         Ok(())
     }
@@ -184,7 +188,7 @@ impl WorkerInfo {
     /// deploy, or two services sharing a namespace).
     ///
     /// ```
-    /// use reliable_executor::{Timestamp, WorkerId, WorkerInfo};
+    /// use reliable_executor::{Timestamp, WorkerId, query::WorkerInfo};
     /// let at = Timestamp::from_millis(0);
     /// let workers = [
     ///     WorkerInfo::new(WorkerId::new("a")?, ["charge"], at),
@@ -206,7 +210,7 @@ impl WorkerInfo {
 /// Counts of tasks by state. Build one from `(state, count)` pairs.
 ///
 /// ```
-/// use reliable_executor::{StateCounts, TaskState};
+/// use reliable_executor::{TaskState, query::StateCounts};
 ///
 /// let counts: StateCounts = [(TaskState::Pending, 3), (TaskState::Failed, 1)].into_iter().collect();
 /// assert_eq!(counts.get(TaskState::Pending), 3);
@@ -256,7 +260,7 @@ impl StateCounts {
 ///
 /// ```
 /// use std::time::Duration;
-/// use reliable_executor::Retention;
+/// use reliable_executor::query::Retention;
 ///
 /// let keep = Retention::default()
 ///     .completed(Duration::from_secs(3_600))

@@ -1,4 +1,4 @@
-//! Named queues and priorities (issue 16): which queue a task waits in, the
+//! Named queues and priorities: which queue a task waits in, the
 //! order within a queue, and how an executor shares its claims among the
 //! queues it serves.
 //!
@@ -158,7 +158,7 @@ impl QueueShare {
 /// priority first, then earliest due, then id.
 ///
 /// ```
-/// use reliable_executor::{ClaimPlan, QueueName};
+/// use reliable_executor::{QueueName, queue::ClaimPlan};
 ///
 /// let plan = ClaimPlan::single(QueueName::default(), 10);
 /// assert_eq!(plan.limit, 10);
@@ -189,7 +189,7 @@ impl ClaimPlan {
     /// limit)`.
     ///
     /// ```
-    /// use reliable_executor::{ClaimPlan, QueueName};
+    /// use reliable_executor::{QueueName, queue::ClaimPlan};
     ///
     /// assert_eq!(ClaimPlan::default_queue(10), ClaimPlan::single(QueueName::default(), 10));
     /// ```
@@ -225,7 +225,7 @@ enum Order {
 /// to the others in the same claim, so no capacity idles.
 ///
 /// ```
-/// use reliable_executor::QueueSet;
+/// use reliable_executor::queue::QueueSet;
 ///
 /// let mut set = QueueSet::weighted([("critical", 6), ("default", 3), ("low", 1)])?;
 /// let mut got = std::collections::HashMap::new();
@@ -382,7 +382,7 @@ pub const MAX_RATE_STARTS: u32 = 1_000_000;
 ///
 /// ```
 /// use std::time::Duration;
-/// use reliable_executor::RateLimit;
+/// use reliable_executor::queue::RateLimit;
 ///
 /// let fifty = RateLimit::per_second(50)?;
 /// assert_eq!((fifty.starts, fifty.per, fifty.burst), (50, Duration::from_secs(1), 50));
@@ -471,7 +471,7 @@ impl RateLimit {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use reliable_executor::RateLimit;
+    /// use reliable_executor::queue::RateLimit;
     ///
     /// let rate = RateLimit::new(20, Duration::from_secs(1))?.burst(10)?;
     /// assert_eq!(rate.bucket_at(0.0, 1_000, 1_100), 2.0);
@@ -495,7 +495,7 @@ pub const MAX_CONCURRENCY_LIMIT: u32 = 1_000_000;
 /// `None` is no limit; the default is none at all.
 ///
 /// ```
-/// use reliable_executor::{QueueLimits, RateLimit};
+/// use reliable_executor::queue::{QueueLimits, RateLimit};
 ///
 /// let limits = QueueLimits::new().concurrency(4).rate(RateLimit::per_second(50)?);
 /// assert!(limits.validate().is_ok());
@@ -521,7 +521,7 @@ impl QueueLimits {
     /// limits are set again.
     ///
     /// ```
-    /// use reliable_executor::QueueLimits;
+    /// use reliable_executor::queue::QueueLimits;
     ///
     /// let limits = QueueLimits::from_columns(Some(4), Some(50), Some(1_000), Some(50));
     /// assert_eq!(limits.map(|l| l.concurrency), Ok(Some(4)));

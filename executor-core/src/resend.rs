@@ -1,8 +1,11 @@
-//! Sending a submit again when its outcome was lost: the store may have
-//! stored the task and its answer never arrived ([`Error::OutcomeUnknown`]).
-//! [`crate::Client`] resends the same submit ([`NewTask::resend`]: same id,
-//! same nonce) a bounded number of times, so a store answers `Created`
-//! whether or not the lost try stored the task, and the task exists once.
+//! Sending a submit again when its outcome was lost: the defaults of
+//! [`Client::submit_retry`](crate::Client::submit_retry).
+//!
+//! The store may have stored the task and its answer never arrived
+//! ([`Error::OutcomeUnknown`]). [`crate::Client`] resends the same submit
+//! ([`NewTask::resend`]: same id, same nonce) a bounded number of times, so
+//! a store answers `Created` whether or not the lost try stored the task,
+//! and the task exists once.
 
 use std::time::Duration;
 

@@ -226,8 +226,8 @@ impl RetryPolicy {
 ///
 /// ```
 /// use std::time::Duration;
-/// assert_eq!(reliable_executor::parse_duration("2s")?, Duration::from_secs(2));
-/// assert!(reliable_executor::parse_duration("2 parsecs").is_err());
+/// assert_eq!(reliable_executor::retry::parse_duration("2s")?, Duration::from_secs(2));
+/// assert!(reliable_executor::retry::parse_duration("2 parsecs").is_err());
 /// # Ok::<(), reliable_executor::Error>(())
 /// ```
 ///

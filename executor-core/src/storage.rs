@@ -20,8 +20,10 @@
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
-    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
+    ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
+    query::{CancelOutcome, Retention, StateCounts, WorkerInfo},
+    queue::{ClaimPlan, QueueInfo, QueueLimits},
     schedule::Schedule,
 };
 pub use crate::{

@@ -5,7 +5,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Error, MAX_RETRY_LIMIT, QueueName, Result, RetryPolicy, TaskId, TaskState, Timestamp, WorkerId,
+    Error, QueueName, Result, RetryPolicy, TaskId, TaskState, Timestamp, WorkerId,
+    options::MAX_RETRY_LIMIT,
     time::{check_duration, check_instant},
 };
 
@@ -59,32 +60,32 @@ pub struct TaskRecord {
     pub cancel_requested: bool,
     /// The debounce key it was submitted under, if any.
     pub debounce_key: Option<String>,
-    /// The queue it waits in ([`crate::DEFAULT_QUEUE`] unless named).
+    /// The queue it waits in ([`crate::queue::DEFAULT_QUEUE`] unless named).
     #[serde(default)]
     pub queue: QueueName,
-    /// Its priority within the queue, 0..=[`crate::MAX_PRIORITY`], higher
+    /// Its priority within the queue, 0..=[`crate::queue::MAX_PRIORITY`], higher
     /// first.
     #[serde(default)]
     pub priority: u8,
     /// The attempts that ended before the current or last one, oldest
-    /// first, at most [`crate::MAX_ATTEMPT_LOG`] (the newest; older ones are
+    /// first, at most [`crate::attempt_log::MAX_ATTEMPT_LOG`] (the newest; older ones are
     /// dropped). The current or last attempt is not in it: it is this
     /// record's own `worker`, `started_at`, `finished_at` and `last_error`;
     /// [`TaskRecord::all_attempts`] joins both.
     ///
     /// A store appends to it in the same atomic step as the transition that
     /// ends an attempt without finishing the task: a retry
-    /// ([`crate::AttemptOutcome::Failed`]), a reap that puts the task back
-    /// to wait ([`crate::AttemptOutcome::LeaseExpired`]), and a requeue of a
+    /// ([`crate::attempt_log::AttemptOutcome::Failed`]), a reap that puts the task back
+    /// to wait ([`crate::attempt_log::AttemptOutcome::LeaseExpired`]), and a requeue of a
     /// dead-lettered task, which keeps the attempt that dead-lettered it
-    /// ([`crate::AttemptOutcome::Dead`]). Completions, releases and
+    /// ([`crate::attempt_log::AttemptOutcome::Dead`]). Completions, releases and
     /// postponements write nothing. The log lives as long as the task:
     /// retention deletes both together.
     ///
     /// `get` (a status query) and the tier methods fill it; claims and list
     /// pages may leave it empty, so they stay as lean as before it existed.
     #[serde(default)]
-    pub attempt_log: Vec<crate::AttemptRecord>,
+    pub attempt_log: Vec<crate::attempt_log::AttemptRecord>,
 }
 
 impl TaskRecord {
@@ -296,9 +297,9 @@ pub struct NewTask {
     pub retry: Option<RetryPolicy>,
     /// Plain, idempotent or debounced.
     pub mode: SubmitMode,
-    /// The queue it waits in ([`crate::DEFAULT_QUEUE`] unless named).
+    /// The queue it waits in ([`crate::queue::DEFAULT_QUEUE`] unless named).
     pub queue: QueueName,
-    /// Its priority within the queue, 0..=[`crate::MAX_PRIORITY`], higher
+    /// Its priority within the queue, 0..=[`crate::queue::MAX_PRIORITY`], higher
     /// first.
     pub priority: u8,
     /// The nonce of this submit ([`NewTask::nonce`]).
@@ -313,7 +314,7 @@ pub(crate) fn new_nonce() -> u64 {
 
 impl NewTask {
     /// A task of handler `name` with `payload` (JSON bytes), due now, with
-    /// the default retry limit ([`crate::DEFAULT_RETRY_LIMIT`]), no deadline,
+    /// the default retry limit ([`crate::options::DEFAULT_RETRY_LIMIT`]), no deadline,
     /// no timeout, the handler's retry policy, and a plain submit, under a
     /// nonce of its own. Set the other fields before submitting.
     ///
@@ -332,7 +333,7 @@ impl NewTask {
             name: name.into(),
             payload,
             due: Due::Now,
-            max_attempts: crate::DEFAULT_RETRY_LIMIT + 1,
+            max_attempts: crate::options::DEFAULT_RETRY_LIMIT + 1,
             max_duration: None,
             timeout: None,
             retry: None,
@@ -425,7 +426,7 @@ impl NewTask {
 
     /// Checks every field against the ranges all stores share: a valid id
     /// and debounce key, `1..=MAX_RETRY_LIMIT + 1` attempts, every duration
-    /// at most [`crate::MAX_DURATION`], a `run_at` no later than
+    /// at most [`crate::time::MAX_DURATION`], a `run_at` no later than
     /// [`Timestamp::MAX`], a storable, valid retry policy. [`crate::Client`]
     /// calls it before a submit reaches the store, and every store calls it
     /// again at its entry point, so a task built by hand gets the same
@@ -444,8 +445,8 @@ impl NewTask {
     /// assert!(task.validate().is_err());
     /// ```
     pub fn validate(&self) -> Result<()> {
-        crate::id::validate_key("task id", self.id.as_str(), crate::MAX_ID_LEN)?;
-        crate::id::validate_key("task name", &self.name, crate::MAX_ID_LEN)?;
+        crate::id::validate_key("task id", self.id.as_str(), crate::id::MAX_ID_LEN)?;
+        crate::id::validate_key("task name", &self.name, crate::id::MAX_ID_LEN)?;
         crate::queue::check_priority(self.priority)?;
         if self.max_attempts == 0 || self.max_attempts > MAX_RETRY_LIMIT + 1 {
             return Err(Error::invalid(
@@ -478,7 +479,7 @@ impl NewTask {
             retry.validate()?;
         }
         if let SubmitMode::Debounce(d) = &self.mode {
-            crate::id::validate_key("debounce key", &d.key, crate::MAX_ID_LEN)?;
+            crate::id::validate_key("debounce key", &d.key, crate::id::MAX_ID_LEN)?;
             check_duration("debounce window", d.window)?;
             if let Some(w) = d.max_wait {
                 check_duration("debounce max_wait", w)?;
@@ -622,7 +623,7 @@ impl Finish {
     }
 
     /// Checks the finish against the ranges all stores share: a retry delay
-    /// of at most [`crate::MAX_DURATION`]. Every store calls it for each
+    /// of at most [`crate::time::MAX_DURATION`]. Every store calls it for each
     /// item before writing, so one bad item is refused alone and never
     /// fails the rest of its batch (invariant 7).
     ///

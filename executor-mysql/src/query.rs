@@ -3,7 +3,10 @@
 use executor_sql::dialect::Query;
 use std::collections::BTreeMap;
 
-use executor_core::{Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, Unreadable};
+use executor_core::{
+    Error, ListQuery, Namespace, Page, Result, TaskId, TaskRecord,
+    query::{StateCounts, Unreadable},
+};
 use sqlx::Row;
 
 use crate::{

@@ -3,7 +3,10 @@
 use executor_sql::dialect::Query;
 use std::collections::BTreeMap;
 
-use executor_core::{Error, ListQuery, Namespace, Page, Result, StateCounts, TaskId, TaskRecord, Unreadable};
+use executor_core::{
+    Error, ListQuery, Namespace, Page, Result, TaskId, TaskRecord,
+    query::{StateCounts, Unreadable},
+};
 use sqlx::Row;
 
 use crate::{
@@ -21,7 +24,7 @@ fn make_cursor(finished: Option<i64>, id: &str) -> String {
 }
 
 fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
-    executor_sql::cursor::parse(CURSOR_PREFIX, executor_core::MAX_ID_LEN, c)
+    executor_sql::cursor::parse(CURSOR_PREFIX, executor_core::id::MAX_ID_LEN, c)
 }
 
 impl Query for PostgresDialect {

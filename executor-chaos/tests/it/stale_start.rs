@@ -20,8 +20,9 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError,
-    TaskOptions, TaskRecord, TaskState, WorkerId,
+    Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError, TaskOptions,
+    TaskRecord, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::Storage,
     testing::{Intercept, Intercepted},
 };

@@ -9,9 +9,11 @@ use tracing::Instrument;
 
 use super::run::{InFlight, Shared, StopReason};
 use crate::{
-    Action, Error, MAX_DURATION, MAX_ERROR_LEN, TaskContext, TaskError, TaskId, TaskRecord, TaskState,
-    Timestamp, metrics as m,
+    Action, Error, TaskContext, TaskError, TaskId, TaskRecord, TaskState, Timestamp,
+    attempt_log::MAX_ERROR_LEN,
+    metrics as m,
     storage::{ExecutorStorage, Finish, Lease},
+    time::MAX_DURATION,
 };
 
 /// Removes an attempt's in-flight entry when dropped: however the attempt

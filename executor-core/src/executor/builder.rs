@@ -4,8 +4,9 @@ use std::{fmt, sync::Arc, time::Duration};
 
 use super::{Executor, config::Config};
 use crate::{
-    Client, DEFAULT_MAX_PAYLOAD, Error, Handler, Listener, Namespace, QueueName, QueueSet, Registry, Result,
-    Retention, WorkerId, data::DataMap, listener::Listeners, resend::Resend, storage::ExecutorStorage,
+    Client, Error, Handler, Listener, Namespace, QueueName, Registry, Result, WorkerId,
+    client::DEFAULT_MAX_PAYLOAD, data::DataMap, listener::Listeners, query::Retention, queue::QueueSet,
+    resend::Resend, storage::ExecutorStorage,
 };
 
 /// Builds an [`Executor`]. Start with [`Executor::builder`].
@@ -358,7 +359,7 @@ impl<S: ExecutorStorage> ExecutorBuilder<S> {
     /// (the error names the option and the range: `concurrency` 1..=100,000,
     /// batches 1..=100,000, `lease` 100 ms..=1 day, `heartbeat_interval` at
     /// most half the lease, other intervals and graces up to a day, retention
-    /// up to [`crate::MAX_DURATION`]) or a handler default out of range;
+    /// up to [`crate::time::MAX_DURATION`]) or a handler default out of range;
     /// [`Error::DuplicateHandler`] when two handlers share a name;
     /// [`Error::UnknownTask`] when an expected handler is missing;
     /// [`Error::MissingData`] when a handler takes a `Data<T>` that was not

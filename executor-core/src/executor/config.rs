@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{QueueSet, Retention};
+use crate::{query::Retention, queue::QueueSet};
 
 /// Settings of an [`crate::Executor`], set through [`crate::ExecutorBuilder`].
 #[derive(Clone, Debug)]
@@ -93,8 +93,8 @@ impl Config {
         span("max_idle_wait", self.max_idle_wait, Duration::from_millis(1), MAX_INTERVAL)?;
         span("housekeeping_interval", self.housekeeping, Duration::from_millis(1), MAX_INTERVAL)?;
         span("trim_interval", self.trim_every, Duration::from_millis(1), MAX_INTERVAL)?;
-        span("unknown_task_grace", self.unknown_task_grace, Duration::ZERO, crate::MAX_DURATION)?;
-        span("misfire_grace", self.misfire_grace, Duration::ZERO, crate::MAX_DURATION)?;
+        span("unknown_task_grace", self.unknown_task_grace, Duration::ZERO, crate::time::MAX_DURATION)?;
+        span("misfire_grace", self.misfire_grace, Duration::ZERO, crate::time::MAX_DURATION)?;
         span(
             "housekeeping_budget",
             self.housekeeping_budget,

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::run::Shared;
 use crate::{
-    MAX_ID_LEN,
+    id::MAX_ID_LEN,
     storage::{ExecutorStorage, HistoryCount},
 };
 

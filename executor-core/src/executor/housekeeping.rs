@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{config::Config, run::Shared};
 use crate::{
-    Namespace, TaskState, WorkerInfo, metrics as m,
+    Namespace, TaskState, metrics as m,
+    query::WorkerInfo,
     storage::{ExecutorStorage, Leadership, Reaped},
 };
 

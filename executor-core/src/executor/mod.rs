@@ -104,7 +104,7 @@ impl<S: ExecutorStorage> Executor<S> {
 
     /// The queues this executor serves and how it shares its claims among
     /// them.
-    pub fn queues(&self) -> &crate::QueueSet {
+    pub fn queues(&self) -> &crate::queue::QueueSet {
         &self.inner.config.queues
     }
 

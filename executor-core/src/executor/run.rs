@@ -18,7 +18,8 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use super::{Executor, attempt, heartbeat, history, housekeeping};
 use crate::{
-    ClaimPlan, Error, QueueName, Result, TaskId,
+    Error, QueueName, Result, TaskId,
+    queue::ClaimPlan,
     storage::{ExecutorStorage, Lease},
 };
 

@@ -4,8 +4,9 @@
 use std::{collections::BTreeSet, ops::Bound, time::Duration};
 
 use crate::{
-    AttemptOutcome, AttemptRecord, Error, ListQuery, Page, Result, Retention, StateCounts, TaskId, TaskState,
-    Timestamp, WorkerId, WorkerInfo,
+    Error, ListQuery, Page, Result, TaskId, TaskState, Timestamp, WorkerId,
+    attempt_log::{AttemptOutcome, AttemptRecord},
+    query::{Retention, StateCounts, WorkerInfo},
     storage::{Leadership, Reaped},
 };
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{MAX_PRIORITY, QueueName, TaskId, TaskRecord, TaskState, Timestamp};
+use crate::{QueueName, TaskId, TaskRecord, TaskState, Timestamp, queue::MAX_PRIORITY};
 
 /// One priority level of one queue: waiting tasks by due time, then `seq`.
 pub(super) type Level = BTreeSet<(Timestamp, u64, TaskId)>;

@@ -19,8 +19,10 @@ use std::{
 use tokio::sync::Notify;
 
 use crate::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
-    Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId, WorkerInfo,
+    ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
+    query::{CancelOutcome, Retention, StateCounts, WorkerInfo},
+    queue::{ClaimPlan, QueueInfo, QueueLimits},
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,

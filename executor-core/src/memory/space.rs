@@ -4,8 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::{
-    AttemptOutcome, AttemptRecord, CancelOutcome, ClaimPlan, Error, QueueInfo, QueueLimits, QueueName,
-    Result, SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    Error, QueueName, Result, SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    attempt_log::{AttemptOutcome, AttemptRecord},
+    query::CancelOutcome,
+    queue::{ClaimPlan, QueueInfo, QueueLimits},
     storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, ScheduleEntry, SubmitMode},
 };
 

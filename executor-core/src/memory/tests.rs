@@ -158,16 +158,16 @@ async fn payload_limit_is_one_setting_and_the_store_cap_applies_when_lower() -> 
     // payload past the default setting still fits in the store.
     assert_eq!(store.max_payload().await?, MemoryStorage::MAX_PAYLOAD);
     let mut t = task("past-default");
-    t.payload = vec![b'1'; crate::DEFAULT_MAX_PAYLOAD + 1];
+    t.payload = vec![b'1'; crate::client::DEFAULT_MAX_PAYLOAD + 1];
     store.submit(&ns, t.clone()).await?;
     // The client applies the setting (default 1 MiB)...
     let client = crate::Client::without_name_check(store.clone(), ns.clone());
-    assert_eq!(client.payload_limit().await?, crate::DEFAULT_MAX_PAYLOAD);
+    assert_eq!(client.payload_limit().await?, crate::client::DEFAULT_MAX_PAYLOAD);
     t.id = TaskId::new("over-default")?;
     let err = crate::Submit::submit_new(&client, t.clone()).await.err();
     assert!(
         matches!(err, Some(Error::PayloadTooLarge { size, limit })
-            if size == crate::DEFAULT_MAX_PAYLOAD + 1 && limit == crate::DEFAULT_MAX_PAYLOAD),
+            if size == crate::client::DEFAULT_MAX_PAYLOAD + 1 && limit == crate::client::DEFAULT_MAX_PAYLOAD),
         "{err:?}"
     );
     // ...set lower, or set above the store's cap, where the store's applies.
@@ -295,7 +295,7 @@ async fn extreme_due_times_and_waits_do_not_panic() -> Result<()> {
     let ns = ns("extreme");
     let mut t = task("end-of-time");
     t.due = Due::At(Timestamp::MAX);
-    t.max_duration = Some(crate::MAX_DURATION);
+    t.max_duration = Some(crate::time::MAX_DURATION);
     store.submit(&ns, t).await?;
     let start = Instant::now();
     store.wait_for_work(&ns, &[QueueName::default()], Duration::from_secs(1)).await?;

@@ -6,9 +6,11 @@ use std::{collections::VecDeque, sync::Mutex, time::Duration};
 
 use super::*;
 use crate::{
-    CancelOutcome, ClaimPlan, Client, ListQuery, MemoryStorage, Page, QueueName, Retention, StateCounts,
-    SubmitOutcome, TaskBuilder, TaskOptions, TaskRecord, TaskState, Timestamp, WorkerId,
+    Client, ListQuery, MemoryStorage, Page, QueueName, SubmitOutcome, TaskBuilder, TaskOptions, TaskRecord,
+    TaskState, Timestamp, WorkerId,
     client::Submit,
+    query::{CancelOutcome, Retention, StateCounts},
+    queue::ClaimPlan,
     storage::{Finish, Heartbeat, Leadership, Lease, Reaped},
     testing,
 };

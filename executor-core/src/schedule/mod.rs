@@ -21,7 +21,7 @@ pub use cron::Cron;
 use crate::{Error, Result, TaskId, Timestamp, id::validate_key};
 
 /// The longest schedule name: room for `@` and the tick's instant in a
-/// task id of at most [`crate::MAX_ID_LEN`] bytes.
+/// task id of at most [`crate::id::MAX_ID_LEN`] bytes.
 pub const MAX_SCHEDULE_NAME_LEN: usize = 100;
 
 /// The largest `max` of [`Misfire::All`]: the most ticks the leader fires
@@ -168,7 +168,7 @@ impl Schedule {
             // `@` separates the name from the tick in the tasks' ids.
             return Err(Error::invalid("schedule name", format!("`{}` contains '@'", self.name)));
         }
-        validate_key("schedule task", &self.task, crate::MAX_ID_LEN)?;
+        validate_key("schedule task", &self.task, crate::id::MAX_ID_LEN)?;
         self.parsed()?;
         check_json(&self.payload)?;
         if let Misfire::All { max } = self.misfire

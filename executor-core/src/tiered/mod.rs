@@ -2,19 +2,20 @@
 //! for far-future tasks (MySQL), with tasks promoted from cold to hot by the
 //! elected leader shortly before they fall due.
 
-mod promote;
+pub(crate) mod promote;
 
 use crate::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore};
 use std::{fmt, time::Duration};
 
 use crate::{
-    CancelOutcome, Error, ListQuery, Namespace, Page, Result, Retention, StateCounts, SubmitOutcome,
-    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    Error, ListQuery, Namespace, Page, Result, SubmitOutcome, Submitted, TaskId, TaskRecord, TaskState,
+    Timestamp, WorkerId,
+    query::{CancelOutcome, Retention, StateCounts},
     storage::{Due, Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, SubmitMode, TierStorage},
 };
 
 #[cfg(feature = "testing")]
-pub use promote::PromoteStep;
+use promote::PromoteStep;
 
 /// Default horizon: tasks due within 5 minutes live in the hot store.
 pub const DEFAULT_HORIZON: Duration = Duration::from_secs(300);
@@ -272,7 +273,7 @@ impl<H: TierStorage, C: TierStorage> Storage for TieredStorage<H, C> {
         &self,
         ns: &Namespace,
         worker: &WorkerId,
-        plan: &crate::ClaimPlan,
+        plan: &crate::queue::ClaimPlan,
         lease: Duration,
     ) -> Result<Vec<TaskRecord>> {
         self.hot.claim(ns, worker, plan, lease).await
@@ -442,14 +443,14 @@ impl<H: TierStorage + QueueControl, C: TierStorage + QueueControl> QueueControl 
         &self,
         ns: &Namespace,
         queue: &crate::QueueName,
-        limits: &crate::QueueLimits,
+        limits: &crate::queue::QueueLimits,
     ) -> Result<()> {
         self.hot.set_queue_limits(ns, queue, limits).await
     }
 
     /// The hot store's queues (pause lives there), with the far-future
     /// tasks the cold store keeps added to their queues' waiting counts.
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::QueueInfo>> {
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::queue::QueueInfo>> {
         let mut out = self.hot.queues(ns).await?;
         for cold in self.cold.queues(ns).await? {
             match out.iter_mut().find(|q| q.queue == cold.queue) {
@@ -461,7 +462,7 @@ impl<H: TierStorage + QueueControl, C: TierStorage + QueueControl> QueueControl 
                         (a, b) => a.or(b),
                     };
                 }
-                None if cold.waiting > 0 => out.push(crate::QueueInfo { paused: false, ..cold }),
+                None if cold.waiting > 0 => out.push(crate::queue::QueueInfo { paused: false, ..cold }),
                 None => {}
             }
         }
@@ -499,7 +500,7 @@ impl<H: TierStorage + Presence, C: TierStorage> Presence for TieredStorage<H, C>
         self.hot.announce(ns, worker, names, ttl).await
     }
 
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::query::WorkerInfo>> {
         self.hot.workers(ns).await
     }
 }
