@@ -114,62 +114,69 @@
 //! | [`storage`] | the driver contract: what a store implements and is handed |
 //! | `testing` | the conformance suites a store runs (feature `testing`) |
 //! | [`prelude`] | what `use reliable_executor::prelude::*;` brings |
+//!
+//! # Layers
+//!
+//! The source is in one folder per layer, each using only the layers listed
+//! before it; a public module keeps its path whichever folder holds it:
+//!
+//! | folder | layer |
+//! |---|---|
+//! | `records/` | what a task is: the task and its states, ids, instants, queues, schedules and cron, retry policies, options, query answers, the attempt log, the throughput history, each with its limits |
+//! | `storage/` | the driver contract ([`storage`]) over the records, and the group commit a store may batch its finishes with |
+//! | `api/` | the user's API over the contract: the client and its resends, the submit builders, what a handler takes and returns, the registry, listeners, the handle on schedules, the coalescer |
+//! | `runtime/` | the executor (claim loop, attempts, heartbeats, housekeeping, leadership, shutdown) and the leader's cron scheduler |
+//! | `stores/` | the stores of the core: [`MemoryStorage`] and [`TieredStorage`] |
+//!
+//! Beside them, `error`, [`metrics`] and [`tls`] serve every layer and the
+//! drivers, and `testing` holds the conformance suites.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod attempt_log;
-pub mod client;
-pub mod coalesce;
-mod context;
-mod data;
-mod error;
-mod executor;
-mod group_commit;
-pub mod history;
-pub mod id;
-mod listener;
-mod memory;
-pub mod metrics;
-pub mod options;
-pub mod query;
-pub mod queue;
-mod registry;
-pub mod resend;
-pub mod retry;
-pub mod schedule;
-mod state;
+// The layers (see "Layers" above). Their public modules are re-exported
+// here, at the paths they have always had.
+mod api;
+mod records;
+mod runtime;
 pub mod storage;
-mod task;
+mod stores;
+
+mod error;
+pub mod metrics;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod tiered;
-pub mod time;
 pub mod tls;
+
+pub use api::{client, coalesce, resend};
+pub use records::{attempt_log, history, id, options, query, queue, retry, schedule, time};
+pub use stores::tiered;
 
 // What an application uses. The items of public modules are also documented
 // there, with the limits and records of their concept. The facade names
 // the same items one by one: keep its list equal to this one.
+pub use api::context::{Action, IntoTaskResult, TaskContext, TaskError};
+pub use api::data::Data;
+pub use api::listener::Listener;
+pub use api::registry::{Handler, Registry};
 #[doc(inline)]
 pub use client::{Client, Submit, TaskBuilder};
-pub use context::{Action, IntoTaskResult, TaskContext, TaskError};
-pub use data::Data;
 pub use error::{BoxError, Error, Result};
-pub use executor::{Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, StopHandle, shutdown_signal};
 #[doc(inline)]
 pub use id::{Namespace, TaskId, WorkerId};
-pub use listener::Listener;
-pub use memory::MemoryStorage;
 #[doc(inline)]
 pub use options::TaskOptions;
 #[doc(inline)]
 pub use query::{ListQuery, Page};
 #[doc(inline)]
 pub use queue::QueueName;
-pub use registry::{Handler, Registry};
+pub use records::state::TaskState;
+pub use records::task::{SubmitOutcome, Submitted, TaskRecord};
 #[doc(inline)]
 pub use retry::RetryPolicy;
-pub use state::TaskState;
-pub use task::{SubmitOutcome, Submitted, TaskRecord};
+pub use runtime::executor::{
+    Executor, ExecutorBuilder, RunningExecutor, ShutdownReport, StopHandle, shutdown_signal,
+};
+pub use stores::memory::MemoryStorage;
 #[doc(inline)]
 pub use tiered::{Tier, TieredStorage};
 #[doc(inline)]
@@ -224,12 +231,12 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    pub use crate::registry::{AttributeSchedule, BoxFuture, InvokeFn, TaskRegistration, decode};
+    pub use crate::api::registry::{AttributeSchedule, BoxFuture, InvokeFn, TaskRegistration, decode};
     pub use crate::schedule::ScheduleBuilder;
     pub use crate::storage::NewTask;
     pub use crate::{
         Data, Error, IntoTaskResult, QueueName, RetryPolicy, Submit, Submitted, TaskBuilder, TaskContext,
         TaskError, TaskId, TaskOptions,
     };
-    pub use crate::{client::submit_built, data::DataNeed};
+    pub use crate::{api::data::DataNeed, client::submit_built};
 }

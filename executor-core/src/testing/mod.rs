@@ -477,6 +477,6 @@ pub fn new_task(id: &str) -> NewTask {
         mode: SubmitMode::Plain,
         queue: crate::QueueName::default(),
         priority: 0,
-        nonce: crate::task::new_nonce(),
+        nonce: crate::records::task::new_nonce(),
     }
 }

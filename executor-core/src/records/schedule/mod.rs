@@ -9,13 +9,14 @@
 //! - [`Schedules`]: add, replace, pause, resume, remove and list them, from
 //!   [`crate::Client::schedules`] (an executor derefs to its client).
 
-mod api;
 mod cron;
-pub(crate) mod fire;
 
 use serde::{Deserialize, Serialize};
 
-pub use api::{IntoSchedule, ScheduleBuilder, ScheduleInfo, Schedules};
+// The handle on schedules is the user's API (`api/schedules.rs`) and their
+// firing the leader's runtime (`runtime/scheduler.rs`); this module shows the
+// handle beside the records.
+pub use crate::api::schedules::{IntoSchedule, ScheduleBuilder, ScheduleInfo, Schedules};
 pub use cron::Cron;
 
 use crate::{Error, Result, TaskId, Timestamp, id::validate_key};

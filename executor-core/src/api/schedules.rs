@@ -5,8 +5,11 @@ use std::{fmt, marker::PhantomData};
 
 use serde::Serialize;
 
-use super::{Misfire, Overlap, Schedule, ScheduleEntry};
-use crate::{Client, Error, Result, TaskId, TaskState, Timestamp, storage::ScheduleStore};
+use crate::{
+    Client, Error, Result, TaskId, TaskState, Timestamp,
+    schedule::{Misfire, Overlap, Schedule, ScheduleEntry},
+    storage::ScheduleStore,
+};
 
 /// A schedule as [`Schedules::list`] shows it: what the store keeps, when
 /// it fires next, and the state of the task of its last tick.

@@ -6,7 +6,8 @@ use std::{collections::HashMap, fmt, future::Future, pin::Pin, sync::Arc};
 use serde::de::DeserializeOwned;
 
 use crate::{
-    Error, IntoTaskResult, Result, TaskContext, TaskError, TaskOptions, data::DataMap, data::DataNeed,
+    Error, IntoTaskResult, Result, TaskContext, TaskError, TaskOptions,
+    api::data::{DataMap, DataNeed},
 };
 
 /// A boxed, sendable future.

@@ -28,7 +28,7 @@ fn task(id: &str) -> NewTask {
         mode: SubmitMode::Plain,
         queue: crate::QueueName::default(),
         priority: 0,
-        nonce: crate::task::new_nonce(),
+        nonce: crate::records::task::new_nonce(),
     };
     if let Ok(id) = TaskId::new(id) {
         t.id = id;

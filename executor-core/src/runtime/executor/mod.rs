@@ -14,7 +14,7 @@ use std::{fmt, future::Future, sync::Arc};
 pub use builder::ExecutorBuilder;
 pub use run::{RunningExecutor, ShutdownReport, StopHandle};
 
-use crate::data::DataMap;
+use crate::api::data::DataMap;
 use crate::{
     Client, Namespace, Registry, Result, Submit, Submitted, WorkerId,
     storage::{ExecutorStorage, NewTask},

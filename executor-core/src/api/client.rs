@@ -14,8 +14,8 @@ use serde::Serialize;
 use crate::{
     Error, ListQuery, Namespace, Page, QueueName, Registry, Result, RetryPolicy, Submitted, TaskId,
     TaskOptions, TaskRecord, Timestamp,
+    api::listener::Listeners,
     history::HistoryBucket,
-    listener::Listeners,
     metrics as m,
     query::{CancelOutcome, StateCounts, WorkerInfo},
     queue::{QueueInfo, QueueLimits},

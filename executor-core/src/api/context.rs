@@ -4,7 +4,7 @@ use std::{any::Any, fmt, sync::Arc, time::Duration};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::{Data, TaskId, Timestamp, data::DataMap};
+use crate::{Data, TaskId, Timestamp, api::data::DataMap};
 
 /// The attempt a handler runs in: take it as a parameter of a
 /// `#[reliable_task]` function (alone or after the payload).

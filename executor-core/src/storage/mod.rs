@@ -17,6 +17,8 @@
 //! each method against the state diagram and the invariants; a new store
 //! passes it before it is called done.
 
+mod group_commit;
+
 use std::{future::Future, time::Duration};
 
 use crate::{
@@ -26,15 +28,19 @@ use crate::{
     queue::{ClaimPlan, QueueInfo, QueueLimits},
     schedule::Schedule,
 };
-pub use crate::{
-    attempt_log::{attempt_log_from_column, decode_attempt_log},
-    group_commit::{GroupCommit, MAX_GROUP},
-    history::{HISTORY_MINUTE, HistoryBucket, HistoryCount, MAX_HISTORY_COUNT, check_history, minute_of},
-    schedule::{Advance, ScheduleEntry},
+// Documented in their own public modules; listed here for store authors.
+pub use crate::records::{
     state::Transition,
     task::{Debounce, Due, Finish, Lease, MAX_FENCE, NewTask, SubmitMode},
+};
+#[doc(no_inline)]
+pub use crate::{
+    attempt_log::{attempt_log_from_column, decode_attempt_log},
+    history::{HISTORY_MINUTE, HistoryBucket, HistoryCount, MAX_HISTORY_COUNT, check_history, minute_of},
+    schedule::{Advance, ScheduleEntry},
     time::{check_duration, check_instant},
 };
+pub use group_commit::{GroupCommit, MAX_GROUP};
 
 /// A store of tasks: Redis, MySQL, memory, or a combination.
 ///

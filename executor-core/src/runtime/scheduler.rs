@@ -15,9 +15,9 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Misfire, Overlap, Schedule, ScheduleEntry};
 use crate::{
     Error, Namespace, Registry, Result, SubmitOutcome, TaskOptions, Timestamp, metrics as m,
+    schedule::{Misfire, Overlap, Schedule, ScheduleEntry},
     storage::{Advance, ExecutorStorage, Leadership, NewTask, SubmitMode},
 };
 
@@ -148,7 +148,7 @@ impl<S: ExecutorStorage> Scheduler<S> {
         } else {
             match schedule.misfire {
                 Misfire::All { max } => {
-                    let max = usize::try_from(max.min(super::MAX_MISFIRE_ALL)).unwrap_or(1);
+                    let max = usize::try_from(max.min(crate::schedule::MAX_MISFIRE_ALL)).unwrap_or(1);
                     cron.ticks_between(cursor, now, max)
                 }
                 Misfire::None if now.since(latest) > self.misfire_grace => Vec::new(),
@@ -251,7 +251,7 @@ impl<S: ExecutorStorage> Scheduler<S> {
 }
 
 /// The latest tick of `cron` strictly before `t` and after `floor`.
-fn cron_prev(cron: &super::Cron, t: Timestamp, floor: Timestamp) -> Option<Timestamp> {
+fn cron_prev(cron: &crate::schedule::Cron, t: Timestamp, floor: Timestamp) -> Option<Timestamp> {
     let before = Timestamp::from_millis(t.as_millis().checked_sub(1)?);
     cron.latest_at(before).filter(|p| *p > floor)
 }

@@ -5,8 +5,12 @@ use std::{fmt, sync::Arc, time::Duration};
 use super::{Executor, config::Config};
 use crate::{
     Client, Error, Handler, Listener, Namespace, QueueName, Registry, Result, WorkerId,
-    client::DEFAULT_MAX_PAYLOAD, data::DataMap, listener::Listeners, query::Retention, queue::QueueSet,
-    resend::Resend, storage::ExecutorStorage,
+    api::{data::DataMap, listener::Listeners},
+    client::DEFAULT_MAX_PAYLOAD,
+    query::Retention,
+    queue::QueueSet,
+    resend::Resend,
+    storage::ExecutorStorage,
 };
 
 /// Builds an [`Executor`]. Start with [`Executor::builder`].

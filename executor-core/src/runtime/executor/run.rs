@@ -258,7 +258,7 @@ async fn run<S: ExecutorStorage>(shared: Arc<Shared<S>>, stop: CancellationToken
     let background = CancellationToken::new();
     let heartbeat = tokio::spawn(heartbeat::run(Arc::clone(&shared), background.clone()));
     let housekeeping = tokio::spawn(housekeeping::run(Arc::clone(&shared), background.clone()));
-    let scheduler = crate::schedule::fire::Scheduler {
+    let scheduler = crate::runtime::scheduler::Scheduler {
         storage: Arc::clone(shared.executor.client().storage_arc()),
         ns: shared.executor.namespace().clone(),
         registry: shared.executor.registry().clone(),
