@@ -20,7 +20,7 @@ use std::{
 
 use clap::Parser;
 use examples::StoreArgs;
-use executor_core::{Coalescer, Executor, Namespace, TaskState, prelude::*};
+use executor_core::{Executor, Namespace, TaskState, coalesce::Coalescer, prelude::*};
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Refresh {

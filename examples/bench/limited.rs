@@ -15,8 +15,8 @@ use std::{
 };
 
 use executor_core::{
-    Executor, Handler, MemoryStorage, Namespace, QueueLimits, QueueName, TaskContext, TaskOptions, TaskState,
-    storage::Due,
+    Executor, Handler, MemoryStorage, Namespace, QueueName, TaskContext, TaskOptions, TaskState,
+    queue::QueueLimits, storage::Due,
 };
 
 use crate::{

@@ -10,8 +10,8 @@ use std::{
 };
 
 use executor_core::{
-    Client, Executor, ExecutorBuilder, Handler, Namespace, QueueLimits, QueueName, RateLimit, Submit,
-    TaskContext, TaskId, Timestamp,
+    Client, Executor, ExecutorBuilder, Handler, Namespace, QueueName, Submit, TaskContext, TaskId, Timestamp,
+    queue::{QueueLimits, RateLimit},
     storage::{Due, NewTask},
 };
 

@@ -28,7 +28,7 @@ use std::{
 use clap::Parser;
 use executor_any::AnyStorage;
 use executor_core::{
-    Executor, Handler, Namespace, Retention, TaskBuilder, TaskContext, TaskOptions, TaskState,
+    Executor, Handler, Namespace, TaskBuilder, TaskContext, TaskOptions, TaskState, query::Retention,
     storage::Storage,
 };
 use executor_redis::RedisStorage;
@@ -105,7 +105,7 @@ async fn run(args: &Args, storage: AnyStorage, ns: &Namespace) -> Res<Vec<Sample
     let done = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&done);
     let keep = if args.retention_secs == 0 {
-        executor_core::MAX_DURATION
+        executor_core::time::MAX_DURATION
     } else {
         Duration::from_secs(args.retention_secs)
     };

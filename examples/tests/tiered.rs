@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Namespace, Result, TaskId, TaskState, TieredStorage, WorkerId,
+    Namespace, Result, TaskId, TaskState, TieredStorage, WorkerId,
+    queue::ClaimPlan,
     storage::{Due, Storage, TierStorage},
     testing,
     testing::PromoteStep,
@@ -55,7 +56,7 @@ async fn cleanup(storage: &Tiered, ns: &Namespace) {
     }
 }
 
-executor_core::storage_conformance_tests!(fresh, cleanup);
+executor_core::testing::storage_conformance_tests!(fresh, cleanup);
 
 fn task(id: &str, delay: Duration) -> executor_core::storage::NewTask {
     let mut t = testing::new_task(id);

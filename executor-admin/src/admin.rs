@@ -3,7 +3,8 @@
 use std::fmt;
 
 use executor_core::{
-    Client, DEFAULT_MAX_PAYLOAD, Executor, Registry, TaskOptions, WorkerId,
+    Client, Executor, Registry, TaskOptions, WorkerId,
+    client::DEFAULT_MAX_PAYLOAD,
     storage::{ExecutorStorage, RunNow},
 };
 

@@ -12,7 +12,7 @@ use axum::{
     },
     http::StatusCode,
 };
-use executor_core::{ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState, WorkerInfo};
+use executor_core::{ListQuery, Submit, SubmitOutcome, TaskBuilder, TaskId, TaskState, query::WorkerInfo};
 
 use crate::{
     Admin, ApiError, ErrorBody,

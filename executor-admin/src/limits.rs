@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use executor_core::{QueueLimits, RateLimit, Result};
+use executor_core::{
+    Result,
+    queue::{QueueLimits, RateLimit},
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

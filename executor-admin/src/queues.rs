@@ -12,7 +12,10 @@ use axum::{
     },
     http::StatusCode,
 };
-use executor_core::{QueueInfo, QueueLimits, QueueName, Result};
+use executor_core::{
+    QueueName, Result,
+    queue::{QueueInfo, QueueLimits},
+};
 
 use crate::{Admin, ApiError, ErrorBody, limits::QueueLimitsRequest, views::QueueView};
 

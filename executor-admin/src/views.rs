@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use executor_core::{
-    AttemptSummary, MAX_ID_LEN, QueueInfo, TaskRecord, TaskState, Timestamp, Unreadable,
-    schedule::ScheduleInfo, storage::Leadership,
+    TaskRecord, TaskState, Timestamp, attempt_log::AttemptSummary, id::MAX_ID_LEN, query::Unreadable,
+    queue::QueueInfo, schedule::ScheduleInfo, storage::Leadership,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::{
@@ -555,7 +555,7 @@ impl QueueView {
     }
 }
 
-pub(crate) fn counts_view(counts: &executor_core::StateCounts) -> CountsView {
+pub(crate) fn counts_view(counts: &executor_core::query::StateCounts) -> CountsView {
     let map = TaskState::ALL.iter().map(|s| (s.as_str().to_owned(), counts.get(*s))).collect();
     let dead_letter = TaskState::ALL.iter().filter(|s| s.is_dead_letter()).map(|s| counts.get(*s)).sum();
     CountsView { counts: map, dead_letter, total: counts.total() }

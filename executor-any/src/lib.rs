@@ -27,9 +27,10 @@ use executor_core::storage::{HistoryStore, Presence, QueueControl, RunNow, Sched
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueInfo, QueueLimits,
-    QueueName, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, TieredStorage,
-    Timestamp, WorkerId,
+    Error, ListQuery, MemoryStorage, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord,
+    TaskState, TieredStorage, Timestamp, WorkerId,
+    query::{CancelOutcome, Retention, StateCounts},
+    queue::{ClaimPlan, QueueInfo, QueueLimits},
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped,
@@ -378,7 +379,7 @@ impl Presence for AnyStorage {
         each!(self, s => s.announce(ns, worker, names, ttl).await)
     }
 
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::WorkerInfo>> {
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<executor_core::query::WorkerInfo>> {
         each!(self, s => s.workers(ns).await)
     }
 }

@@ -7,7 +7,8 @@ use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Error, Namespace, TaskState, WorkerId,
+    Error, Namespace, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Storage},
     testing,
 };
@@ -28,13 +29,13 @@ async fn cleanup(storage: &AnyStorage, ns: &Namespace) {
 
 mod conformance {
     use super::{cleanup, fresh};
-    executor_core::storage_conformance_tests!(fresh, cleanup);
-    executor_core::schedule_conformance_tests!(fresh, cleanup);
-    executor_core::history_conformance_tests!(fresh, cleanup);
-    executor_core::attempt_log_conformance_tests!(fresh, cleanup);
-    executor_core::run_now_conformance_tests!(fresh, cleanup);
-    executor_core::queue_conformance_tests!(fresh, cleanup);
-    executor_core::queue_limit_conformance_tests!(fresh, cleanup);
+    executor_core::testing::storage_conformance_tests!(fresh, cleanup);
+    executor_core::testing::schedule_conformance_tests!(fresh, cleanup);
+    executor_core::testing::history_conformance_tests!(fresh, cleanup);
+    executor_core::testing::attempt_log_conformance_tests!(fresh, cleanup);
+    executor_core::testing::run_now_conformance_tests!(fresh, cleanup);
+    executor_core::testing::queue_conformance_tests!(fresh, cleanup);
+    executor_core::testing::queue_limit_conformance_tests!(fresh, cleanup);
 }
 
 fn env_or(var: &str, default: &str) -> String {
@@ -163,8 +164,8 @@ async fn rate_run(url: String) -> Result<(), Error> {
     };
     let ns = testing::unique_namespace("any-rate");
     let queue = executor_core::QueueName::new("rated")?;
-    let limits =
-        executor_core::QueueLimits::new().rate(executor_core::RateLimit::per_second(RATE)?.burst(BURST)?);
+    let limits = executor_core::queue::QueueLimits::new()
+        .rate(executor_core::queue::RateLimit::per_second(RATE)?.burst(BURST)?);
     stores[0].set_queue_limits(&ns, &queue, &limits).await?;
     let total = usize::try_from(RATE).unwrap_or(0) * usize::try_from(RATE_RUN.as_secs()).unwrap_or(0) * 2;
     let tasks: Vec<_> = (0..total)
@@ -186,7 +187,7 @@ async fn rate_run(url: String) -> Result<(), Error> {
         let (ns, queue) = (ns.clone(), queue.clone());
         claimers.push(tokio::spawn(async move {
             let me = WorkerId::new(format!("rate-{c}"))?;
-            let plan = executor_core::ClaimPlan::single(queue, 8);
+            let plan = executor_core::queue::ClaimPlan::single(queue, 8);
             let mut starts = Vec::new();
             let mut jitter = 7 + c as u64;
             while tokio::time::Instant::now() < end {

@@ -16,7 +16,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Error, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    Error, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };

@@ -5,7 +5,8 @@
 use std::{future::Future, time::Duration};
 
 use executor_core::{
-    ListQuery, Namespace, Result, StateCounts, TaskRecord, TaskState,
+    ListQuery, Namespace, Result, TaskRecord, TaskState,
+    query::StateCounts,
     storage::{ExecutorStorage, Storage},
 };
 use executor_mysql::MySqlStorage;

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    Error, ListQuery, Namespace, Result, StateCounts, TaskRecord, TaskState, TieredStorage, storage::Storage,
+    Error, ListQuery, Namespace, Result, TaskRecord, TaskState, TieredStorage, query::StateCounts,
+    storage::Storage,
 };
 use executor_mysql::MySqlStorage;
 use executor_redis::RedisStorage;

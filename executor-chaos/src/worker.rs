@@ -179,7 +179,7 @@ fn started(ledger: &Arc<Ledger>, ctx: &TaskContext) -> AbortGuard {
 fn tick_handler(ledger: Arc<Ledger>) -> Handler {
     // Faults never exhaust the attempts (as for the ordinary tasks): every
     // tick task must end COMPLETED.
-    let options = executor_core::TaskOptions::new().retry_limit(executor_core::MAX_RETRY_LIMIT);
+    let options = executor_core::TaskOptions::new().retry_limit(executor_core::options::MAX_RETRY_LIMIT);
     Handler::new(crate::cron::TICK_TASK, move |(): (), ctx: TaskContext| {
         let ledger = Arc::clone(&ledger);
         async move {

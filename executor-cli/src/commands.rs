@@ -9,8 +9,10 @@ use std::{
 
 use executor_any::AnyStorage;
 use executor_core::{
-    CancelOutcome, Client, Error, ListQuery, Namespace, StateCounts, TaskId, TaskRecord, TaskState,
-    parse_duration, storage::Storage,
+    Client, Error, ListQuery, Namespace, TaskId, TaskRecord, TaskState,
+    query::{CancelOutcome, StateCounts},
+    retry::parse_duration,
+    storage::Storage,
 };
 use serde_json::json;
 
@@ -255,8 +257,12 @@ fn attempts_table(r: &TaskRecord, out: &mut dyn Write) -> CliResult {
         ]);
     }
     table.write(out)?;
-    if r.attempt_log.len() >= executor_core::MAX_ATTEMPT_LOG {
-        writeln!(out, "(the store keeps the last {} ended attempts)", executor_core::MAX_ATTEMPT_LOG)?;
+    if r.attempt_log.len() >= executor_core::attempt_log::MAX_ATTEMPT_LOG {
+        writeln!(
+            out,
+            "(the store keeps the last {} ended attempts)",
+            executor_core::attempt_log::MAX_ATTEMPT_LOG
+        )?;
     }
     Ok(())
 }

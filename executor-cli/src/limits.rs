@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use executor_core::{QueueLimits, RateLimit, parse_duration};
+use executor_core::{
+    queue::{QueueLimits, RateLimit},
+    retry::parse_duration,
+};
 use serde_json::{Value, json};
 
 use crate::{

@@ -5,7 +5,11 @@
 use std::io::Write;
 
 use executor_any::AnyStorage;
-use executor_core::{Client, QueueInfo, QueueLimits, QueueName, Timestamp, storage::Storage};
+use executor_core::{
+    Client, QueueName, Timestamp,
+    queue::{QueueInfo, QueueLimits},
+    storage::Storage,
+};
 use serde_json::json;
 
 use crate::{
@@ -277,7 +281,7 @@ mod tests {
     /// Limits set, listed with running tasks and throttled claims, cleared.
     #[tokio::test]
     async fn limits_on_memory() -> TestResult {
-        use executor_core::{ClaimPlan, WorkerId};
+        use executor_core::{WorkerId, queue::ClaimPlan};
 
         let client = Client::without_name_check(AnyStorage::from(MemoryStorage::new()), Namespace::new("l")?);
         for id in ["mail-1", "mail-2", "mail-3"] {

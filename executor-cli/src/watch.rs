@@ -7,7 +7,7 @@ use std::{
 };
 
 use executor_any::AnyStorage;
-use executor_core::{Client, StateCounts, TaskState, Timestamp, parse_duration};
+use executor_core::{Client, TaskState, Timestamp, query::StateCounts, retry::parse_duration};
 use serde_json::json;
 
 use crate::{

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 
-use crate::{Namespace, StateCounts, SubmitOutcome, TaskState};
+use crate::{Namespace, SubmitOutcome, TaskState, query::StateCounts};
 
 /// Prefix of every metric name.
 pub const PREFIX: &str = "reliable_executor_";
@@ -252,7 +252,7 @@ pub(crate) fn task_counts(ns: &Namespace, counts: &StateCounts) {
 /// are gone (drained, resumed and empty) are set to zero.
 pub(crate) fn queues(
     ns: &Namespace,
-    queues: &[crate::QueueInfo],
+    queues: &[crate::queue::QueueInfo],
     now: crate::Timestamp,
     seen: &mut std::collections::BTreeSet<crate::QueueName>,
 ) {

@@ -18,8 +18,10 @@ use std::{
 
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use reliable_executor::{
-    Executor, ExecutorBuilder, ListQuery, MemoryStorage, Namespace, Result, Retention, RunningExecutor,
-    TaskState, Timestamp, WorkerId, reliable_task,
+    Executor, ExecutorBuilder, ListQuery, MemoryStorage, Namespace, Result, RunningExecutor, TaskState,
+    Timestamp, WorkerId,
+    query::Retention,
+    reliable_task,
     schedule::{Misfire, Overlap, Schedule},
     storage::{Leadership, Storage},
     testing::{Intercept, Intercepted},

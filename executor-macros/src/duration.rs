@@ -1,7 +1,7 @@
 //! Durations written in the attribute (`"500ms"`, `"2s"`, `"1m"`, `"1h"`,
 //! `"1d"`), parsed at compile time into milliseconds.
 //!
-//! The grammar is the one `reliable_executor::parse_duration` accepts at run
+//! The grammar is the one `reliable_executor::retry::parse_duration` accepts at run
 //! time; the macro cannot depend on `executor-core`, so it keeps its own copy,
 //! and the tests below pin the two to the same examples.
 

@@ -12,20 +12,20 @@ use crate::{
     duration::{DURATION_HELP, parse_millis},
 };
 
-/// Longest task name, in bytes (`reliable_executor::MAX_ID_LEN`: names share the
+/// Longest task name, in bytes (`reliable_executor::id::MAX_ID_LEN`: names share the
 /// id's limits so every store can key by them).
 const MAX_NAME_LEN: usize = 191;
 
-/// Most retries a task may ask for (`reliable_executor::MAX_RETRY_LIMIT`).
+/// Most retries a task may ask for (`reliable_executor::options::MAX_RETRY_LIMIT`).
 const MAX_RETRY_LIMIT: u32 = 10_000;
 
 /// Every key the attribute accepts, as the unknown-key error lists them.
 pub(crate) const VALID_KEYS: &str = "name, retry_limit, retry_interval, exponential(..), levels, max_duration, timeout, queue, priority, cron, timezone, crate";
 
-/// Longest queue name, in bytes (`reliable_executor::MAX_QUEUE_LEN`).
+/// Longest queue name, in bytes (`reliable_executor::queue::MAX_QUEUE_LEN`).
 const MAX_QUEUE_LEN: usize = 64;
 
-/// Highest priority (`reliable_executor::MAX_PRIORITY`).
+/// Highest priority (`reliable_executor::queue::MAX_PRIORITY`).
 const MAX_PRIORITY: u8 = 9;
 
 const KEYS: [&str; 12] = [

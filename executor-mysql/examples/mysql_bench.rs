@@ -19,7 +19,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Executor, Handler, Namespace, TaskContext, TaskId,
+    Executor, Handler, Namespace, TaskContext, TaskId,
+    queue::ClaimPlan,
     storage::{NewTask, Storage},
 };
 use reliable_executor_mysql::{MySqlOptions, MySqlStorage};

@@ -16,7 +16,7 @@
 use executor_core::storage::QueueControl;
 use std::time::Duration;
 
-use executor_core::{ClaimPlan, Namespace, QueueName, WorkerId, storage::Storage};
+use executor_core::{Namespace, QueueName, WorkerId, queue::ClaimPlan, storage::Storage};
 use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::time::Instant;
 

@@ -4,7 +4,8 @@ use executor_sql::dialect::Claim;
 use std::{collections::HashMap, time::Duration};
 
 use executor_core::{
-    ClaimPlan, MAX_PRIORITY, Namespace, QueueName, Result, TaskRecord, TaskState, WorkerId,
+    Namespace, QueueName, Result, TaskRecord, TaskState, WorkerId,
+    queue::{ClaimPlan, MAX_PRIORITY},
     storage::{Heartbeat, Lease},
 };
 use sqlx::{

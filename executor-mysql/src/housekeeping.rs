@@ -1,7 +1,7 @@
 //! Leader-only housekeeping: recovering expired leases and trimming
 //! finished tasks, both in bounded batches.
 
-use executor_core::{Namespace, Result, Retention, TaskState, storage::Reaped};
+use executor_core::{Namespace, Result, TaskState, query::Retention, storage::Reaped};
 use executor_sql::dialect::Housekeeping;
 use sqlx::Row;
 

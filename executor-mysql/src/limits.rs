@@ -21,7 +21,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use executor_core::{Namespace, QueueLimits, QueueName, Result, TaskRecord, WorkerId};
+use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId, queue::QueueLimits};
 use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
@@ -246,10 +246,10 @@ impl MySqlDialect {
             if attempts == MAX_ATTEMPTS_COLUMN || fence == MAX_FENCE_COLUMN {
                 corrupt
                     .push((id, format!("attempts {attempts} or fence {fence} is at its column's maximum")));
-            } else if priority > executor_core::MAX_PRIORITY {
+            } else if priority > executor_core::queue::MAX_PRIORITY {
                 corrupt.push((
                     id,
-                    format!("priority {priority} is outside 0..={}", executor_core::MAX_PRIORITY),
+                    format!("priority {priority} is outside 0..={}", executor_core::queue::MAX_PRIORITY),
                 ));
             } else {
                 candidates.push(id);

@@ -1,7 +1,7 @@
 //! Reads for operators and producers: get and list (the counts are the
 //! SQL core's).
 
-use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskId, TaskRecord, Unreadable};
+use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskId, TaskRecord, query::Unreadable};
 use executor_sql::dialect::Query;
 use sqlx::Row;
 

@@ -55,7 +55,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Executor, Handler, Namespace, RunningExecutor, StopHandle, TaskContext, TaskId,
+    Executor, Handler, Namespace, RunningExecutor, StopHandle, TaskContext, TaskId,
+    queue::ClaimPlan,
     storage::{NewTask, Storage},
 };
 use reliable_executor_postgres::{PostgresOptions, PostgresStorage};

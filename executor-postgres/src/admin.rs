@@ -1,7 +1,7 @@
 //! What operators and producers call to change a task: cancel, requeue,
 //! delete.
 
-use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
+use executor_core::{Error, Namespace, Result, TaskId, TaskState, query::CancelOutcome};
 use executor_sql::dialect::Admin;
 use sqlx::Row;
 

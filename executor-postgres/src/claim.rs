@@ -4,7 +4,8 @@ use executor_sql::dialect::Claim;
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Namespace, QueueName, Result, TaskRecord, WorkerId,
+    Namespace, QueueName, Result, TaskRecord, WorkerId,
+    queue::ClaimPlan,
     storage::{Heartbeat, Lease},
 };
 use sqlx::{Row, postgres::PgRow};

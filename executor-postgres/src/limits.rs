@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use executor_core::{Namespace, QueueLimits, QueueName, Result, TaskRecord, WorkerId};
+use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId, queue::QueueLimits};
 use sqlx::{Row, postgres::PgRow};
 
 use crate::{

@@ -1,7 +1,7 @@
 //! Reads for operators and producers: get and list (the counts are the
 //! SQL core's).
 
-use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskId, TaskRecord, Unreadable};
+use executor_core::{Error, ListQuery, Namespace, Page, Result, TaskId, TaskRecord, query::Unreadable};
 use executor_sql::dialect::Query;
 use sqlx::Row;
 
@@ -20,7 +20,7 @@ fn make_cursor(finished: Option<i64>, id: &str) -> String {
 }
 
 fn parse_cursor(c: &str) -> Result<(Option<i64>, String)> {
-    executor_sql::cursor::parse(CURSOR_PREFIX, executor_core::MAX_ID_LEN, c)
+    executor_sql::cursor::parse(CURSOR_PREFIX, executor_core::id::MAX_ID_LEN, c)
 }
 
 impl Query for PostgresDialect {

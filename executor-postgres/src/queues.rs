@@ -4,7 +4,10 @@
 use executor_sql::dialect::Queues;
 use std::collections::BTreeMap;
 
-use executor_core::{Namespace, QueueInfo, QueueLimits, QueueName, Result, Timestamp};
+use executor_core::{
+    Namespace, QueueName, Result, Timestamp,
+    queue::{QueueInfo, QueueLimits},
+};
 use sqlx::Row;
 
 use crate::{PostgresDialect, conn::RunOn, error, limits, sql::sql};

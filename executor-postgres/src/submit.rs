@@ -51,11 +51,11 @@ pub(crate) fn validate(task: NewTask, limit: usize) -> Result<Checked> {
         return Err(Error::PayloadTooLarge { size: task.payload.len(), limit });
     }
     if let SubmitMode::Debounce(d) = &task.mode
-        && (d.key.is_empty() || d.key.len() > executor_core::MAX_ID_LEN || d.key.contains('\0'))
+        && (d.key.is_empty() || d.key.len() > executor_core::id::MAX_ID_LEN || d.key.contains('\0'))
     {
         return Err(Error::invalid(
             "debounce key",
-            format!("{} bytes; 1 to {} without NUL", d.key.len(), executor_core::MAX_ID_LEN),
+            format!("{} bytes; 1 to {} without NUL", d.key.len(), executor_core::id::MAX_ID_LEN),
         ));
     }
     let retry = match &task.retry {

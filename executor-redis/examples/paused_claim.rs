@@ -14,7 +14,8 @@ use executor_core::storage::QueueControl;
 use std::time::{Duration, Instant};
 
 use executor_core::{
-    ClaimPlan, Namespace, QueueName, QueueShare, Result, WorkerId,
+    Namespace, QueueName, Result, WorkerId,
+    queue::{ClaimPlan, QueueShare},
     storage::{NewTask, Storage},
 };
 use reliable_executor_redis::RedisStorage;

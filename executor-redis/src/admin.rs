@@ -2,7 +2,7 @@
 //! `run_now.lua`, `delete.lua`.
 
 use executor_core::storage::RunNow;
-use executor_core::{CancelOutcome, Error, Namespace, Result, TaskId, TaskState};
+use executor_core::{Error, Namespace, Result, TaskId, TaskState, query::CancelOutcome};
 use fred::types::Value;
 
 use crate::{

@@ -2,14 +2,15 @@
 //! them with `%d`, which turns anything past 2^63 into
 //! -9223372036854775808: every duration and instant handed to a script is
 //! checked here against the ranges all stores share
-//! ([`executor_core::MAX_DURATION`], [`Timestamp::MAX`]), far below 2^53,
+//! ([`executor_core::time::MAX_DURATION`], [`Timestamp::MAX`]), far below 2^53,
 //! so script arithmetic stays exact.
 
 use std::time::Duration;
 
 use executor_core::{
-    MAX_DURATION, Result, Timestamp,
+    Result, Timestamp,
     storage::{check_duration, check_instant},
+    time::MAX_DURATION,
 };
 
 /// `d` in whole milliseconds, if it is at most [`MAX_DURATION`].

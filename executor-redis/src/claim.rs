@@ -7,7 +7,8 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use executor_core::{
-    ClaimPlan, Error, Namespace, QueueName, Result, TaskRecord, WorkerId,
+    Error, Namespace, QueueName, Result, TaskRecord, WorkerId,
+    queue::ClaimPlan,
     storage::{Heartbeat, Lease},
 };
 use fred::{
@@ -41,10 +42,10 @@ impl RedisStorage {
         if plan.shares.len() == 1 && plan.is_default_only() {
             return self.claim_plan(ns, worker, &[], plan.limit, lease).await;
         }
-        if plan.shares.len() > executor_core::MAX_QUEUES {
+        if plan.shares.len() > executor_core::queue::MAX_QUEUES {
             return Err(Error::invalid(
                 "claim plan",
-                format!("{} queues; at most {}", plan.shares.len(), executor_core::MAX_QUEUES),
+                format!("{} queues; at most {}", plan.shares.len(), executor_core::queue::MAX_QUEUES),
             ));
         }
         let shares: Vec<(QueueName, usize)> =

@@ -1,7 +1,7 @@
 //! Housekeeping: handing back expired leases (`reap.lua`) and dropping
 //! finished tasks past their retention (`trim.lua`).
 
-use executor_core::{Namespace, Result, Retention, storage::Reaped};
+use executor_core::{Namespace, Result, query::Retention, storage::Reaped};
 use fred::types::Value;
 
 use crate::{

@@ -49,7 +49,7 @@ impl PartitionKeys {
     /// The waiting ZSET of a level: the due ZSET for the default queue at
     /// priority 0, else `<base>qd:<priority>:<queue>`.
     pub(crate) fn level(&self, queue: &str, priority: u8) -> String {
-        if priority == 0 && queue == executor_core::DEFAULT_QUEUE {
+        if priority == 0 && queue == executor_core::queue::DEFAULT_QUEUE {
             self.due().to_owned()
         } else {
             format!("{}qd:{priority}:{queue}", self.base)

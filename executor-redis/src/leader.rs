@@ -5,7 +5,7 @@
 use executor_core::storage::Presence;
 use std::time::Duration;
 
-use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
+use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, query::WorkerInfo, storage::Leadership};
 use fred::types::Value;
 
 use crate::{

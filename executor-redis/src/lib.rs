@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> executor_core::Result<()> {
-//! use executor_core::{ClaimPlan, Namespace, WorkerId, storage::Storage};
+//! use executor_core::{Namespace, WorkerId, queue::ClaimPlan, storage::Storage};
 //! use reliable_executor_redis::RedisStorage;
 //! use std::time::Duration;
 //!
@@ -43,8 +43,10 @@ mod wake;
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueName, Result, Retention, StateCounts,
-    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
+    query::{CancelOutcome, Retention, StateCounts},
+    queue::ClaimPlan,
     storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 

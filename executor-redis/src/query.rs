@@ -21,8 +21,9 @@
 //! rest of its state.
 
 use executor_core::{
-    Error, ListQuery, MAX_PRIORITY, Namespace, Page, QueueName, Result, StateCounts, TaskId, TaskRecord,
-    TaskState, Unreadable,
+    Error, ListQuery, Namespace, Page, QueueName, Result, TaskId, TaskRecord, TaskState,
+    query::{StateCounts, Unreadable},
+    queue::MAX_PRIORITY,
 };
 use fred::{interfaces::HashesInterface, prelude::ClientLike, types::Value};
 

@@ -7,7 +7,10 @@
 use executor_core::storage::QueueControl;
 use std::{collections::BTreeMap, time::Duration};
 
-use executor_core::{Error, Namespace, QueueInfo, QueueLimits, QueueName, RateLimit, Result, Timestamp};
+use executor_core::{
+    Error, Namespace, QueueName, Result, Timestamp,
+    queue::{QueueInfo, QueueLimits, RateLimit},
+};
 use fred::{
     interfaces::{ClientLike, SortedSetsInterface},
     types::Value,

@@ -7,8 +7,8 @@
 use std::{str::FromStr, time::Duration};
 
 use executor_core::{
-    AttemptRecord, Error, MAX_PRIORITY, QueueName, Result, RetryPolicy, TaskId, TaskRecord, TaskState,
-    Timestamp, WorkerId,
+    Error, QueueName, Result, RetryPolicy, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    attempt_log::AttemptRecord, queue::MAX_PRIORITY,
 };
 use fred::types::Value;
 

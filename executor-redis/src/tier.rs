@@ -124,7 +124,7 @@ impl RedisStorage {
 
 /// Refuses a record whose numbers a script could not hold exactly: every
 /// instant up to [`Timestamp::MAX`], durations up to
-/// [`executor_core::MAX_DURATION`], fence below 2^53.
+/// [`executor_core::time::MAX_DURATION`], fence below 2^53.
 fn check_record(r: &TaskRecord) -> Result<()> {
     let instants = [
         ("created_at", Some(r.created_at)),

@@ -11,8 +11,9 @@
 use std::{future::Future, time::Duration};
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueInfo, QueueLimits, QueueName, Result,
-    Retention, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
+    ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
+    query::{CancelOutcome, Retention},
+    queue::{ClaimPlan, QueueInfo, QueueLimits},
     storage::{Heartbeat, HistoryBucket, HistoryCount, Lease, NewTask, Reaped},
 };
 use sqlx::{Database, Pool};

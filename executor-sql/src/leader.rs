@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, WorkerInfo, storage::Leadership};
+use executor_core::{Error, Namespace, Result, Timestamp, WorkerId, query::WorkerInfo, storage::Leadership};
 use sqlx::Database;
 
 use crate::{

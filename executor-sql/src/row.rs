@@ -60,7 +60,7 @@ where
 /// The attempt log of a row that selected it, read leniently
 /// ([`executor_core::storage::attempt_log_from_column`]): NULL, or a value
 /// that does not parse, reads as empty, so the task stays readable.
-pub fn attempt_log<R>(row: &R, id: &TaskId) -> Vec<executor_core::AttemptRecord>
+pub fn attempt_log<R>(row: &R, id: &TaskId) -> Vec<executor_core::attempt_log::AttemptRecord>
 where
     R: Row,
     &'static str: ColumnIndex<R>,
@@ -91,7 +91,7 @@ pub fn exact_state(raw: &str) -> Result<TaskState, String> {
 pub fn id_for_error(raw: &str) -> TaskId {
     let mut cleaned: String =
         raw.chars().map(|c| if c.is_whitespace() || c.is_control() { '_' } else { c }).collect();
-    while cleaned.len() > executor_core::MAX_ID_LEN {
+    while cleaned.len() > executor_core::id::MAX_ID_LEN {
         cleaned.pop();
     }
     TaskId::new(cleaned).unwrap_or_else(|_| TaskId::generate())

@@ -1,7 +1,7 @@
 //! The schema every dialect checks, the purge of a namespace and the
 //! counts per state, on every dialect.
 
-use executor_core::{Error, Namespace, Result, StateCounts};
+use executor_core::{Error, Namespace, Result, query::StateCounts};
 
 use crate::{
     Dialect,

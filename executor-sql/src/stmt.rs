@@ -274,12 +274,12 @@ pub async fn fetch_optional<D: Dialect>(
 }
 
 /// Milliseconds of a duration as the signed BIGINT the columns hold, capped
-/// at [`executor_core::MAX_DURATION`]: every duration from a user is
+/// at [`executor_core::time::MAX_DURATION`]: every duration from a user is
 /// validated against that bound at the entry points; internal ones (a
 /// lease, a leadership term, a retention) are capped here so that
 /// `now + d` can never overflow a BIGINT whatever a caller passes.
 pub fn ms(d: std::time::Duration) -> i64 {
-    i64::try_from(d.min(executor_core::MAX_DURATION).as_millis()).unwrap_or(i64::MAX)
+    i64::try_from(d.min(executor_core::time::MAX_DURATION).as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The statements the SQL core runs on every dialect, one field per file

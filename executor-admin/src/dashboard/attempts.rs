@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use executor_core::{MAX_ATTEMPT_LOG, TaskRecord};
+use executor_core::{TaskRecord, attempt_log::MAX_ATTEMPT_LOG};
 
 use super::html::{esc, millis, time};
 

@@ -15,7 +15,10 @@ use axum::{
     http::Uri,
     response::Redirect,
 };
-use executor_core::{Error, QueueLimits, QueueName, RateLimit};
+use executor_core::{
+    Error, QueueName,
+    queue::{QueueLimits, RateLimit},
+};
 use serde::Deserialize;
 
 use super::{

@@ -253,7 +253,10 @@ async fn bad_input_gets_the_documented_codes() -> BoxResult {
     );
     let (status, err) = json(&app, "POST", "/api/tasks", Some(&huge)).await?;
     assert_eq!((status, code(&err)), (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"), "{err}");
-    let big = format!(r#"{{"name":"echo","payload":"{}"}}"#, "x".repeat(executor_core::DEFAULT_MAX_PAYLOAD));
+    let big = format!(
+        r#"{{"name":"echo","payload":"{}"}}"#,
+        "x".repeat(executor_core::client::DEFAULT_MAX_PAYLOAD)
+    );
     let (status, err) = json(&app, "POST", "/api/tasks", Some(&big)).await?;
     assert_eq!((status, code(&err)), (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"), "{err}");
     assert_eq!(json(&app, "GET", "/api/counts", None).await?.1["total"].as_u64(), Some(0));

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use executor_core::{
-    ClaimPlan, Client, MemoryStorage, Namespace, TaskId, WorkerId,
+    Client, MemoryStorage, Namespace, TaskId, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Storage},
     testing,
 };

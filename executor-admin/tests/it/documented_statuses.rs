@@ -10,7 +10,7 @@ use std::{
 };
 
 use axum::{Router, http::StatusCode};
-use executor_core::{MAX_ID_LEN, MAX_QUEUE_LEN, QueueName, RunningExecutor, TaskId, TaskState};
+use executor_core::{QueueName, RunningExecutor, TaskId, TaskState, id::MAX_ID_LEN, queue::MAX_QUEUE_LEN};
 use reliable_executor_admin::{ApiDoc, admin_router};
 use serde_json::Value;
 use utoipa::OpenApi as _;

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use axum::{Router, http::StatusCode};
 use executor_core::{
-    ClaimPlan, Client, MemoryStorage, Namespace, QueueLimits, QueueName, RateLimit, TaskBuilder, TaskOptions,
-    WorkerId, storage::Storage,
+    Client, MemoryStorage, Namespace, QueueName, TaskBuilder, TaskOptions, WorkerId,
+    queue::{ClaimPlan, QueueLimits, RateLimit},
+    storage::Storage,
 };
 use reliable_executor_admin::admin_router;
 use serde_json::{Value, json};

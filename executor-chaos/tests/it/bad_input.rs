@@ -11,7 +11,7 @@ use std::{
 
 use executor_chaos::store::ChaosStore;
 use executor_core::{
-    Error, Executor, Handler, Namespace, TaskContext, TaskError, TaskId, TaskState, parse_duration,
+    Error, Executor, Handler, Namespace, TaskContext, TaskError, TaskId, TaskState, retry::parse_duration,
     storage::NewTask,
 };
 use proptest::prelude::*;

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use executor_chaos::store::ChaosStore;
-use executor_core::{ClaimPlan, Namespace, WorkerId, storage::Storage};
+use executor_core::{Namespace, WorkerId, queue::ClaimPlan, storage::Storage};
 use executor_mysql::MySqlStorage;
 
 use crate::common::{self, TestResult};

@@ -4,7 +4,7 @@
 //! The late write is refused, but the two handlers run at the same time
 //! until the paused worker's next heartbeat (invariant 2). Cause: the
 //! runtime computes the lease's local expiry from the attempt's start
-//! (`executor-core/src/executor/attempt.rs`, `run`: `claimed_at =
+//! (`executor-core/src/runtime/executor/attempt.rs`, `run`: `claimed_at =
 //! Instant::now()`, `lease_expires: claimed_at + lease`) instead of from
 //! when the claim was sent, and starts the handler without checking it.
 //! Here a store whose claim reply is delayed past the lease stands in for
@@ -20,8 +20,9 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError,
-    TaskOptions, TaskRecord, TaskState, WorkerId,
+    Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError, TaskOptions,
+    TaskRecord, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::Storage,
     testing::{Intercept, Intercepted},
 };

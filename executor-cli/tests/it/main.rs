@@ -6,7 +6,8 @@ use std::time::Duration;
 use assert_cmd::Command;
 use executor_any::AnyStorage;
 use executor_core::{
-    ClaimPlan, Client, MemoryStorage, Namespace, QueueName, TaskId, TaskState, WorkerId,
+    Client, MemoryStorage, Namespace, QueueName, TaskId, TaskState, WorkerId,
+    queue::ClaimPlan,
     schedule::Schedule,
     storage::{Finish, Storage},
     testing::{new_task, unique_namespace},

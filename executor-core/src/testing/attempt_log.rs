@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use crate::{
-    AttemptOutcome, AttemptRecord, ClaimPlan, MAX_ATTEMPT_LOG, Namespace, TaskId, TaskRecord, TaskState,
-    Timestamp, WorkerId,
+    Namespace, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    attempt_log::{AttemptOutcome, AttemptRecord, MAX_ATTEMPT_LOG},
+    queue::ClaimPlan,
     storage::{Finish, Storage, TierStorage},
 };
 

@@ -13,8 +13,11 @@ use proptest::{
 };
 
 use crate::{
-    ClaimPlan, Error, MAX_DURATION, MAX_RETRY_LIMIT, Namespace, RetryPolicy, TaskState, Timestamp,
+    Error, Namespace, RetryPolicy, TaskState, Timestamp,
+    options::MAX_RETRY_LIMIT,
+    queue::ClaimPlan,
     storage::{Debounce, Due, Finish, NewTask, Storage, SubmitMode},
+    time::MAX_DURATION,
 };
 
 use super::{
@@ -372,12 +375,16 @@ pub async fn transitions_follow_the_table<S: Storage>(s: &S, ns: &Namespace) {
                     let answer = s.cancel(ns, &id).await;
                     match state {
                         TaskState::Running => {
-                            assert_eq!(ok(&what, answer), crate::CancelOutcome::Requested, "{what}");
+                            assert_eq!(ok(&what, answer), crate::query::CancelOutcome::Requested, "{what}");
                             state
                         }
                         _ => match state.can(crate::storage::Transition::Cancel) {
                             Some(to) => {
-                                assert_eq!(ok(&what, answer), crate::CancelOutcome::Cancelled, "{what}");
+                                assert_eq!(
+                                    ok(&what, answer),
+                                    crate::query::CancelOutcome::Cancelled,
+                                    "{what}"
+                                );
                                 to
                             }
                             None => {

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use crate::{
-    CancelOutcome, ClaimPlan, Error, Namespace, TaskId, TaskState,
+    Error, Namespace, TaskId, TaskState,
+    query::CancelOutcome,
+    queue::ClaimPlan,
     storage::{Due, Finish, Storage},
 };
 

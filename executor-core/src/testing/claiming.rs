@@ -3,7 +3,8 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use crate::{
-    ClaimPlan, Error, Namespace, TaskId, TaskState, Timestamp,
+    Error, Namespace, TaskId, TaskState, Timestamp,
+    queue::ClaimPlan,
     storage::{Due, Finish, Storage},
 };
 

@@ -6,7 +6,8 @@ use std::{collections::HashMap, time::Duration};
 use tokio::time::Instant;
 
 use crate::{
-    ClaimPlan, Namespace, QueueName, TaskId, TaskRecord, TaskState, WorkerId,
+    Namespace, QueueName, TaskId, TaskRecord, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Due, Finish, Storage},
 };
 

@@ -9,7 +9,9 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, RetryPolicy, SubmitOutcome, TaskId, TaskState, Timestamp,
+    ListQuery, Namespace, RetryPolicy, SubmitOutcome, TaskId, TaskState, Timestamp,
+    query::CancelOutcome,
+    queue::ClaimPlan,
     storage::{Due, Finish, NewTask, Storage},
 };
 
@@ -209,7 +211,7 @@ pub async fn queue_fresh_id_kept<S: crate::storage::QueueControl>(s: &S, ns: &Na
         ok("claim", s.claim(ns, &worker(), &ClaimPlan::default_queue(10), LONG_LEASE).await).is_empty(),
         "a default-queue claim takes none"
     );
-    let plan = crate::ClaimPlan::new(vec![crate::QueueShare::new(mail, 10)], 10);
+    let plan = crate::queue::ClaimPlan::new(vec![crate::queue::QueueShare::new(mail, 10)], 10);
     let got = ok("claim", s.claim(ns, &worker(), &plan, LONG_LEASE).await);
     assert_eq!(got.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), vec![id], "the queue's claim takes it");
 }

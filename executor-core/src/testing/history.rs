@@ -4,7 +4,8 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use crate::{
-    Error, MAX_ID_LEN, Namespace, Timestamp,
+    Error, Namespace, Timestamp,
+    id::MAX_ID_LEN,
     storage::{HistoryBucket, HistoryCount, HistoryStore, minute_of},
 };
 

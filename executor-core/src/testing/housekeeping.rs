@@ -4,7 +4,9 @@
 use std::{sync::Mutex, time::Duration};
 
 use crate::{
-    ClaimPlan, Namespace, Retention, TaskId, TaskState, Timestamp,
+    Namespace, TaskId, TaskState, Timestamp,
+    query::Retention,
+    queue::ClaimPlan,
     storage::{Leadership, Storage},
 };
 

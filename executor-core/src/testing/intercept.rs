@@ -8,8 +8,10 @@ use crate::storage::{HistoryStore, Presence, QueueControl, RunNow, ScheduleStore
 use std::{future::Future, time::Duration};
 
 use crate::{
-    CancelOutcome, ClaimPlan, ListQuery, Namespace, Page, QueueName, Result, Retention, StateCounts,
-    Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, TaskState, Timestamp,
+    WorkerId,
+    query::{CancelOutcome, Retention, StateCounts},
+    queue::ClaimPlan,
     storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
 };
 
@@ -38,7 +40,8 @@ use crate::{
 /// };
 ///
 /// use reliable_executor::{
-///     ClaimPlan, MemoryStorage, Namespace, Result, TaskRecord, WorkerId,
+///     MemoryStorage, Namespace, Result, TaskRecord, WorkerId,
+///     queue::ClaimPlan,
 ///     storage::Storage,
 ///     testing::{self, Intercept, Intercepted},
 /// };
@@ -383,12 +386,12 @@ impl<S: QueueControl, I: Intercept<S> + 'static> QueueControl for Intercepted<S,
         &self,
         ns: &Namespace,
         queue: &QueueName,
-        limits: &crate::QueueLimits,
+        limits: &crate::queue::QueueLimits,
     ) -> Result<()> {
         self.inner.set_queue_limits(ns, queue, limits).await
     }
 
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::QueueInfo>> {
+    async fn queues(&self, ns: &Namespace) -> Result<Vec<crate::queue::QueueInfo>> {
         self.inner.queues(ns).await
     }
 }
@@ -410,7 +413,7 @@ impl<S: Presence, I: Intercept<S> + 'static> Presence for Intercepted<S, I> {
         self.inner.announce(ns, worker, names, ttl).await
     }
 
-    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::WorkerInfo>> {
+    async fn workers(&self, ns: &Namespace) -> Result<Vec<crate::query::WorkerInfo>> {
         self.inner.workers(ns).await
     }
 }

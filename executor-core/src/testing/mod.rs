@@ -18,7 +18,7 @@
 //!     storage.remove_namespace(ns);
 //! }
 //!
-//! reliable_executor::storage_conformance_tests!(fresh, cleanup);
+//! reliable_executor::testing::storage_conformance_tests!(fresh, cleanup);
 //! # fn main() {}
 //! ```
 //!
@@ -58,7 +58,7 @@ use crate::{
 
 /// The points of a tier promotion where [`crate::TieredStorage::crash_after`]
 /// stops it, as if the process died there.
-pub use crate::tiered::PromoteStep;
+pub use crate::tiered::promote::PromoteStep;
 pub use attempt_log::*;
 pub use bad_input::*;
 pub use cancel::*;
@@ -75,6 +75,16 @@ pub use run_now::*;
 pub use schedules::*;
 pub use submission::*;
 pub use tiering::*;
+
+// A `#[macro_export]` macro is always at the crate root; there the
+// conformance macros are hidden (the paths of earlier releases, listed in
+// docs/upgrading.md), and this module is where they are documented.
+#[doc(inline)]
+pub use crate::{
+    attempt_log_conformance_tests, history_conformance_tests, queue_conformance_tests,
+    queue_limit_conformance_tests, run_now_conformance_tests, schedule_conformance_tests,
+    storage_conformance_tests, tier_conformance_tests,
+};
 
 /// Generates one `#[tokio::test]` per conformance check for a storage.
 ///
@@ -94,15 +104,16 @@ pub use tiering::*;
 /// # async fn fresh() -> (MemoryStorage, Namespace) { (MemoryStorage::new(), testing::unique_namespace("x")) }
 /// # async fn cleanup(_: &MemoryStorage, _: &Namespace) {}
 /// // Earliest-due-first holds per partition only in this store.
-/// reliable_executor::storage_conformance_tests!(fresh, cleanup, except(claim_orders_by_due_and_respects_limit));
+/// reliable_executor::testing::storage_conformance_tests!(fresh, cleanup, except(claim_orders_by_due_and_respects_limit));
 /// # fn main() {}
 /// ```
 ///
 /// A name in `except(..)` that is not a check is a compile error.
+#[doc(hidden)]
 #[macro_export]
 macro_rules! storage_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
-        $crate::storage_conformance_tests!($fresh, $cleanup, except());
+        $crate::testing::storage_conformance_tests!($fresh, $cleanup, except());
     };
     ($fresh:path, $cleanup:path, except($($skip:ident),* $(,)?) $(,)?) => {
         $crate::__conformance_except! {
@@ -188,6 +199,7 @@ macro_rules! __conformance_except {
 /// Generates the checks of the tier methods (`now`, `due_before`, `import`,
 /// `remove`) for a store that serves as a tier of `TieredStorage`; same
 /// arguments as [`storage_conformance_tests!`].
+#[doc(hidden)]
 #[macro_export]
 macro_rules! tier_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
@@ -201,8 +213,9 @@ macro_rules! tier_conformance_tests {
 }
 
 /// Generates the checks of [`crate::storage::RunNow::run_now`] (an
-/// operator's "run now" of a waiting task, issue 18) for a store that
+/// operator's "run now" of a waiting task) for a store that
 /// implements it; same arguments as [`storage_conformance_tests!`].
+#[doc(hidden)]
 #[macro_export]
 macro_rules! run_now_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
@@ -222,6 +235,7 @@ macro_rules! run_now_conformance_tests {
 /// `schedules`, `remove_schedule`, `pause_schedule`, `advance_schedule`)
 /// for a store that keeps schedules; same arguments as
 /// [`storage_conformance_tests!`].
+#[doc(hidden)]
 #[macro_export]
 macro_rules! schedule_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
@@ -235,8 +249,9 @@ macro_rules! schedule_conformance_tests {
 }
 
 /// Generates the checks of the throughput history methods (`add_history`,
-/// `history`, `trim_history`, issue 18) for a store that keeps history;
+/// `history`, `trim_history`) for a store that keeps history;
 /// same arguments as [`storage_conformance_tests!`].
+#[doc(hidden)]
 #[macro_export]
 macro_rules! history_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
@@ -255,6 +270,7 @@ macro_rules! history_conformance_tests {
 /// Generates the checks of the attempt log (`TaskRecord::attempt_log`:
 /// retries, reaps and requeues logged, the bound); same arguments as
 /// [`storage_conformance_tests!`].
+#[doc(hidden)]
 #[macro_export]
 macro_rules! attempt_log_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
@@ -275,10 +291,11 @@ macro_rules! attempt_log_conformance_tests {
 /// [`storage_conformance_tests!`], `except(..)` included (a partitioned
 /// store orders a queue's priorities per partition only, as it orders due
 /// times).
+#[doc(hidden)]
 #[macro_export]
 macro_rules! queue_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
-        $crate::queue_conformance_tests!($fresh, $cleanup, except());
+        $crate::testing::queue_conformance_tests!($fresh, $cleanup, except());
     };
     ($fresh:path, $cleanup:path, except($($skip:ident),* $(,)?) $(,)?) => {
         $crate::__conformance_except! {
@@ -303,6 +320,7 @@ macro_rules! queue_conformance_tests {
 /// Generates the checks of fleet-wide queue limits (`set_queue_limits`:
 /// concurrency and rate, enforced inside the claim) for a store that has
 /// them; same arguments as [`storage_conformance_tests!`].
+#[doc(hidden)]
 #[macro_export]
 macro_rules! queue_limit_conformance_tests {
     ($fresh:path, $cleanup:path $(,)?) => {
@@ -372,7 +390,7 @@ pub fn __resume(name: &str, outcome: Result<(), tokio::task::JoinError>) {
 /// If `prefix` has characters a namespace does not allow.
 pub fn unique_namespace(prefix: &str) -> Namespace {
     let suffix = uuid::Uuid::new_v4().simple().to_string();
-    let keep = prefix.len().min(crate::MAX_NAMESPACE_LEN - 1 - 16);
+    let keep = prefix.len().min(crate::id::MAX_NAMESPACE_LEN - 1 - 16);
     let prefix = prefix.get(..keep).unwrap_or("t");
     Namespace::new(format!("{prefix}-{}", &suffix[..16]))
         .unwrap_or_else(|e| panic!("unique_namespace({prefix:?}): {e}"))
@@ -459,6 +477,6 @@ pub fn new_task(id: &str) -> NewTask {
         mode: SubmitMode::Plain,
         queue: crate::QueueName::default(),
         priority: 0,
-        nonce: crate::task::new_nonce(),
+        nonce: crate::records::task::new_nonce(),
     }
 }

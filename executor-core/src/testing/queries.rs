@@ -154,7 +154,7 @@ pub async fn list_by_name_visits_each_once<S: Storage>(s: &S, ns: &Namespace) {
             err("list with a bad name", s.list(ns, ListQuery::new(TaskState::Created, 10).name(bad)).await);
         assert!(matches!(e, Error::Invalid { .. }), "name {bad:?}: expected Invalid, got {e:?}");
     }
-    let long = "n".repeat(crate::MAX_ID_LEN + 1);
+    let long = "n".repeat(crate::id::MAX_ID_LEN + 1);
     let e = err("list with a long name", s.list(ns, ListQuery::new(TaskState::Created, 10).name(long)).await);
     assert!(matches!(e, Error::Invalid { .. }), "expected Invalid, got {e:?}");
 }

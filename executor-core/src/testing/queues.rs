@@ -3,7 +3,8 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use crate::{
-    ClaimPlan, Error, Namespace, QueueName, QueueSet, QueueShare, TaskRecord, TaskState, Timestamp,
+    Error, Namespace, QueueName, TaskRecord, TaskState, Timestamp,
+    queue::{ClaimPlan, QueueSet, QueueShare},
     storage::{Due, Finish, NewTask, QueueControl},
 };
 
@@ -321,25 +322,28 @@ pub async fn queue_wait_ignores_other_and_paused_queues<S: QueueControl>(s: &S, 
 /// Bad queue names and priorities are refused at submit, naming the field.
 pub async fn queue_bad_priority_refused<S: QueueControl>(s: &S, ns: &Namespace) {
     let mut t = in_queue("too-high", "x", 0);
-    t.priority = crate::MAX_PRIORITY + 1;
+    t.priority = crate::queue::MAX_PRIORITY + 1;
     match s.submit(ns, t).await {
         Err(Error::Invalid { .. }) => {}
         other => panic!("priority above the maximum: {other:?}"),
     }
     assert!(QueueName::new("has space").is_err());
-    assert!(QueueName::new("x".repeat(crate::MAX_QUEUE_LEN + 1)).is_err());
-    let mut top = in_queue("top", &"q".repeat(crate::MAX_QUEUE_LEN), crate::MAX_PRIORITY);
+    assert!(QueueName::new("x".repeat(crate::queue::MAX_QUEUE_LEN + 1)).is_err());
+    let mut top = in_queue("top", &"q".repeat(crate::queue::MAX_QUEUE_LEN), crate::queue::MAX_PRIORITY);
     top.due = Due::Now;
     let id = submit(s, ns, top).await;
     let rec = record(s, ns, &id).await;
-    assert_eq!((rec.queue.as_str().len(), rec.priority), (crate::MAX_QUEUE_LEN, crate::MAX_PRIORITY));
+    assert_eq!(
+        (rec.queue.as_str().len(), rec.priority),
+        (crate::queue::MAX_QUEUE_LEN, crate::queue::MAX_PRIORITY)
+    );
 }
 
-async fn set_limits<S: QueueControl>(s: &S, ns: &Namespace, queue: &str, limits: crate::QueueLimits) {
+async fn set_limits<S: QueueControl>(s: &S, ns: &Namespace, queue: &str, limits: crate::queue::QueueLimits) {
     ok("set_queue_limits", s.set_queue_limits(ns, &q(queue), &limits).await);
 }
 
-async fn info<S: QueueControl>(s: &S, ns: &Namespace, queue: &str) -> Option<crate::QueueInfo> {
+async fn info<S: QueueControl>(s: &S, ns: &Namespace, queue: &str) -> Option<crate::queue::QueueInfo> {
     ok("queues", s.queues(ns).await).into_iter().find(|i| i.queue.as_str() == queue)
 }
 
@@ -349,7 +353,7 @@ async fn info<S: QueueControl>(s: &S, ns: &Namespace, queue: &str) -> Option<cra
 /// clearing the limit takes effect at the next claim; an idle claimer is
 /// not woken by due tasks of a queue at its limit.
 pub async fn queue_concurrency_limit_holds<S: QueueControl>(s: &S, ns: &Namespace) {
-    set_limits(s, ns, "lim", crate::QueueLimits::new().concurrency(2)).await;
+    set_limits(s, ns, "lim", crate::queue::QueueLimits::new().concurrency(2)).await;
     let mut tasks: Vec<NewTask> = (0..8).map(|i| in_queue(&format!("lim-{i}"), "lim", 0)).collect();
     tasks.extend((0..20).map(|i| in_queue(&format!("free-{i}"), "free", 0)));
     submit_all(s, ns, tasks).await;
@@ -390,19 +394,19 @@ pub async fn queue_concurrency_limit_holds<S: QueueControl>(s: &S, ns: &Namespac
     assert!(claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await.is_empty(), "at the limit again");
 
     // Raising the limit lets two more run; clearing it lets the rest run.
-    set_limits(s, ns, "lim", crate::QueueLimits::new().concurrency(4)).await;
+    set_limits(s, ns, "lim", crate::queue::QueueLimits::new().concurrency(4)).await;
     assert_eq!(claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await.len(), 2, "raised to 4");
-    set_limits(s, ns, "lim", crate::QueueLimits::new()).await;
+    set_limits(s, ns, "lim", crate::queue::QueueLimits::new()).await;
     let rest = claim_plan(s, ns, &plan(&[("lim", 10)], 10)).await;
     assert_eq!(rest.len(), 3, "no limit: the other three (8 - 1 done - 4 running)");
     let cleared = info(s, ns, "lim").await.unwrap_or_else(|| panic!("lim runs tasks"));
-    assert_eq!((cleared.running, cleared.limits), (7, crate::QueueLimits::new()), "{cleared:?}");
+    assert_eq!((cleared.running, cleared.limits), (7, crate::queue::QueueLimits::new()), "{cleared:?}");
 }
 
 /// A slot held by a task whose worker died comes back when the reaper
 /// moves the task, one lease later, and not before.
 pub async fn queue_concurrency_slot_returns_after_reap<S: QueueControl>(s: &S, ns: &Namespace) {
-    set_limits(s, ns, "crash", crate::QueueLimits::new().concurrency(1)).await;
+    set_limits(s, ns, "crash", crate::queue::QueueLimits::new().concurrency(1)).await;
     for i in 0..2 {
         let mut t = in_queue(&format!("crash-{i}"), "crash", 0);
         t.max_attempts = 5;
@@ -425,10 +429,10 @@ pub async fn queue_concurrency_slot_returns_after_reap<S: QueueControl>(s: &S, n
 /// refill rate, never more than the bucket after an idle spell; other
 /// queues are not held up.
 pub async fn queue_rate_limit_is_a_token_bucket<S: QueueControl>(s: &S, ns: &Namespace) {
-    let rate = crate::RateLimit::new(20, Duration::from_secs(1))
+    let rate = crate::queue::RateLimit::new(20, Duration::from_secs(1))
         .and_then(|r| r.burst(10))
         .unwrap_or_else(|e| panic!("rate: {e}"));
-    set_limits(s, ns, "rl", crate::QueueLimits::new().rate(rate)).await;
+    set_limits(s, ns, "rl", crate::queue::QueueLimits::new().rate(rate)).await;
     let mut tasks: Vec<NewTask> = (0..200).map(|i| in_queue(&format!("rl-{i:03}"), "rl", 0)).collect();
     tasks.extend((0..10).map(|i| in_queue(&format!("other-{i}"), "other", 0)));
     submit_all(s, ns, tasks).await;

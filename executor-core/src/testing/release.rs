@@ -13,8 +13,8 @@ use std::{
 use tokio::time::Instant;
 
 use crate::{
-    Executor, Handler, Namespace, QueueLimits, QueueName, RateLimit, TaskBuilder, TaskContext, TaskOptions,
-    TaskRecord, TaskState,
+    Executor, Handler, Namespace, QueueName, TaskBuilder, TaskContext, TaskOptions, TaskRecord, TaskState,
+    queue::{QueueLimits, RateLimit},
     storage::{Debounce, Due, Finish, NewTask, QueueControl, RunNow, Storage, SubmitMode},
 };
 
@@ -42,8 +42,8 @@ fn in_queue(id: &str, queue: &str) -> NewTask {
     t
 }
 
-fn one(queue: &str) -> crate::ClaimPlan {
-    crate::ClaimPlan::single(q(queue), 1)
+fn one(queue: &str) -> crate::queue::ClaimPlan {
+    crate::queue::ClaimPlan::single(q(queue), 1)
 }
 
 async fn claim_one<S: Storage>(s: &S, ns: &Namespace, queue: &str, lease: Duration) -> Option<TaskRecord> {

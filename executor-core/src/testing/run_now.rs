@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use crate::{
-    ClaimPlan, Error, Namespace, TaskId, TaskState,
+    Error, Namespace, TaskId, TaskState,
+    queue::ClaimPlan,
     storage::{Due, Finish, RunNow},
 };
 

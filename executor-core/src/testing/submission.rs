@@ -5,7 +5,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::{
-    ClaimPlan, Error, Namespace, RetryPolicy, SubmitOutcome, TaskRecord, TaskState, Timestamp,
+    Error, Namespace, RetryPolicy, SubmitOutcome, TaskRecord, TaskState, Timestamp,
+    queue::ClaimPlan,
     storage::{Debounce, Due, Storage, SubmitMode},
 };
 
@@ -273,18 +274,18 @@ pub async fn debounce_key_released_when_cancelled<S: Storage>(s: &S, ns: &Namesp
 }
 
 /// The payload limit users set lives in core, not in the store: the store
-/// reports a hard cap of its own of at least [`crate::DEFAULT_MAX_PAYLOAD`],
+/// reports a hard cap of its own of at least [`crate::client::DEFAULT_MAX_PAYLOAD`],
 /// and takes a payload past the default setting (but under its cap)
 /// directly, reading it back byte for byte.
 pub async fn payload_cap_is_the_stores_own<S: Storage>(s: &S, ns: &Namespace) {
     let cap = ok("max_payload", s.max_payload().await);
     assert!(
-        cap >= crate::DEFAULT_MAX_PAYLOAD,
+        cap >= crate::client::DEFAULT_MAX_PAYLOAD,
         "the store's own payload cap {cap} is below the default setting {}",
-        crate::DEFAULT_MAX_PAYLOAD
+        crate::client::DEFAULT_MAX_PAYLOAD
     );
     let mut big = new_task("past-the-default");
-    let text = "x".repeat(crate::DEFAULT_MAX_PAYLOAD);
+    let text = "x".repeat(crate::client::DEFAULT_MAX_PAYLOAD);
     big.payload = serde_json::to_vec(&text).unwrap_or_else(|e| panic!("encoding a string: {e}"));
     let expected = big.payload.clone();
     ok("submit of a payload past the default setting", s.submit(ns, big).await);

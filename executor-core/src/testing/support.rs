@@ -4,7 +4,8 @@
 use std::{fmt::Debug, time::Duration};
 
 use crate::{
-    ClaimPlan, Error, Namespace, Result, TaskId, TaskRecord, TaskState, WorkerId,
+    Error, Namespace, Result, TaskId, TaskRecord, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Lease, NewTask, Storage},
 };
 

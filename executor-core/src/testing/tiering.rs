@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use crate::{
-    ClaimPlan, Namespace, TaskState,
+    Namespace, TaskState,
+    queue::ClaimPlan,
     storage::{Due, Finish, TierStorage},
 };
 

@@ -9,7 +9,8 @@ use std::{
 };
 
 use reliable_executor::{
-    Coalescer, Executor, Handler, MemoryStorage, Result, TaskBuilder, TaskContext, TaskOptions, TaskState,
+    Executor, Handler, MemoryStorage, Result, TaskBuilder, TaskContext, TaskOptions, TaskState,
+    coalesce::Coalescer,
 };
 use tokio::time::Instant;
 

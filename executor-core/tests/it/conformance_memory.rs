@@ -12,14 +12,14 @@ async fn cleanup(storage: &MemoryStorage, ns: &Namespace) {
     storage.remove_namespace(ns);
 }
 
-reliable_executor::storage_conformance_tests!(fresh, cleanup);
-reliable_executor::tier_conformance_tests!(fresh, cleanup);
-reliable_executor::schedule_conformance_tests!(fresh, cleanup);
-reliable_executor::history_conformance_tests!(fresh, cleanup);
-reliable_executor::attempt_log_conformance_tests!(fresh, cleanup);
-reliable_executor::run_now_conformance_tests!(fresh, cleanup);
-reliable_executor::queue_conformance_tests!(fresh, cleanup);
-reliable_executor::queue_limit_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::storage_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::tier_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::schedule_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::history_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::attempt_log_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::run_now_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::queue_conformance_tests!(fresh, cleanup);
+reliable_executor::testing::queue_limit_conformance_tests!(fresh, cleanup);
 
 /// The whole suite again on a `TieredStorage` of two memory stores.
 mod tiered {
@@ -34,11 +34,11 @@ mod tiered {
         storage.cold().remove_namespace(ns);
     }
 
-    reliable_executor::storage_conformance_tests!(fresh, cleanup);
-    reliable_executor::schedule_conformance_tests!(fresh, cleanup);
-    reliable_executor::history_conformance_tests!(fresh, cleanup);
-    reliable_executor::attempt_log_conformance_tests!(fresh, cleanup);
-    reliable_executor::run_now_conformance_tests!(fresh, cleanup);
-    reliable_executor::queue_conformance_tests!(fresh, cleanup);
-    reliable_executor::queue_limit_conformance_tests!(fresh, cleanup);
+    reliable_executor::testing::storage_conformance_tests!(fresh, cleanup);
+    reliable_executor::testing::schedule_conformance_tests!(fresh, cleanup);
+    reliable_executor::testing::history_conformance_tests!(fresh, cleanup);
+    reliable_executor::testing::attempt_log_conformance_tests!(fresh, cleanup);
+    reliable_executor::testing::run_now_conformance_tests!(fresh, cleanup);
+    reliable_executor::testing::queue_conformance_tests!(fresh, cleanup);
+    reliable_executor::testing::queue_limit_conformance_tests!(fresh, cleanup);
 }

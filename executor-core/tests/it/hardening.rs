@@ -17,8 +17,10 @@ use proptest::{
     test_runner::TestRunner,
 };
 use reliable_executor::{
-    CancelOutcome, ClaimPlan, Error, Executor, Handler, Listener, MemoryStorage, Namespace, Result,
-    RetryPolicy, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
+    Error, Executor, Handler, Listener, MemoryStorage, Namespace, Result, RetryPolicy, TaskContext,
+    TaskError, TaskId, TaskOptions, TaskRecord, TaskState, WorkerId,
+    query::CancelOutcome,
+    queue::ClaimPlan,
     storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };
@@ -142,7 +144,7 @@ async fn every_builder_option_is_range_checked() {
         (
             "retention.completed",
             builder(MemoryStorage::new()).retention(
-                reliable_executor::Retention::default().completed(Duration::MAX).dead_letter(None),
+                reliable_executor::query::Retention::default().completed(Duration::MAX).dead_letter(None),
             ),
         ),
         (
@@ -204,7 +206,9 @@ async fn proptest_builder_options_never_panic() -> Result<()> {
             .cancel_grace(cgrace)
             .trim_interval(trim)
             .retention(
-                reliable_executor::Retention::default().completed(completed).dead_letter(Some(completed)),
+                reliable_executor::query::Retention::default()
+                    .completed(completed)
+                    .dead_letter(Some(completed)),
             )
             .handler(Handler::new("noop", |_: (), _ctx: TaskContext| async {}));
         let ex = match b.build().await {
@@ -426,7 +430,7 @@ async fn submit_many_checks_each_task_like_a_single_submit() -> Result<()> {
     };
     // More than one store batch, with bad tasks spread through it.
     let mut tasks = Vec::new();
-    for n in 0..(reliable_executor::SUBMIT_BATCH * 2 + 3) {
+    for n in 0..(reliable_executor::client::SUBMIT_BATCH * 2 + 3) {
         tasks.push(match n % 250 {
             7 => task("misspelled", serde_json::json!(n))?,
             8 => task("known", serde_json::json!("x".repeat(200)))?,

@@ -9,8 +9,8 @@ use std::{
 };
 
 use reliable_executor::{
-    CancelOutcome, ClaimPlan, Executor, Handler, MemoryStorage, Namespace, Result, TaskContext, TaskOptions,
-    TaskState, WorkerId, storage::Storage,
+    Executor, Handler, MemoryStorage, Namespace, Result, TaskContext, TaskOptions, TaskState, WorkerId,
+    query::CancelOutcome, queue::ClaimPlan, storage::Storage,
 };
 
 use crate::{

@@ -11,8 +11,10 @@ use std::{
 };
 
 use reliable_executor::{
-    ClaimPlan, Handler, MemoryStorage, QueueLimits, QueueName, RateLimit, Result, RunningExecutor,
-    TaskBuilder, TaskContext, TaskOptions, TaskState, WorkerId, storage::Storage,
+    Handler, MemoryStorage, QueueName, Result, RunningExecutor, TaskBuilder, TaskContext, TaskOptions,
+    TaskState, WorkerId,
+    queue::{ClaimPlan, QueueLimits, RateLimit},
+    storage::Storage,
 };
 use tokio::time::Instant;
 

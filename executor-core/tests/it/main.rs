@@ -9,6 +9,7 @@
 mod coalesce;
 mod conformance_memory;
 mod defaults;
+mod earlier_paths;
 mod failures;
 mod hardening;
 mod history;

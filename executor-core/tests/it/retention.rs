@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use reliable_executor::{
-    ClaimPlan, Error, Executor, Handler, MemoryStorage, Namespace, Retention, TaskContext, TaskState,
-    WorkerId, storage::Storage, testing,
+    Error, Executor, Handler, MemoryStorage, Namespace, TaskContext, TaskState, WorkerId, query::Retention,
+    queue::ClaimPlan, storage::Storage, testing,
 };
 use tokio::time::Instant;
 

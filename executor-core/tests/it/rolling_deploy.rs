@@ -83,7 +83,7 @@ async fn an_old_worker_gives_new_tasks_back_and_the_new_worker_runs_them_all() -
 
 async fn store_counts(
     ex: &reliable_executor::Executor<MemoryStorage>,
-) -> Result<reliable_executor::StateCounts, reliable_executor::Error> {
+) -> Result<reliable_executor::query::StateCounts, reliable_executor::Error> {
     ex.counts().await
 }
 

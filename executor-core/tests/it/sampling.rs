@@ -13,7 +13,8 @@ use std::{
 };
 
 use reliable_executor::{
-    Executor, MemoryStorage, Namespace, Result, StateCounts,
+    Executor, MemoryStorage, Namespace, Result,
+    query::StateCounts,
     storage::Storage,
     testing::{Intercept, Intercepted},
 };

@@ -2,9 +2,11 @@
 //! shared across tokio tasks and held across `.await`.
 
 use reliable_executor::{
-    CancelOutcome, Client, Coalescer, Error, Executor, ExecutorBuilder, Handler, MemoryStorage, Namespace,
-    Page, Registry, Retention, RetryPolicy, RunningExecutor, StateCounts, Submitted, TaskBuilder,
-    TaskContext, TaskError, TaskId, TaskOptions, TaskRecord, TaskState, Timestamp, WorkerId,
+    Client, Error, Executor, ExecutorBuilder, Handler, MemoryStorage, Namespace, Page, Registry, RetryPolicy,
+    RunningExecutor, Submitted, TaskBuilder, TaskContext, TaskError, TaskId, TaskOptions, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+    coalesce::Coalescer,
+    query::{CancelOutcome, Retention, StateCounts},
     storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped},
 };
 

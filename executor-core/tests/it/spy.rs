@@ -9,7 +9,8 @@ use std::{
 };
 
 use reliable_executor::{
-    ClaimPlan, MemoryStorage, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    MemoryStorage, Namespace, Result, TaskRecord, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Heartbeat, Lease, Storage},
     testing::{Intercept, Intercepted},
 };

@@ -4,8 +4,11 @@
 use std::time::Duration;
 
 use reliable_executor::{
-    AttemptOutcome, CancelOutcome, ClaimPlan, Executor, Handler, MemoryStorage, Namespace, Result,
-    TaskBuilder, TaskContext, TaskError, TaskOptions, TaskState, TieredStorage, WorkerId,
+    Executor, Handler, MemoryStorage, Namespace, Result, TaskBuilder, TaskContext, TaskError, TaskOptions,
+    TaskState, TieredStorage, WorkerId,
+    attempt_log::AttemptOutcome,
+    query::CancelOutcome,
+    queue::ClaimPlan,
     storage::{Finish, Storage, TierStorage},
     testing,
 };

@@ -2,8 +2,8 @@
 -- attempts reset, with the attempt that dead-lettered it appended to its attempt
 -- log ('dead'). The log comes first in the SET: MySQL assigns left to right, so
 -- it reads `attempts`, `started_at` and `finished_at` before they change. The
--- log is trimmed to the newest 20 entries (executor_core::MAX_ATTEMPT_LOG), its
--- error to 8192 characters (executor_core::MAX_ERROR_LEN); a column that is not
+-- log is trimmed to the newest 20 entries (executor_core::attempt_log::MAX_ATTEMPT_LOG), its
+-- error to 8192 characters (executor_core::attempt_log::MAX_ERROR_LEN); a column that is not
 -- a JSON array (NULL, or edited by hand) starts afresh rather than failing the
 -- statement.
 -- ?1 namespace, ?2 task id, ?3 the id's length in bytes: the `_bin` collations pad with

@@ -7,7 +7,8 @@ use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Client, Error, ListQuery, RetryPolicy, Submit, TaskId, TaskState, WorkerId,
+    Client, Error, ListQuery, RetryPolicy, Submit, TaskId, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Debounce, Finish, Storage, SubmitMode},
     testing,
 };
@@ -330,7 +331,7 @@ async fn out_of_range_durations_are_invalid_not_retryable() -> TestResult {
 /// `queues` instead of failing it.
 #[tokio::test]
 async fn corrupt_queue_or_priority_never_blocks_a_claim() -> TestResult {
-    use executor_core::{ClaimPlan, QueueName};
+    use executor_core::{QueueName, queue::ClaimPlan};
 
     let (storage, ns) = fresh().await;
     let mail = QueueName::new("mail")?;

@@ -12,7 +12,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Namespace, QueueName, SubmitOutcome, TaskId, WorkerId,
+    Namespace, QueueName, SubmitOutcome, TaskId, WorkerId,
+    queue::ClaimPlan,
     storage::{Due, Finish, Storage},
     testing,
 };

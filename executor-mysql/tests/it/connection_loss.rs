@@ -12,7 +12,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Error, TaskId, TaskState, WorkerId,
+    Error, TaskId, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, NewTask, Storage},
     testing,
 };

@@ -6,7 +6,7 @@
 use executor_core::storage::{Presence, ScheduleStore};
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{ClaimPlan, WorkerId, schedule::Schedule, storage::Storage, testing};
+use executor_core::{WorkerId, queue::ClaimPlan, schedule::Schedule, storage::Storage, testing};
 use reliable_executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 use tokio::time::Instant;
 

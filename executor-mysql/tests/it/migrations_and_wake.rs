@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use executor_core::{ClaimPlan, QueueName, WorkerId, storage::Storage, testing};
+use executor_core::{QueueName, WorkerId, queue::ClaimPlan, storage::Storage, testing};
 use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
 use tokio::time::Instant;
 

@@ -12,7 +12,8 @@
 use std::{sync::Arc, time::Duration};
 
 use executor_core::{
-    ClaimPlan, Error, SubmitOutcome, TaskState, WorkerId,
+    Error, SubmitOutcome, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Lease, NewTask, Storage},
     testing,
 };

@@ -28,7 +28,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Namespace, QueueName, TaskState, WorkerId,
+    Namespace, QueueName, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Lease, NewTask, Storage},
     testing,
 };

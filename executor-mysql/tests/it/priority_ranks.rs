@@ -8,7 +8,8 @@
 use std::{collections::HashSet, time::Duration};
 
 use executor_core::{
-    ClaimPlan, TaskRecord, TaskState, WorkerId,
+    TaskRecord, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, NewTask, Storage},
     testing,
 };

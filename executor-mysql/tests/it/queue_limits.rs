@@ -15,7 +15,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Namespace, QueueLimits, QueueName, QueueShare, RateLimit, WorkerId,
+    Namespace, QueueName, WorkerId,
+    queue::{ClaimPlan, QueueLimits, QueueShare, RateLimit},
     storage::{Finish, NewTask, Storage},
     testing,
 };

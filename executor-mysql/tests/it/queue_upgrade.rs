@@ -6,7 +6,7 @@
 use executor_core::storage::QueueControl;
 use std::time::Duration;
 
-use executor_core::{ClaimPlan, Namespace, QueueName, TaskId, TaskState, WorkerId, storage::Storage};
+use executor_core::{Namespace, QueueName, TaskId, TaskState, WorkerId, queue::ClaimPlan, storage::Storage};
 use reliable_executor_mysql::{MIGRATIONS_TABLE, MySqlOptions};
 
 use crate::support::EmptyDatabase;

@@ -12,7 +12,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, SubmitOutcome, TaskId, TaskState, WorkerId,
+    SubmitOutcome, TaskId, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Debounce, Finish, NewTask, Storage, SubmitMode},
     testing,
 };

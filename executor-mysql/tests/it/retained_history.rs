@@ -12,7 +12,9 @@ use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Namespace, QueueName, Retention, Timestamp, WorkerId,
+    Namespace, QueueName, Timestamp, WorkerId,
+    query::Retention,
+    queue::ClaimPlan,
     storage::{Finish, Storage, TierStorage},
     testing,
 };

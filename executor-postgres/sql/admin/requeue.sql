@@ -1,8 +1,8 @@
 -- Moves a dead-lettered task (FAILED, TIMEOUT, ERROR) back to PENDING, due now,
 -- attempts reset, with the attempt that dead-lettered it appended to its attempt
 -- log ('dead'); SET expressions read the row as it was before the update. The
--- log is trimmed to the newest 20 entries (executor_core::MAX_ATTEMPT_LOG), its
--- error to 8192 characters (executor_core::MAX_ERROR_LEN); a value that is not
+-- log is trimmed to the newest 20 entries (executor_core::attempt_log::MAX_ATTEMPT_LOG), its
+-- error to 8192 characters (executor_core::attempt_log::MAX_ERROR_LEN); a value that is not
 -- an array (NULL, or edited by hand) starts afresh.
 -- $1 namespace, $2 task id.
 UPDATE reliable_executor_tasks t

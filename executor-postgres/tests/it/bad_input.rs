@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Error, ListQuery, TaskId, TaskState, WorkerId,
+    Error, ListQuery, TaskId, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Debounce, Storage, SubmitMode},
     testing,
 };

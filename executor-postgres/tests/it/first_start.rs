@@ -5,7 +5,7 @@
 use executor_core::storage::{Presence, ScheduleStore};
 use std::{process::Stdio, time::Duration};
 
-use executor_core::{ClaimPlan, WorkerId, schedule::Schedule, storage::Storage, testing};
+use executor_core::{WorkerId, queue::ClaimPlan, schedule::Schedule, storage::Storage, testing};
 use reliable_executor_postgres::{MIGRATIONS_TABLE, PostgresOptions};
 use sqlx::{PgPool, Row, postgres::PgPoolOptions};
 use tokio::time::Instant;

@@ -6,7 +6,12 @@
 use executor_core::storage::QueueControl;
 use std::time::Duration;
 
-use executor_core::{ClaimPlan, QueueLimits, QueueName, WorkerId, storage::Storage, testing};
+use executor_core::{
+    QueueName, WorkerId,
+    queue::{ClaimPlan, QueueLimits},
+    storage::Storage,
+    testing,
+};
 use tokio::time::Instant;
 
 use crate::support::{cleanup, fresh};

@@ -4,7 +4,8 @@
 use std::{collections::BTreeSet, process::Stdio, sync::Arc, time::Duration};
 
 use executor_core::{
-    ClaimPlan, Client, Error, Namespace, QueueName, SubmitOutcome, TaskState, WorkerId,
+    Client, Error, Namespace, QueueName, SubmitOutcome, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Debounce, NewTask, Storage, SubmitMode},
     testing,
 };

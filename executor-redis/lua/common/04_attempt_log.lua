@@ -15,7 +15,7 @@ local MAX_LOG = 20
 local MAX_LOG_ERROR = 8192
 
 -- `s` cut to MAX_LOG_ERROR bytes at a UTF-8 character boundary (the
--- runtime's executor_core::MAX_ERROR_LEN).
+-- runtime's executor_core::attempt_log::MAX_ERROR_LEN).
 local function log_error(s)
   if type(s) ~= 'string' or #s <= MAX_LOG_ERROR then return s end
   local i = MAX_LOG_ERROR

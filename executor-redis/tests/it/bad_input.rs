@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Client, Error, ListQuery, Submit, TaskId, TaskState, WorkerId,
+    Client, Error, ListQuery, Submit, TaskId, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Storage},
     testing,
 };

@@ -33,14 +33,14 @@ mod one_partition {
     use super::fresh;
     use crate::common::cleanup;
 
-    executor_core::storage_conformance_tests!(fresh, cleanup);
-    executor_core::tier_conformance_tests!(fresh, cleanup);
-    executor_core::schedule_conformance_tests!(fresh, cleanup);
-    executor_core::history_conformance_tests!(fresh, cleanup);
-    executor_core::attempt_log_conformance_tests!(fresh, cleanup);
-    executor_core::run_now_conformance_tests!(fresh, cleanup);
-    executor_core::queue_conformance_tests!(fresh, cleanup);
-    executor_core::queue_limit_conformance_tests!(fresh, cleanup);
+    executor_core::testing::storage_conformance_tests!(fresh, cleanup);
+    executor_core::testing::tier_conformance_tests!(fresh, cleanup);
+    executor_core::testing::schedule_conformance_tests!(fresh, cleanup);
+    executor_core::testing::history_conformance_tests!(fresh, cleanup);
+    executor_core::testing::attempt_log_conformance_tests!(fresh, cleanup);
+    executor_core::testing::run_now_conformance_tests!(fresh, cleanup);
+    executor_core::testing::queue_conformance_tests!(fresh, cleanup);
+    executor_core::testing::queue_limit_conformance_tests!(fresh, cleanup);
 }
 
 mod four_partitions {
@@ -48,25 +48,29 @@ mod four_partitions {
     use crate::common::cleanup;
 
     // The checks left out hold per partition only; see tests/it/partitioned.rs.
-    executor_core::storage_conformance_tests!(
+    executor_core::testing::storage_conformance_tests!(
         fresh_partitioned,
         cleanup,
         except(claim_orders_by_due_and_respects_limit, fresh_id_claimed_in_submit_order, retention_by_count,)
     );
-    executor_core::tier_conformance_tests!(fresh_partitioned, cleanup);
-    executor_core::schedule_conformance_tests!(fresh_partitioned, cleanup);
-    executor_core::history_conformance_tests!(fresh_partitioned, cleanup);
-    executor_core::attempt_log_conformance_tests!(fresh_partitioned, cleanup);
-    executor_core::run_now_conformance_tests!(fresh_partitioned, cleanup);
+    executor_core::testing::tier_conformance_tests!(fresh_partitioned, cleanup);
+    executor_core::testing::schedule_conformance_tests!(fresh_partitioned, cleanup);
+    executor_core::testing::history_conformance_tests!(fresh_partitioned, cleanup);
+    executor_core::testing::attempt_log_conformance_tests!(fresh_partitioned, cleanup);
+    executor_core::testing::run_now_conformance_tests!(fresh_partitioned, cleanup);
     // Less `queue_priority_order`, as in tests/it/partitioned.rs.
-    executor_core::queue_conformance_tests!(fresh_partitioned, cleanup, except(queue_priority_order));
+    executor_core::testing::queue_conformance_tests!(
+        fresh_partitioned,
+        cleanup,
+        except(queue_priority_order)
+    );
 
     /// No queue limits over several partitions of a cluster: one script
     /// cannot reach partition 0's slot from another partition's. Refused
     /// with the way out, and nothing is written.
     #[tokio::test]
     async fn queue_limits_are_refused() -> crate::common::corrupt::TestResult {
-        use executor_core::{Error, QueueLimits, QueueName, storage::QueueControl};
+        use executor_core::{Error, QueueName, queue::QueueLimits, storage::QueueControl};
         let (storage, ns) = fresh_partitioned().await;
         let limits = QueueLimits::new().concurrency(3);
         let refused = storage.set_queue_limits(&ns, &QueueName::new("mail")?, &limits).await;

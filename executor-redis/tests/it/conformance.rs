@@ -4,19 +4,19 @@
 
 use crate::common::{cleanup, fresh};
 
-executor_core::storage_conformance_tests!(fresh, cleanup);
-executor_core::schedule_conformance_tests!(fresh, cleanup);
-executor_core::history_conformance_tests!(fresh, cleanup);
-executor_core::attempt_log_conformance_tests!(fresh, cleanup);
-executor_core::run_now_conformance_tests!(fresh, cleanup);
-executor_core::queue_conformance_tests!(fresh, cleanup);
-executor_core::queue_limit_conformance_tests!(fresh, cleanup);
+executor_core::testing::storage_conformance_tests!(fresh, cleanup);
+executor_core::testing::schedule_conformance_tests!(fresh, cleanup);
+executor_core::testing::history_conformance_tests!(fresh, cleanup);
+executor_core::testing::attempt_log_conformance_tests!(fresh, cleanup);
+executor_core::testing::run_now_conformance_tests!(fresh, cleanup);
+executor_core::testing::queue_conformance_tests!(fresh, cleanup);
+executor_core::testing::queue_limit_conformance_tests!(fresh, cleanup);
 
 /// The tier methods, for use as the hot tier of `TieredStorage`.
 mod tier {
     use crate::common::{cleanup, fresh};
 
-    executor_core::tier_conformance_tests!(fresh, cleanup);
+    executor_core::testing::tier_conformance_tests!(fresh, cleanup);
 }
 
 /// Three executors on three separately connected storages (as three

@@ -11,7 +11,9 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, Error, ListQuery, Retention, TaskId, TaskState, WorkerId,
+    Error, ListQuery, TaskId, TaskState, WorkerId,
+    query::{CancelOutcome, Retention},
+    queue::ClaimPlan,
     storage::{Finish, Storage},
     testing,
 };

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use executor_core::{
-    AttemptOutcome, ClaimPlan, TaskId, TaskState, Timestamp, WorkerId,
+    TaskId, TaskState, Timestamp, WorkerId,
+    attempt_log::AttemptOutcome,
+    queue::ClaimPlan,
     storage::{Finish, Storage, TierStorage},
     testing,
 };
@@ -104,11 +106,14 @@ async fn logged_errors_are_bounded() -> TestResult {
     d.storage.submit(&d.ns, testing::new_task("a")).await?;
     let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), LEASE).await?;
     let lease = claimed.first().and_then(|r| r.lease()).ok_or("not claimed")?;
-    let long = "é".repeat(executor_core::MAX_ERROR_LEN);
+    let long = "é".repeat(executor_core::attempt_log::MAX_ERROR_LEN);
     d.storage.finish(&d.ns, &lease, Finish::Retry { delay: Duration::ZERO, error: long.clone() }).await?;
     let r = d.storage.get(&d.ns, &id).await?.ok_or("task a vanished")?;
     let logged = r.attempt_log.first().and_then(|a| a.error.clone()).unwrap_or_default();
-    assert!(logged.len() <= executor_core::MAX_ERROR_LEN && logged.len() >= executor_core::MAX_ERROR_LEN - 1);
+    assert!(
+        logged.len() <= executor_core::attempt_log::MAX_ERROR_LEN
+            && logged.len() >= executor_core::attempt_log::MAX_ERROR_LEN - 1
+    );
     assert!(long.starts_with(&logged), "a prefix of the error, on a character boundary");
     assert_eq!(r.last_error.as_deref(), Some(long.as_str()));
     d.cleanup().await;

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Error, Executor, Handler, TaskContext, TaskState, WorkerId,
+    Error, Executor, Handler, TaskContext, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Storage},
     testing,
 };

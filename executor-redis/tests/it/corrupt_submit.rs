@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, Error, SubmitOutcome, TaskId, TaskState, Timestamp, WorkerId,
+    Error, SubmitOutcome, TaskId, TaskState, Timestamp, WorkerId,
+    queue::ClaimPlan,
     storage::{Debounce, NewTask, Storage, SubmitMode, TierStorage},
     testing,
 };

@@ -8,7 +8,8 @@
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, TaskState, WorkerId,
+    TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{Finish, Storage},
     testing,
 };
@@ -34,8 +35,8 @@ mod scripts {
     use super::fresh_scripts;
     use crate::common::cleanup;
 
-    executor_core::storage_conformance_tests!(fresh_scripts, cleanup);
-    executor_core::queue_limit_conformance_tests!(fresh_scripts, cleanup);
+    executor_core::testing::storage_conformance_tests!(fresh_scripts, cleanup);
+    executor_core::testing::queue_limit_conformance_tests!(fresh_scripts, cleanup);
 }
 
 /// `INFO commandstats` of the server behind `storage`: calls of `command`

@@ -13,8 +13,8 @@ use std::{
 };
 
 use executor_core::{
-    ClaimPlan, Executor, Handler, QueueLimits, QueueName, RateLimit, TaskBuilder, TaskContext, TaskOptions,
-    TaskRecord, TaskState, WorkerId,
+    Executor, Handler, QueueName, TaskBuilder, TaskContext, TaskOptions, TaskRecord, TaskState, WorkerId,
+    queue::{ClaimPlan, QueueLimits, RateLimit},
     storage::{NewTask, Storage},
     testing,
 };
@@ -45,7 +45,7 @@ async fn submit_all(d: &Damage, tasks: Vec<NewTask>) -> TestResult {
 async fn claim(d: &Damage, queues: &[&str], limit: usize) -> TestResult<Vec<TaskRecord>> {
     let shares = queues.iter().map(|q| Ok((QueueName::new(*q)?, limit))).collect::<TestResult<Vec<_>>>()?;
     let plan = ClaimPlan::new(
-        shares.into_iter().map(|(q, n)| executor_core::QueueShare::new(q, n)).collect(),
+        shares.into_iter().map(|(q, n)| executor_core::queue::QueueShare::new(q, n)).collect(),
         limit,
     );
     Ok(d.storage.claim(&d.ns, &WorkerId::generate(), &plan, LEASE).await?)

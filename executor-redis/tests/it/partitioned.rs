@@ -6,7 +6,9 @@
 use std::{collections::BTreeSet, time::Duration};
 
 use executor_core::{
-    ClaimPlan, Namespace, Retention, SubmitOutcome, TaskId, WorkerId,
+    Namespace, SubmitOutcome, TaskId, WorkerId,
+    query::Retention,
+    queue::ClaimPlan,
     storage::{Debounce, Storage, SubmitMode},
     testing,
 };
@@ -24,25 +26,25 @@ async fn fresh() -> (RedisStorage, Namespace) {
 // holds within a partition, not across) and `retention_by_count` (a cap is
 // shared out per partition: checked below). The debounce checks run: a
 // debounced submit goes to its key's partition.
-executor_core::storage_conformance_tests!(
+executor_core::testing::storage_conformance_tests!(
     fresh,
     common::cleanup,
     except(claim_orders_by_due_and_respects_limit, fresh_id_claimed_in_submit_order, retention_by_count,)
 );
 // Schedules live in partition 0's hash tag, whatever the partition count.
-executor_core::schedule_conformance_tests!(fresh, common::cleanup);
+executor_core::testing::schedule_conformance_tests!(fresh, common::cleanup);
 // History too: one index and its minutes in partition 0's hash tag.
-executor_core::history_conformance_tests!(fresh, common::cleanup);
+executor_core::testing::history_conformance_tests!(fresh, common::cleanup);
 // The attempt log lives in each task's own hash.
-executor_core::attempt_log_conformance_tests!(fresh, common::cleanup);
-executor_core::run_now_conformance_tests!(fresh, common::cleanup);
+executor_core::testing::attempt_log_conformance_tests!(fresh, common::cleanup);
+executor_core::testing::run_now_conformance_tests!(fresh, common::cleanup);
 // The queue checks less `queue_priority_order`: priority, like earliest due,
 // orders the claims of one partition (and each batch), not claims one by one
 // across partitions.
-executor_core::queue_conformance_tests!(fresh, common::cleanup, except(queue_priority_order));
+executor_core::testing::queue_conformance_tests!(fresh, common::cleanup, except(queue_priority_order));
 // Limits live in partition 0's slot, which every partition's scripts reach
 // on one server: they hold across partitions, atomically.
-executor_core::queue_limit_conformance_tests!(fresh, common::cleanup);
+executor_core::testing::queue_limit_conformance_tests!(fresh, common::cleanup);
 
 /// Repeats of one debounce key with a fresh id each (what
 /// `TaskBuilder::debounce` without `.id(..)` sends) coalesce into one task

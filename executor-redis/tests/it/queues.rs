@@ -6,7 +6,8 @@ use executor_core::storage::QueueControl;
 use std::time::Duration;
 
 use executor_core::{
-    ClaimPlan, ListQuery, QueueName, TaskState, WorkerId,
+    ListQuery, QueueName, TaskState, WorkerId,
+    queue::ClaimPlan,
     storage::{NewTask, Storage},
     testing,
 };

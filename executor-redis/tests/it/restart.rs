@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use executor_core::{ClaimPlan, QueueName, WorkerId, storage::Storage, testing};
+use executor_core::{QueueName, WorkerId, queue::ClaimPlan, storage::Storage, testing};
 use fred::interfaces::ClientLike;
 use reliable_executor_redis::RedisStorage;
 

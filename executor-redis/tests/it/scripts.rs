@@ -527,7 +527,8 @@ async fn a_claimed_record_is_the_stored_record() -> executor_core::Result<()> {
     use std::time::Duration;
 
     use executor_core::{
-        ClaimPlan, QueueName, RetryPolicy, WorkerId,
+        QueueName, RetryPolicy, WorkerId,
+        queue::ClaimPlan,
         storage::{Debounce, Finish, Storage, SubmitMode},
         testing,
     };

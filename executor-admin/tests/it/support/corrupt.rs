@@ -12,8 +12,8 @@ use std::{
 };
 
 use executor_core::{
-    CancelOutcome, Error, ListQuery, MemoryStorage, Namespace, Page, Result, StateCounts, TaskId, TaskRecord,
-    TaskState, Unreadable,
+    Error, ListQuery, MemoryStorage, Namespace, Page, Result, TaskId, TaskRecord, TaskState,
+    query::{CancelOutcome, StateCounts, Unreadable},
     storage::Storage,
     testing::{Intercept, Intercepted},
 };

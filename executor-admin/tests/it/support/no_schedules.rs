@@ -7,9 +7,10 @@
 use std::time::Duration;
 
 use executor_core::{
-    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueInfo, QueueLimits,
-    QueueName, Result, Retention, StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
-    WorkerInfo,
+    Error, ListQuery, MemoryStorage, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+    query::{CancelOutcome, Retention, StateCounts, WorkerInfo},
+    queue::{ClaimPlan, QueueInfo, QueueLimits},
     schedule::Schedule,
     storage::{
         Advance, Finish, Heartbeat, HistoryBucket, HistoryCount, HistoryStore, Leadership, Lease, NewTask,

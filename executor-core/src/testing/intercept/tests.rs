@@ -6,8 +6,10 @@ use std::{sync::Mutex, time::Duration};
 
 use super::{Intercept, Intercepted};
 use crate::{
-    CancelOutcome, ClaimPlan, Error, ListQuery, MemoryStorage, Namespace, Page, QueueName, Result, Retention,
-    StateCounts, Submitted, TaskId, TaskRecord, TaskState, Timestamp, WorkerId,
+    Error, ListQuery, MemoryStorage, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord,
+    TaskState, Timestamp, WorkerId,
+    query::{CancelOutcome, Retention, StateCounts},
+    queue::ClaimPlan,
     storage::{
         Finish, Heartbeat, HistoryBucket, HistoryCount, Leadership, Lease, NewTask, Reaped, Storage,
         TierStorage,
