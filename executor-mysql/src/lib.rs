@@ -27,7 +27,6 @@
 //! # }
 //! ```
 
-mod admin;
 mod claim;
 mod conn;
 mod error;

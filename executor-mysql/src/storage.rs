@@ -130,6 +130,10 @@ impl Dialect for MySqlDialect {
         self.max_payload().await.map(drop)
     }
 
+    fn work_may_be_due(&self, _ns: &executor_core::Namespace) {
+        self.notify_work();
+    }
+
     fn finishes(&self) -> &FinishGroup {
         &self.finishes
     }

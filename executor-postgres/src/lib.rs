@@ -37,7 +37,6 @@
 //! # }
 //! ```
 
-mod admin;
 mod claim;
 mod conn;
 mod error;

@@ -112,6 +112,10 @@ impl Dialect for PostgresDialect {
         Ok(())
     }
 
+    fn work_may_be_due(&self, ns: &executor_core::Namespace) {
+        self.notify_work(ns);
+    }
+
     fn finishes(&self) -> &FinishGroup {
         &self.finishes
     }

@@ -12,7 +12,7 @@ use std::{future::Future, time::Duration};
 
 use executor_core::{
     ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
-    query::{CancelOutcome, Retention},
+    query::Retention,
     queue::{ClaimPlan, QueueInfo, QueueLimits},
     storage::{Heartbeat, HistoryBucket, HistoryCount, Lease, NewTask, Reaped},
 };
@@ -29,18 +29,7 @@ use crate::{
 /// clone), and the parts every store has. `storage.rs` of the driver
 /// implements it.
 pub trait Dialect:
-    Clone
-    + std::fmt::Debug
-    + Send
-    + Sync
-    + ErrorClass
-    + 'static
-    + Submit
-    + Claim
-    + Wait
-    + Housekeeping
-    + Query
-    + Admin
+    Clone + std::fmt::Debug + Send + Sync + ErrorClass + 'static + Submit + Claim + Wait + Housekeeping + Query
 {
     /// The sqlx database.
     type Db: SqlDb + Database<Row: Cols>;
@@ -105,6 +94,11 @@ pub trait Dialect:
 
     /// The largest payload this store takes.
     fn max_payload(&self) -> impl Future<Output = Result<usize>> + Send;
+
+    /// Wakes idle claimers of this process: a change the SQL core made
+    /// (a requeue, a run now, a delete that freed a slot) may have made
+    /// work due.
+    fn work_may_be_due(&self, ns: &Namespace);
 
     /// Where concurrent finishes of this process share a batch.
     fn finishes(&self) -> &FinishGroup;
@@ -191,21 +185,6 @@ pub trait Query {
 
     /// As `Storage::list`.
     fn list(&self, ns: &Namespace, query: ListQuery) -> impl Future<Output = Result<Page>> + Send;
-}
-
-/// An operator's changes to one task (`admin.rs`).
-pub trait Admin {
-    /// As `Storage::cancel`.
-    fn cancel(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<CancelOutcome>> + Send;
-
-    /// As `Storage::requeue`.
-    fn requeue(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send;
-
-    /// As `Storage::delete`.
-    fn delete(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<bool>> + Send;
-
-    /// As `RunNow::run_now`.
-    fn run_now(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// Moves between a hot and a cold tier (`tier.rs`).

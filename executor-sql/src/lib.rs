@@ -31,6 +31,7 @@
 //!
 //! Applications do not use this crate directly.
 
+mod admin;
 pub mod conn;
 pub mod cursor;
 pub mod dialect;

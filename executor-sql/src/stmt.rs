@@ -314,6 +314,18 @@ pub struct Statements {
     pub schedule_advance: Statement,
     /// `query/counts`: tasks per state.
     pub query_counts: Statement,
+    /// `admin/cancel_waiting`: cancels a waiting task.
+    pub admin_cancel_waiting: Statement,
+    /// `admin/request_cancel`: flags a running one.
+    pub admin_request_cancel: Statement,
+    /// `admin/requeue`: a dead letter back to waiting.
+    pub admin_requeue: Statement,
+    /// `admin/delete`: deletes one task.
+    pub admin_delete: Statement,
+    /// `admin/run_now`: a waiting task due now.
+    pub admin_run_now: Statement,
+    /// `admin/state`: one task's state.
+    pub admin_state: Statement,
     /// `storage/probe_tasks`: every column of the tasks table the statements use.
     pub probe_tasks: Statement,
     /// `storage/probe_leaders`: the leaders table.
@@ -360,6 +372,12 @@ macro_rules! statements {
             schedule_pause: $crate::statement!("schedule/pause"),
             schedule_advance: $crate::statement!("schedule/advance"),
             query_counts: $crate::statement!("query/counts"),
+            admin_cancel_waiting: $crate::statement!("admin/cancel_waiting"),
+            admin_request_cancel: $crate::statement!("admin/request_cancel"),
+            admin_requeue: $crate::statement!("admin/requeue"),
+            admin_delete: $crate::statement!("admin/delete"),
+            admin_run_now: $crate::statement!("admin/run_now"),
+            admin_state: $crate::statement!("admin/state"),
             probe_tasks: $crate::statement!("storage/probe_tasks"),
             probe_leaders: $crate::statement!("storage/probe_leaders"),
             probe_workers: $crate::statement!("storage/probe_workers"),

@@ -17,7 +17,7 @@ use executor_core::{
 use sqlx::Pool;
 
 use crate::{
-    SqlOptions,
+    SqlOptions, admin,
     dialect::{self, Dialect},
     finish, leader, schedule, schema,
 };
@@ -158,7 +158,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     }
 
     async fn cancel(&self, ns: &Namespace, id: &TaskId) -> Result<CancelOutcome> {
-        self.dialect.cancel(ns, id).await
+        admin::cancel(&self.dialect, ns, id).await
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
@@ -170,7 +170,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
-        self.dialect.delete(ns, id).await
+        admin::delete(&self.dialect, ns, id).await
     }
 
     async fn counts(&self, ns: &Namespace) -> Result<StateCounts> {
@@ -178,7 +178,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     }
 
     async fn requeue(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.dialect.requeue(ns, id).await
+        admin::requeue(&self.dialect, ns, id).await
     }
 
     async fn reap(&self, ns: &Namespace, limit: usize) -> Result<Reaped> {
@@ -221,7 +221,7 @@ impl<D: Dialect> Storage for SqlStorage<D> {
 
 impl<D: Dialect> RunNow for SqlStorage<D> {
     async fn run_now(&self, ns: &Namespace, id: &TaskId) -> Result<()> {
-        self.dialect.run_now(ns, id).await
+        admin::run_now(&self.dialect, ns, id).await
     }
 }
 

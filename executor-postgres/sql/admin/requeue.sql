@@ -5,6 +5,7 @@
 -- error to 8192 characters (executor_core::attempt_log::MAX_ERROR_LEN); a value that is not
 -- an array (NULL, or edited by hand) starts afresh.
 -- $1 namespace, $2 task id.
+-- params: ns, id
 UPDATE reliable_executor_tasks t
 SET attempt_log = (CASE WHEN jsonb_typeof(t.attempt_log) = 'array' THEN CASE
         WHEN jsonb_array_length(t.attempt_log) >= 20 THEN t.attempt_log - 0 ELSE t.attempt_log END

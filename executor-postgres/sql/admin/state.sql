@@ -1,5 +1,6 @@
 -- The state of one task.
 -- $1 namespace, $2 task id.
+-- params: ns, id
 SELECT state
 FROM reliable_executor_tasks
 WHERE ns = $1
