@@ -20,13 +20,6 @@ use crate::{
     sql::{self, sql},
 };
 
-/// One row as a bucket, or why it is left out.
-fn bucket(r: &MySqlRow) -> Result<HistoryBucket, String> {
-    let name: Vec<u8> = col(r, "name")?;
-    let name = String::from_utf8(name).map_err(|_| "column `name` is not UTF-8".to_owned())?;
-    HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
-}
-
 impl History for MySqlDialect {
     /// One `INSERT .. ON DUPLICATE KEY UPDATE` for every count, in the
     /// order of the primary key (so concurrent adders lock rows in one
@@ -53,42 +46,4 @@ impl History for MySqlDialect {
         .map(drop)
     }
 
-    /// Every bucket from `since` on, by minute then name (bytes). A row
-    /// that does not read back (a negative count, a name that is not
-    /// UTF-8, edited by hand) is left out with a warning.
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-        let since = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
-        let rows = sqlx::query(sql!("history/read"))
-            .bind(ns.as_str())
-            .bind(since)
-            .fetch_all_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        // Keyed, so the order is the bytes' whatever the server sorted by.
-        let mut out = BTreeMap::new();
-        for r in &rows {
-            match bucket(r) {
-                Ok(b) => {
-                    out.insert((b.minute, b.name.clone()), b);
-                }
-                Err(reason) => tracing::warn!(namespace = %ns, %reason, "left out an unreadable history row"),
-            }
-        }
-        Ok(out.into_values().collect())
-    }
-
-    /// Deletes the minutes before `before`; how many rows went.
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        let before = i64::try_from(before.as_millis()).unwrap_or(i64::MAX);
-        let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(sql!("history/trim"))
-                .bind(ns.as_str())
-                .bind(before)
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)
-        })
-        .await?;
-        Ok(done.rows_affected())
-    }
 }

@@ -130,6 +130,13 @@ impl Dialect for MySqlDialect {
         self.max_payload().await.map(drop)
     }
 
+    /// The name is `VARBINARY` (compared by its bytes); one that is not
+    /// UTF-8 (edited by hand) is a reason, and its row is left out.
+    fn history_name(row: &sqlx::mysql::MySqlRow) -> std::result::Result<String, String> {
+        let name: Vec<u8> = crate::row::col(row, "name")?;
+        String::from_utf8(name).map_err(|_| "column `name` is not UTF-8".to_owned())
+    }
+
     fn work_may_be_due(&self, _ns: &executor_core::Namespace) {
         self.notify_work();
     }

@@ -141,11 +141,4 @@ impl Tier for MySqlDialect {
         }
     }
 
-    /// Deletes the task if it still waits with this fence: one conditional
-    /// DELETE, so a task claimed meanwhile is never removed under its worker.
-    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        let q = sqlx::query(sql!("tier/remove"));
-        let done = bind_task(q, ns, id).bind(fence).execute_on(&self.conns).await.map_err(error::storage)?;
-        Ok(done.rows_affected() > 0)
-    }
 }

@@ -15,12 +15,6 @@ use sqlx::postgres::PgRow;
 
 use crate::{PostgresDialect, conn::RunOn, error, row::col, sql::sql};
 
-/// One row as a bucket, or why it is left out.
-fn bucket(r: &PgRow) -> Result<HistoryBucket, String> {
-    let name: String = col(r, "name")?;
-    HistoryBucket::from_columns(col(r, "minute")?, name, col(r, "succeeded")?, col(r, "failed")?)
-}
-
 impl History for PostgresDialect {
     /// One `INSERT .. ON CONFLICT DO UPDATE` for every count. Counts of one
     /// name are merged first (an upsert may not touch a row twice) and sent
@@ -61,39 +55,4 @@ impl History for PostgresDialect {
         .map(drop)
     }
 
-    /// Every bucket from `since` on, by minute then name (bytes). A row
-    /// that does not read back (a negative count, edited by hand) is left
-    /// out with a warning.
-    async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-        let since = i64::try_from(since.as_millis()).unwrap_or(i64::MAX);
-        let rows = sqlx::query(sql!("history/read"))
-            .bind(ns.as_str())
-            .bind(since)
-            .fetch_all_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        let mut out = Vec::with_capacity(rows.len());
-        for r in &rows {
-            match bucket(r) {
-                Ok(b) => out.push(b),
-                Err(reason) => tracing::warn!(namespace = %ns, %reason, "left out an unreadable history row"),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Deletes the minutes before `before`; how many rows went.
-    async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        let before = i64::try_from(before.as_millis()).unwrap_or(i64::MAX);
-        let done = error::retry_lock_conflicts(|| async {
-            sqlx::query(sql!("history/trim"))
-                .bind(ns.as_str())
-                .bind(before)
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)
-        })
-        .await?;
-        Ok(done.rows_affected())
-    }
 }

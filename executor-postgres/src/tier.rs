@@ -137,16 +137,4 @@ impl Tier for PostgresDialect {
         }
     }
 
-    /// Deletes the task if it still waits with this fence: one conditional
-    /// DELETE, so a task claimed meanwhile is never removed under its worker.
-    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        let done = sqlx::query(sql!("tier/remove"))
-            .bind(ns.as_str())
-            .bind(id.as_str())
-            .bind(big(fence))
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        Ok(done.rows_affected() > 0)
-    }
 }

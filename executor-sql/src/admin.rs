@@ -1,5 +1,5 @@
 //! An operator's changes to one task, on every dialect: cancel, requeue,
-//! delete, run now. Each is one statement by primary key conditional on
+//! delete, run now; and the tier move's removal of a waiting task. Each is one statement by primary key conditional on
 //! the task's state; when it changes nothing, one read tells the caller
 //! why (no such task, or a state the change does not apply to).
 
@@ -103,4 +103,12 @@ pub(crate) async fn run_now<D: Dialect>(d: &D, ns: &Namespace, id: &TaskId) -> R
         Some(st) if st.is_waiting() => Ok(()),
         Some(st) => Err(Error::IllegalTransition { id: id.clone(), state: st, action: "run now" }),
     }
+}
+
+/// Deletes the task if it still waits with this fence (a tier move): one
+/// conditional DELETE, so a task claimed meanwhile is never removed under
+/// its worker.
+pub(crate) async fn remove_waiting<D: Dialect>(d: &D, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+    let [a, b, c] = task(ns, id);
+    Ok(execute(d, &D::SQL.tier_remove, &[a, b, c, ("fence", Value::Uint(fence))]).await? > 0)
 }

@@ -95,6 +95,15 @@ pub trait Dialect:
     /// The largest payload this store takes.
     fn max_payload(&self) -> impl Future<Output = Result<usize>> + Send;
 
+    /// The task name of a history row. The default reads a text column; a
+    /// dialect that stores the name as bytes reads those.
+    ///
+    /// # Errors
+    /// The column is missing or not a name.
+    fn history_name(row: &<Self::Db as Database>::Row) -> std::result::Result<String, String> {
+        row.text("name")
+    }
+
     /// Wakes idle claimers of this process: a change the SQL core made
     /// (a requeue, a run now, a delete that freed a slot) may have made
     /// work due.
@@ -199,9 +208,6 @@ pub trait Tier {
 
     /// As `TierStorage::import`.
     fn import(&self, ns: &Namespace, record: TaskRecord) -> impl Future<Output = Result<bool>> + Send;
-
-    /// As `TierStorage::remove`.
-    fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> impl Future<Output = Result<bool>> + Send;
 }
 
 /// Queue controls and fleet-wide limits (`queues.rs`).
@@ -226,19 +232,10 @@ pub trait Queues {
     fn queues(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send;
 }
 
-/// Throughput history (`history.rs`).
+/// Adding to the throughput history (`history.rs`); the SQL core reads
+/// and trims it.
 pub trait History {
     /// As `HistoryStore::add_history`.
     fn add_history(&self, ns: &Namespace, counts: &[HistoryCount])
     -> impl Future<Output = Result<()>> + Send;
-
-    /// As `HistoryStore::history`.
-    fn history(
-        &self,
-        ns: &Namespace,
-        since: Timestamp,
-    ) -> impl Future<Output = Result<Vec<HistoryBucket>>> + Send;
-
-    /// As `HistoryStore::trim_history`.
-    fn trim_history(&self, ns: &Namespace, before: Timestamp) -> impl Future<Output = Result<u64>> + Send;
 }

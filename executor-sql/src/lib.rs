@@ -37,6 +37,7 @@ pub mod cursor;
 pub mod dialect;
 pub mod error;
 pub mod finish;
+mod history;
 mod leader;
 mod options;
 pub mod row;

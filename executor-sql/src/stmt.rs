@@ -314,6 +314,12 @@ pub struct Statements {
     pub schedule_advance: Statement,
     /// `query/counts`: tasks per state.
     pub query_counts: Statement,
+    /// `history/read`: the buckets of a namespace from a minute on.
+    pub history_read: Statement,
+    /// `history/trim`: deletes minutes before a cutoff.
+    pub history_trim: Statement,
+    /// `tier/remove`: deletes a waiting task with its fence.
+    pub tier_remove: Statement,
     /// `admin/cancel_waiting`: cancels a waiting task.
     pub admin_cancel_waiting: Statement,
     /// `admin/request_cancel`: flags a running one.
@@ -372,6 +378,9 @@ macro_rules! statements {
             schedule_pause: $crate::statement!("schedule/pause"),
             schedule_advance: $crate::statement!("schedule/advance"),
             query_counts: $crate::statement!("query/counts"),
+            history_read: $crate::statement!("history/read"),
+            history_trim: $crate::statement!("history/trim"),
+            tier_remove: $crate::statement!("tier/remove"),
             admin_cancel_waiting: $crate::statement!("admin/cancel_waiting"),
             admin_request_cancel: $crate::statement!("admin/request_cancel"),
             admin_requeue: $crate::statement!("admin/requeue"),

@@ -19,7 +19,7 @@ use sqlx::Pool;
 use crate::{
     SqlOptions, admin,
     dialect::{self, Dialect},
-    finish, leader, schedule, schema,
+    finish, history, leader, schedule, schema,
 };
 
 /// A store on an SQL database of dialect `D`: `MySqlStorage` is
@@ -251,7 +251,7 @@ impl<D: Dialect + dialect::Tier> TierStorage for SqlStorage<D> {
     }
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        self.dialect.remove(ns, id, fence).await
+        admin::remove_waiting(&self.dialect, ns, id, fence).await
     }
 }
 
@@ -297,11 +297,11 @@ impl<D: Dialect + dialect::History> HistoryStore for SqlStorage<D> {
     }
 
     async fn history(&self, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-        self.dialect.history(ns, since).await
+        history::read(&self.dialect, ns, since).await
     }
 
     async fn trim_history(&self, ns: &Namespace, before: Timestamp) -> Result<u64> {
-        self.dialect.trim_history(ns, before).await
+        history::trim(&self.dialect, ns, before).await
     }
 }
 

@@ -4,6 +4,7 @@
 -- spaces, so `id = 'pad'` alone would also match a row whose id was edited to 'pad ';
 -- comparing the byte length too costs nothing once the primary key found the row.
 -- ?4 the fence.
+-- params: ns, id, id_len, fence
 DELETE
 FROM reliable_executor_tasks
 WHERE ns = ?
