@@ -1,22 +1,18 @@
-//! Throughput history (issue 18): one row per (namespace, minute, task
+//! Adding to the throughput history: one row per (namespace, minute, task
 //! name) in `reliable_executor_history`, the minute taken from the server's
 //! `NOW(3)`. An add is one autocommit upsert for every name, so adds from
-//! many processes sum; the leader's trim is one `DELETE`.
-
-use executor_sql::dialect::History;
-use std::collections::BTreeMap;
+//! many processes sum; the reads and the leader's trim are the SQL core's.
 
 use executor_core::{
-    Namespace, Result, Timestamp,
-    storage::{HistoryBucket, HistoryCount, check_history},
+    Namespace, Result,
+    storage::{HistoryCount, check_history},
 };
-use sqlx::mysql::MySqlRow;
+use executor_sql::dialect::History;
 
 use crate::{
     MySqlDialect,
     conn::RunOn,
     error,
-    row::col,
     sql::{self, sql},
 };
 
@@ -45,5 +41,4 @@ impl History for MySqlDialect {
         .await
         .map(drop)
     }
-
 }

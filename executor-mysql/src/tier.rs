@@ -140,5 +140,4 @@ impl Tier for MySqlDialect {
             }
         }
     }
-
 }

@@ -1,19 +1,18 @@
-//! Throughput history (issue 18): one row per (namespace, minute, task
+//! Adding to the throughput history: one row per (namespace, minute, task
 //! name) in `reliable_executor_history`, the minute taken from the
 //! server's `statement_timestamp()`. An add is one autocommit upsert over
 //! `UNNEST`ed arrays for every name, so adds from many processes sum; the
-//! leader's trim is one `DELETE`.
+//! reads and the leader's trim are the SQL core's.
 
-use executor_sql::dialect::History;
 use std::collections::BTreeMap;
 
 use executor_core::{
-    Namespace, Result, Timestamp,
-    storage::{HistoryBucket, HistoryCount, check_history},
+    Namespace, Result,
+    storage::{HistoryCount, check_history},
 };
-use sqlx::postgres::PgRow;
+use executor_sql::dialect::History;
 
-use crate::{PostgresDialect, conn::RunOn, error, row::col, sql::sql};
+use crate::{PostgresDialect, conn::RunOn, error, sql::sql};
 
 impl History for PostgresDialect {
     /// One `INSERT .. ON CONFLICT DO UPDATE` for every count. Counts of one
@@ -54,5 +53,4 @@ impl History for PostgresDialect {
         .await
         .map(drop)
     }
-
 }

@@ -136,5 +136,4 @@ impl Tier for PostgresDialect {
             }
         }
     }
-
 }

@@ -108,7 +108,12 @@ pub(crate) async fn run_now<D: Dialect>(d: &D, ns: &Namespace, id: &TaskId) -> R
 /// Deletes the task if it still waits with this fence (a tier move): one
 /// conditional DELETE, so a task claimed meanwhile is never removed under
 /// its worker.
-pub(crate) async fn remove_waiting<D: Dialect>(d: &D, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+pub(crate) async fn remove_waiting<D: Dialect>(
+    d: &D,
+    ns: &Namespace,
+    id: &TaskId,
+    fence: u64,
+) -> Result<bool> {
     let [a, b, c] = task(ns, id);
     Ok(execute(d, &D::SQL.tier_remove, &[a, b, c, ("fence", Value::Uint(fence))]).await? > 0)
 }

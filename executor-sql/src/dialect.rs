@@ -14,7 +14,7 @@ use executor_core::{
     ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
     query::Retention,
     queue::{ClaimPlan, QueueInfo, QueueLimits},
-    storage::{Heartbeat, HistoryBucket, HistoryCount, Lease, NewTask, Reaped},
+    storage::{Heartbeat, HistoryCount, Lease, NewTask, Reaped},
 };
 use sqlx::{Database, Pool};
 

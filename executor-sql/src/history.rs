@@ -25,8 +25,9 @@ pub(crate) async fn read<D: Dialect>(d: &D, ns: &Namespace, since: Timestamp) ->
     let rows = fetch_all(d, &D::SQL.history_read, &args).await?;
     let mut out = BTreeMap::new();
     for r in &rows {
-        let bucket = D::history_name(r)
-            .and_then(|name| HistoryBucket::from_columns(r.int("minute")?, name, r.int("succeeded")?, r.int("failed")?));
+        let bucket = D::history_name(r).and_then(|name| {
+            HistoryBucket::from_columns(r.int("minute")?, name, r.int("succeeded")?, r.int("failed")?)
+        });
         match bucket {
             Ok(b) => {
                 out.insert((b.minute, b.name.clone()), b);
