@@ -47,7 +47,7 @@ use executor_core::{
     WorkerId,
     query::{CancelOutcome, Retention, StateCounts},
     queue::ClaimPlan,
-    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage, TierStorage},
+    storage::{Finish, Heartbeat, Leadership, Lease, NewTask, Reaped, Storage},
 };
 
 pub use builder::RedisStorageBuilder;
@@ -57,7 +57,8 @@ pub use storage::RedisStorage;
 // section (`submit.rs`, `claim.rs`, ...); the `RedisStorage::` path picks the
 // inherent function, not this trait method. The optional abilities are
 // implemented in their own modules (`queues.rs`, `schedule.rs`,
-// `history.rs`, `admin.rs` for `RunNow`, `leader.rs` for `Presence`).
+// `history.rs`, `admin.rs` for `RunNow`, `leader.rs` for `Presence`,
+// `tier.rs` for `TierStorage`).
 impl Storage for RedisStorage {
     async fn submit(&self, ns: &Namespace, task: NewTask) -> Result<Submitted> {
         RedisStorage::submit(self, ns, task).await
@@ -156,19 +157,5 @@ impl Storage for RedisStorage {
 
     async fn housekeeping(&self, ns: &Namespace) -> Result<()> {
         RedisStorage::housekeeping(self, ns).await
-    }
-}
-
-impl TierStorage for RedisStorage {
-    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        RedisStorage::due_before(self, ns, before, limit).await
-    }
-
-    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        RedisStorage::import(self, ns, record).await
-    }
-
-    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        RedisStorage::remove(self, ns, id, fence).await
     }
 }

@@ -3,7 +3,9 @@
 //! `TieredStorage`: `tier_now.lua`, `due_before.lua`, `import.lua`,
 //! `remove.lua`.
 
-use executor_core::{Error, Namespace, Result, TaskId, TaskRecord, TaskState, Timestamp};
+use executor_core::{
+    Error, Namespace, Result, TaskId, TaskRecord, TaskState, Timestamp, storage::TierStorage,
+};
 use fred::types::Value;
 
 use crate::{
@@ -30,95 +32,6 @@ impl RedisStorage {
         let keys = self.keys(ns, 0);
         let v = self.run(&self.inner.scripts.tier_now, vec![keys.due().to_owned()], Vec::new()).await?;
         v.as_u64().map(Timestamp::from_millis).ok_or_else(|| shape("TIME did not answer a number"))
-    }
-
-    /// Waiting tasks due before `before`, earliest first, at most `limit`,
-    /// merged over the partitions. Read only.
-    pub(crate) async fn due_before(
-        &self,
-        ns: &Namespace,
-        before: Timestamp,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>> {
-        if limit == 0 {
-            return Ok(Vec::new());
-        }
-        let limit = limit.min(crate::claim::MAX_CLAIM);
-        let mut out = Vec::new();
-        for p in 0..self.partitions() {
-            let args = vec![
-                Value::from(time(before.min(Timestamp::MAX))),
-                Value::from(limit.to_string()),
-                Value::from((limit + STALE_SLACK).to_string()),
-            ];
-            let reply = self.run_in(&self.inner.scripts.due_before, &self.keys(ns, p), args).await?;
-            for entry in array(reply)? {
-                // Each entry is `{id, fields..., attempt log}`.
-                let mut items = array(entry)?;
-                let log = items.pop();
-                let (id, values) = record::parse_entry(Value::Array(items))?;
-                // One record that does not parse must not stop the tiers from
-                // moving the others (invariant 7); a claim sets it aside.
-                match record::parse(&id, &values) {
-                    Ok(mut task) => {
-                        task.attempt_log = record::attempt_log(&task.id, log.as_ref());
-                        out.push(task);
-                    }
-                    Err(e) => tracing::warn!(task = %id, error = %e, "due_before skipped an unreadable task"),
-                }
-            }
-        }
-        out.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
-        out.truncate(limit);
-        Ok(out)
-    }
-
-    /// Stores `record` as given unless its id exists; indexes it by state and
-    /// wakes sleepers when it is due.
-    pub(crate) async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        if record.payload.len() > RedisStorage::MAX_PAYLOAD {
-            return Err(Error::PayloadTooLarge {
-                size: record.payload.len(),
-                limit: RedisStorage::MAX_PAYLOAD,
-            });
-        }
-        check_record(&record)?;
-        let score = match record.state {
-            TaskState::Created | TaskState::Pending => record.due_at,
-            TaskState::Running => record.lease_until.unwrap_or(record.due_at),
-            _ => record.finished_at.unwrap_or(record.created_at),
-        };
-        let due = record.state.is_waiting().then_some(record.due_at);
-        let keys = self.keys(ns, self.inner.layout.partition_of(&record.id));
-        let mut args = vec![
-            Value::from(record.id.as_str()),
-            Value::from(record.state.to_string()),
-            Value::from(time(score)),
-        ];
-        let id = record.id.clone();
-        args.extend(fields(record)?);
-        let reply = array(self.run_in(&self.inner.scripts.import, &keys, args).await?)?;
-        if reply.first().and_then(text).as_deref() == Some("2") {
-            let reason = reply.get(2).and_then(text).unwrap_or_default();
-            return Err(Error::Corrupt { id, reason });
-        }
-        let stored = reply.first().and_then(text).as_deref() == Some("1");
-        let now = reply.get(1).and_then(text).and_then(|t| t.parse::<u64>().ok()).map(Timestamp::from_millis);
-        if stored
-            && let (Some(due), Some(now)) = (due, now)
-            && due <= now
-        {
-            self.poke(ns).await?;
-        }
-        Ok(stored)
-    }
-
-    /// Deletes a waiting task with fence `fence` and its index entries.
-    pub(crate) async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
-        let keys = self.keys(ns, self.inner.layout.partition_of(id));
-        let args = vec![Value::from(id.as_str()), Value::from(fence.to_string())];
-        let reply = self.run_in(&self.inner.scripts.remove, &keys, args).await?;
-        Ok(reply.as_u64() == Some(1))
     }
 }
 
@@ -195,4 +108,90 @@ fn fields(r: TaskRecord) -> Result<Vec<Value>> {
         f.push(("r", Value::from(json)));
     }
     Ok(f.into_iter().flat_map(|(k, v)| [Value::from(k), v]).collect())
+}
+
+impl TierStorage for RedisStorage {
+    /// Waiting tasks due before `before`, earliest first, at most `limit`,
+    /// merged over the partitions. Read only.
+    async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = limit.min(crate::claim::MAX_CLAIM);
+        let mut out = Vec::new();
+        for p in 0..self.partitions() {
+            let args = vec![
+                Value::from(time(before.min(Timestamp::MAX))),
+                Value::from(limit.to_string()),
+                Value::from((limit + STALE_SLACK).to_string()),
+            ];
+            let reply = self.run_in(&self.inner.scripts.due_before, &self.keys(ns, p), args).await?;
+            for entry in array(reply)? {
+                // Each entry is `{id, fields..., attempt log}`.
+                let mut items = array(entry)?;
+                let log = items.pop();
+                let (id, values) = record::parse_entry(Value::Array(items))?;
+                // One record that does not parse must not stop the tiers from
+                // moving the others (invariant 7); a claim sets it aside.
+                match record::parse(&id, &values) {
+                    Ok(mut task) => {
+                        task.attempt_log = record::attempt_log(&task.id, log.as_ref());
+                        out.push(task);
+                    }
+                    Err(e) => tracing::warn!(task = %id, error = %e, "due_before skipped an unreadable task"),
+                }
+            }
+        }
+        out.sort_by(|a, b| (a.due_at, &a.id).cmp(&(b.due_at, &b.id)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// Stores `record` as given unless its id exists; indexes it by state and
+    /// wakes sleepers when it is due.
+    async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
+        if record.payload.len() > RedisStorage::MAX_PAYLOAD {
+            return Err(Error::PayloadTooLarge {
+                size: record.payload.len(),
+                limit: RedisStorage::MAX_PAYLOAD,
+            });
+        }
+        check_record(&record)?;
+        let score = match record.state {
+            TaskState::Created | TaskState::Pending => record.due_at,
+            TaskState::Running => record.lease_until.unwrap_or(record.due_at),
+            _ => record.finished_at.unwrap_or(record.created_at),
+        };
+        let due = record.state.is_waiting().then_some(record.due_at);
+        let keys = self.keys(ns, self.inner.layout.partition_of(&record.id));
+        let mut args = vec![
+            Value::from(record.id.as_str()),
+            Value::from(record.state.to_string()),
+            Value::from(time(score)),
+        ];
+        let id = record.id.clone();
+        args.extend(fields(record)?);
+        let reply = array(self.run_in(&self.inner.scripts.import, &keys, args).await?)?;
+        if reply.first().and_then(text).as_deref() == Some("2") {
+            let reason = reply.get(2).and_then(text).unwrap_or_default();
+            return Err(Error::Corrupt { id, reason });
+        }
+        let stored = reply.first().and_then(text).as_deref() == Some("1");
+        let now = reply.get(1).and_then(text).and_then(|t| t.parse::<u64>().ok()).map(Timestamp::from_millis);
+        if stored
+            && let (Some(due), Some(now)) = (due, now)
+            && due <= now
+        {
+            self.poke(ns).await?;
+        }
+        Ok(stored)
+    }
+
+    /// Deletes a waiting task with fence `fence` and its index entries.
+    async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {
+        let keys = self.keys(ns, self.inner.layout.partition_of(id));
+        let args = vec![Value::from(id.as_str()), Value::from(fence.to_string())];
+        let reply = self.run_in(&self.inner.scripts.remove, &keys, args).await?;
+        Ok(reply.as_u64() == Some(1))
+    }
 }
