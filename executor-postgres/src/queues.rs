@@ -1,7 +1,7 @@
 //! Queue controls: pausing a queue fleet-wide and the per-queue figures.
 //! The claim itself is in `claim.rs`.
 
-use executor_sql::dialect::Queues;
+use executor_sql::{dialect::Queues, row::queue_name};
 use std::collections::BTreeMap;
 
 use executor_core::{
@@ -11,17 +11,6 @@ use executor_core::{
 use sqlx::Row;
 
 use crate::{PostgresDialect, conn::RunOn, error, limits, sql::sql};
-
-/// `name` as a queue name, or `None` (logged) for a hand-edited value.
-fn valid(name: &str) -> Option<QueueName> {
-    match QueueName::new(name) {
-        Ok(q) => Some(q),
-        Err(e) => {
-            tracing::warn!(queue = %name, error = %e, "stored queue name is not valid; left out of the queue list");
-            None
-        }
-    }
-}
 
 impl Queues for PostgresDialect {
     /// Pauses or resumes `queue`: a row in the queues table while it is
@@ -62,7 +51,7 @@ impl Queues for PostgresDialect {
             sqlx::query(sql!("queues/figures")).bind(ns.as_str()).bind(ns.as_str()).bind(ns.as_str());
         for r in figures.fetch_all_on(&self.conns).await.map_err(error::storage)? {
             let name: String = r.try_get("queue").map_err(error::storage)?;
-            let Some(queue) = valid(&name) else { continue };
+            let Some(queue) = queue_name(&name) else { continue };
             let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
             let due: i64 = r.try_get("due").map_err(error::storage)?;
             let oldest: Option<i64> = r.try_get("oldest_due").map_err(error::storage)?;
@@ -78,13 +67,13 @@ impl Queues for PostgresDialect {
             .map_err(error::storage)?;
         for r in running {
             let name: String = r.try_get("queue").map_err(error::storage)?;
-            let Some(queue) = valid(&name) else { continue };
+            let Some(queue) = queue_name(&name) else { continue };
             let n: i64 = r.try_get("running").map_err(error::storage)?;
             out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue)).running =
                 u64::try_from(n).unwrap_or(0);
         }
         for row in limits::rows(self, ns).await? {
-            let Some(queue) = valid(&row.name) else { continue };
+            let Some(queue) = queue_name(&row.name) else { continue };
             if !row.paused && !row.has_limits {
                 // A row left by a resume racing a clear: nothing to show.
                 continue;

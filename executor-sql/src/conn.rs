@@ -2,8 +2,9 @@
 //!
 //! sqlx pings a connection when it leaves the pool (and the MySQL driver
 //! again when it comes back), so a statement run on the pool costs extra
-//! round trips: on a 2-core machine that halved the rate of single-row
-//! UPDATEs on MariaDB. So the storage keeps the connections it has used in
+//! round trips per statement, a cost as large as the statement itself for
+//! a single-row UPDATE (`docs/benchmarks.md` has the figures). So the
+//! storage keeps the connections it has used in
 //! a small free list of its own and hands them straight to the next
 //! statement. One idle for more than a quarter of a second is pinged before
 //! reuse.

@@ -1,6 +1,6 @@
 //! Reading task rows: what does not depend on the dialect's column types.
 
-use executor_core::{Error, TaskId, TaskState, Timestamp};
+use executor_core::{Error, QueueName, TaskId, TaskState, Timestamp};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 /// Column `name` of `row`, or why it does not decode.
@@ -83,6 +83,18 @@ pub fn exact_state(raw: &str) -> Result<TaskState, String> {
         .into_iter()
         .find(|st| st.as_str() == raw)
         .ok_or_else(|| format!("state `{raw}` is not one of the eight states, spelled exactly"))
+}
+
+/// A stored queue name as a [`QueueName`], or `None` (logged) for a
+/// hand-edited value, which the queue list leaves out.
+pub fn queue_name(name: &str) -> Option<QueueName> {
+    match QueueName::new(name) {
+        Ok(q) => Some(q),
+        Err(e) => {
+            tracing::warn!(queue = %name, error = %e, "stored queue name is not valid; left out of the queue list");
+            None
+        }
+    }
 }
 
 /// A [`TaskId`] for an error about a row whose own id may not be valid:

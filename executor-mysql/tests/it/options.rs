@@ -123,3 +123,28 @@ async fn extreme_valid_options_work() -> TestResult {
     cleanup(&storage, &ns).await;
     Ok(())
 }
+
+/// `max_payload` lowers the limit below the server's packet, never raises
+/// it above: a set limit applies at submit; one above the packet leaves
+/// the packet's limit in force; 0 is refused as an option.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_payload_lowers_the_packet_limit_only() -> TestResult {
+    let ns = testing::unique_namespace("my-maxpay");
+    let low = MySqlOptions::new().max_payload(1000).open(pool(3).await).await?;
+    assert_eq!(low.max_payload().await?, 1000);
+    let mut big = testing::new_task("big");
+    big.payload = vec![b'x'; 1001];
+    let err = low.submit(&ns, big).await.err();
+    assert!(matches!(err, Some(Error::PayloadTooLarge { size: 1001, limit: 1000 })), "{err:?}");
+    let mut fits = testing::new_task("fits");
+    fits.payload = vec![b'x'; 1000];
+    low.submit(&ns, fits).await?;
+
+    let packet = MySqlOptions::new().open(pool(3).await).await?.max_payload().await?;
+    let high = MySqlOptions::new().max_payload(512 << 20).open(pool(3).await).await?;
+    assert_eq!(high.max_payload().await?, packet.min(512 << 20));
+    let zero = MySqlOptions::new().max_payload(0).validate();
+    assert!(matches!(zero, Err(Error::Invalid { what: "max_payload", .. })), "{zero:?}");
+    cleanup(&low, &ns).await;
+    Ok(())
+}

@@ -16,7 +16,7 @@ use crate::{
 
 /// The most task names one process keeps counts for between flushes; a
 /// name beyond it is dropped with a warning, so a store that stays down
-/// cannot make the tally grow without bound (invariant 5).
+/// cannot make the tally grow without bound (memory stays bounded).
 pub(crate) const MAX_TALLY_NAMES: usize = 10_000;
 
 /// Attempts finished since the last successful flush, by task name.

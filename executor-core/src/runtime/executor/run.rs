@@ -61,7 +61,7 @@ pub(crate) struct Shared<S> {
     /// Results being written: an attempt whose handler has returned gives
     /// its slot back while its result goes to the store, so the next claim
     /// overlaps that write; these `concurrency` permits bound the writes in
-    /// flight (invariant 5), and an attempt waits for one holding its slot.
+    /// flight (memory stays bounded), and an attempt waits for one holding its slot.
     pub(crate) finishing: Arc<Semaphore>,
     pub(crate) in_flight: Mutex<HashMap<TaskId, InFlight>>,
     pub(crate) attempts: TaskTracker,
