@@ -1,6 +1,10 @@
 //! Claiming due tasks and renewing the leases on them.
 
 use executor_sql::dialect::Claim;
+use executor_sql::{
+    row::{self, to_error},
+    stmt::Value,
+};
 use std::{collections::HashMap, time::Duration};
 
 use executor_core::{
@@ -17,8 +21,8 @@ use sqlx::{
 use crate::{
     MySqlDialect,
     conn::RunOn,
-    error, limits, row,
-    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, clip_error, ms, padded, sql},
+    error, limits,
+    sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, padded, sql},
 };
 
 /// Most tasks one claim or heartbeat statement names.
@@ -213,12 +217,12 @@ async fn claim_once(
         if attempts >= u64::from(MAX_ATTEMPTS_COLUMN) || fence == MAX_FENCE_COLUMN {
             // Bumping it would fail the claim "out of range", every time.
             let reason = format!("attempts {attempts} or fence {fence} is at its column's maximum");
-            to_error(s, ns, &id, None, &reason).await?;
+            to_error(s, ns, &id, Value::OptUint(None), &reason).await?;
         } else if priority > u64::from(MAX_PRIORITY) {
             // Written with the checks off: any UPDATE of the row fails
             // `ck_tasks_priority`, so claiming it would fail the whole batch.
             let reason = format!("priority {priority} is outside 0..={MAX_PRIORITY}");
-            to_error(s, ns, &id, None, &reason).await?;
+            to_error(s, ns, &id, Value::OptUint(None), &reason).await?;
         } else {
             per_queue[b].push((rank, due, id));
         }
@@ -277,40 +281,12 @@ async fn claim_once(
     read.sort_by_key(|(at, _)| *at);
     let mut tasks = Vec::with_capacity(read.len());
     for (_, r) in read {
-        match row::task_from_row(r) {
+        match row::task::<MySqlDialect>(r) {
             Ok(task) => tasks.push(task),
-            Err(reason) => to_error(s, ns, &row::raw_id(r), Some(token), &reason).await?,
+            Err(reason) => to_error(s, ns, &row::raw_id(r), Value::OptUint(Some(token)), &reason).await?,
         }
     }
     Ok(Round { tasks, lost_race, limited })
-}
-
-/// Moves a row that cannot run to `ERROR` with the reason (bad input never stops the runtime).
-/// `token`: the claim that took it (the row is `RUNNING` under that claim);
-/// `None`: it is still waiting. The fence is not bumped: it may be the very
-/// value that overflows, and no other worker holds a lease on the row. A
-/// priority above 9 (written with the checks off) is brought into range,
-/// since `ck_tasks_priority` refuses any UPDATE of the row otherwise; the
-/// reason keeps the value it had.
-pub(crate) async fn to_error(
-    s: &MySqlDialect,
-    ns: &Namespace,
-    raw_id: &str,
-    token: Option<u64>,
-    reason: &str,
-) -> Result<()> {
-    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
-    sqlx::query(sql!("claim/move_to_error"))
-        .bind(clip_error(&format!("corrupt record: {reason}")).into_owned())
-        .bind(ns.as_str())
-        .bind(raw_id)
-        .bind(u32::try_from(raw_id.len()).unwrap_or(u32::MAX))
-        .bind(token)
-        .bind(token)
-        .execute_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    Ok(())
 }
 
 async fn heartbeat_chunk(

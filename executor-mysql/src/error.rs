@@ -32,6 +32,11 @@ const SECURE_TRANSPORT_REQUIRED: u16 = 3159;
 impl ErrorClass for crate::MySqlDialect {
     const SERVER: &'static str = "MySQL";
 
+    /// A duplicate key: 1062.
+    fn is_duplicate(e: &sqlx::Error) -> bool {
+        mysql_number(e) == Some(1062)
+    }
+
     fn is_lock_conflict(e: &sqlx::Error) -> bool {
         matches!(mysql_number(e), Some(DEADLOCK | LOCK_WAIT_TIMEOUT))
     }
@@ -106,17 +111,13 @@ fn fix(problem: TlsProblem) -> &'static str {
     }
 }
 
-/// Whether `e` is a duplicate key (1062).
-pub(crate) fn is_duplicate(e: &sqlx::Error) -> bool {
-    mysql_number(e) == Some(1062)
-}
-
 /// Whether `e` is a duplicate of the primary key (rather than another
 /// unique key). MySQL and MariaDB both name the primary key `PRIMARY` in
 /// the message (`... for key 'PRIMARY'`, MySQL 8: `'tbl.PRIMARY'`); the
 /// error packet has no field for the key, so the message is the only signal.
 pub(crate) fn is_duplicate_id(e: &sqlx::Error) -> bool {
-    is_duplicate(e) && e.as_database_error().is_some_and(|d| d.message().contains("PRIMARY"))
+    crate::MySqlDialect::is_duplicate(e)
+        && e.as_database_error().is_some_and(|d| d.message().contains("PRIMARY"))
 }
 
 executor_sql::driver_errors!(crate::MySqlDialect);

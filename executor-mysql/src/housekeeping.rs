@@ -3,12 +3,13 @@
 
 use executor_core::{Namespace, Result, TaskState, query::Retention, storage::Reaped};
 use executor_sql::dialect::Housekeeping;
+use executor_sql::row;
 use sqlx::Row;
 
 use crate::{
     MySqlDialect,
     conn::RunOn,
-    error, row,
+    error,
     sql::{self, MAX_FENCE_COLUMN, ms, padded, sql},
 };
 

@@ -19,6 +19,10 @@
 //! back and releasing the row. Other claimers never wait for the row
 //! (`NOWAIT`): they skip the queue for that claim.
 
+use executor_sql::{
+    row::{self, to_error},
+    stmt::Value,
+};
 use std::{collections::HashMap, time::Duration};
 
 use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId, queue::QueueLimits};
@@ -26,9 +30,8 @@ use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
     MySqlDialect,
-    claim::to_error,
     conn::RunOn,
-    error, row,
+    error,
     sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, sql},
 };
 
@@ -288,7 +291,7 @@ impl MySqlDialect {
         c.done();
 
         for (id, reason) in &corrupt {
-            to_error(self, ns, id, None, reason).await?;
+            to_error(self, ns, id, Value::OptUint(None), reason).await?;
         }
         let position: HashMap<&str, usize> =
             candidates.iter().enumerate().map(|(i, id)| (id.as_str(), i)).collect();
@@ -297,9 +300,11 @@ impl MySqlDialect {
         });
         let mut tasks = Vec::with_capacity(claimed_rows.len());
         for r in &claimed_rows {
-            match row::task_from_row(r) {
+            match row::task::<MySqlDialect>(r) {
                 Ok(task) => tasks.push(task),
-                Err(reason) => to_error(self, ns, &row::raw_id(r), Some(token), &reason).await?,
+                Err(reason) => {
+                    to_error(self, ns, &row::raw_id(r), Value::OptUint(Some(token)), &reason).await?
+                }
             }
         }
         let outcome = if spent == upto && !cut { Outcome::Full } else { Outcome::Done };

@@ -191,37 +191,11 @@ pub(crate) fn token() -> u64 {
     seed.wrapping_add(n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-/// Longest `last_error` stored, in bytes: the column is a `TEXT` (65,535
-/// bytes), and an over-long value would fail the statement under strict
-/// mode (leaving the task `RUNNING` until its lease expired) or be cut
-/// silently without it. A reason is free text, so it is cut here instead,
-/// on a character boundary, with a marker.
-const MAX_ERROR_BYTES: usize = 60_000;
-
-/// `text` cut to [`MAX_ERROR_BYTES`].
-pub(crate) fn clip_error(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.len() <= MAX_ERROR_BYTES {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut end = MAX_ERROR_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    std::borrow::Cow::Owned(format!("{}… (cut from {} bytes)", &text[..end], text.len()))
-}
+pub(crate) use executor_sql::row::clip_error;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_errors_are_cut_on_a_char_boundary() {
-        assert_eq!(clip_error("short"), "short");
-        let long = "é".repeat(40_000);
-        let cut = clip_error(&long);
-        assert!(cut.len() < 60_100, "{}", cut.len());
-        assert!(cut.ends_with("(cut from 80000 bytes)"), "{}", &cut[cut.len() - 40..]);
-    }
 
     #[test]
     fn in_lists_are_padded_to_a_power_of_two() {

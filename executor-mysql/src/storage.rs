@@ -4,6 +4,7 @@
 use executor_sql::{
     dialect::Dialect,
     finish::{FinishGroup, FinishStatements},
+    row::{self, Counters},
     stmt::Statements,
 };
 
@@ -98,6 +99,35 @@ impl Dialect for MySqlDialect {
     const DEFAULT_MAX_PAYLOAD: Option<usize> = None;
     const MIGRATIONS_DIR: &'static str = "executor-mysql/migrations";
     const RESERVED_CONNECTIONS: u32 = 2;
+    const NUMBERED_PLACEHOLDERS: bool = false;
+    const CURSOR_PREFIX: &'static str = "my1.";
+    const MAX_ID_CHARS: usize = crate::sql::ID_COLUMN_CHARS;
+    const MAX_ATTEMPTS: u32 = crate::sql::MAX_ATTEMPTS_COLUMN;
+
+    /// Unsigned columns, read as they are.
+    fn counters(row: &sqlx::mysql::MySqlRow) -> std::result::Result<Counters, String> {
+        Ok(Counters {
+            attempts: row::col(row, "attempts")?,
+            max_attempts: row::col(row, "max_attempts")?,
+            fence: row::col(row, "fence")?,
+            priority: row::col(row, "priority")?,
+        })
+    }
+
+    /// A name or a debounce key longer than its column would be cut or
+    /// refused by the server.
+    fn check_import(record: &executor_core::TaskRecord) -> Result<()> {
+        use crate::sql::{ID_COLUMN_CHARS, NAME_COLUMN_CHARS};
+        if record.name.chars().count() > NAME_COLUMN_CHARS
+            || record.debounce_key.as_ref().is_some_and(|k| k.chars().count() > ID_COLUMN_CHARS)
+        {
+            return Err(executor_core::Error::invalid(
+                "imported task",
+                "name or debounce key longer than the MySQL columns",
+            ));
+        }
+        Ok(())
+    }
 
     fn from_pool(pool: MySqlPool, options: MySqlOptions) -> Self {
         Self::with_options(pool, options)
@@ -116,13 +146,13 @@ impl Dialect for MySqlDialect {
     /// Fences and tokens are `BIGINT UNSIGNED` columns.
     fn bind_uint(
         q: sqlx::query::Query<'_, sqlx::MySql, sqlx::mysql::MySqlArguments>,
-        v: u64,
+        v: Option<u64>,
     ) -> sqlx::query::Query<'_, sqlx::MySql, sqlx::mysql::MySqlArguments> {
         q.bind(v)
     }
 
     fn uint(row: &sqlx::mysql::MySqlRow, name: &'static str) -> std::result::Result<u64, String> {
-        crate::row::col(row, name)
+        executor_sql::row::col(row, name)
     }
 
     /// Reads `max_allowed_packet` now, so the first submit does not wait for it.
@@ -133,7 +163,7 @@ impl Dialect for MySqlDialect {
     /// The name is `VARBINARY` (compared by its bytes); one that is not
     /// UTF-8 (edited by hand) is a reason, and its row is left out.
     fn history_name(row: &sqlx::mysql::MySqlRow) -> std::result::Result<String, String> {
-        let name: Vec<u8> = crate::row::col(row, "name")?;
+        let name: Vec<u8> = executor_sql::row::col(row, "name")?;
         String::from_utf8(name).map_err(|_| "column `name` is not UTF-8".to_owned())
     }
 

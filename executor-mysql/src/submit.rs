@@ -5,8 +5,8 @@ use executor_core::{
     Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
     storage::{Debounce, Due, NewTask, SubmitMode},
 };
-use executor_sql::Dialect as _;
 use executor_sql::dialect::{Submit, SubmitIn};
+use executor_sql::{Dialect as _, ErrorClass as _};
 use sqlx::{MySql, Row, mysql::MySqlArguments, query::Query};
 
 use crate::{
@@ -135,7 +135,7 @@ fn validate(task: NewTask, limit: usize) -> Result<Checked> {
 async fn insert_one(s: &MySqlDialect, ns: &Namespace, row: &Checked) -> Result<Submitted> {
     match execute_sent(insert(ns, std::iter::once(row)), &s.conns).await {
         Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
-        Err(e) if error::is_duplicate(&e.error) => match row.mode {
+        Err(e) if crate::MySqlDialect::is_duplicate(&e.error) => match row.mode {
             SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
             _ => created_by(s, ns, row).await,
         },
@@ -220,7 +220,7 @@ async fn insert_chunk(
         }
         // Refused as a whole, nothing written: answer row by row.
         Err(e) => {
-            if !error::is_duplicate(&e.error) {
+            if !crate::MySqlDialect::is_duplicate(&e.error) {
                 tracing::warn!(error = %e.error, rows = chunk.len(), "batch insert refused; inserting its rows one by one");
             }
             for (i, r) in chunk {
@@ -297,7 +297,7 @@ async fn debounce(s: &MySqlDialect, ns: &Namespace, row: &Checked, d: &Debounce)
             }
             // Another task started waiting under the key: the next round
             // moves it.
-            Err(e) if error::is_duplicate(&e.error) => {}
+            Err(e) if crate::MySqlDialect::is_duplicate(&e.error) => {}
             Err(e) => return Err(error::written(e, &row.id)),
         }
     }
@@ -336,7 +336,7 @@ async fn waiting_under(s: &MySqlDialect, ns: &Namespace, key: &str) -> Result<Op
         Some(r) => {
             let raw: String = r.try_get("id").map_err(error::storage)?;
             let nonce: Option<u64> = r.try_get("submit_nonce").map_err(error::storage)?;
-            let id = TaskId::new(raw.clone()).map_err(|e| crate::row::corrupt(&raw, e.to_string()))?;
+            let id = TaskId::new(raw.clone()).map_err(|e| executor_sql::row::corrupt(&raw, e.to_string()))?;
             Ok(Some((id, nonce)))
         }
     }
@@ -477,7 +477,7 @@ impl SubmitIn<sqlx::MySqlConnection> for MySqlDialect {
         }
         match insert(ns, std::iter::once(&row)).execute(&mut *conn).await {
             Ok(_) => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Created)),
-            Err(e) if error::is_duplicate(&e) => match row.mode {
+            Err(e) if crate::MySqlDialect::is_duplicate(&e) => match row.mode {
                 SubmitMode::Idempotent => Ok(Submitted::new(row.id.clone(), SubmitOutcome::Existing)),
                 _ => Err(Error::DuplicateId(row.id.clone())),
             },

@@ -1,6 +1,10 @@
 //! Claiming due tasks and renewing the leases on them.
 
 use executor_sql::dialect::Claim;
+use executor_sql::{
+    row::{self, to_error},
+    stmt::Value,
+};
 use std::time::Duration;
 
 use executor_core::{
@@ -13,8 +17,8 @@ use sqlx::{Row, postgres::PgRow};
 use crate::{
     PostgresDialect,
     conn::RunOn,
-    error, limits, row,
-    sql::{big, clip_error, ms, sql},
+    error, limits,
+    sql::{big, ms, sql},
 };
 
 /// Most tasks one claim or heartbeat statement names.
@@ -110,11 +114,11 @@ pub(crate) async fn read_claimed(
         tracing::warn!(task = %row::raw_id(r), "task with counters at their column's maximum moved to ERROR");
         return Ok(());
     }
-    match row::task_from_row(r) {
+    match row::task::<PostgresDialect>(r) {
         Ok(task) => tasks.push(task),
         Err(reason) => {
             let fence: i64 = r.try_get("fence").map_err(error::storage)?;
-            to_error(s, ns, &row::raw_id(r), Some(fence), &reason).await?;
+            to_error(s, ns, &row::raw_id(r), Value::OptInt(Some(fence)), &reason).await?;
         }
     }
     Ok(())
@@ -128,28 +132,6 @@ pub(crate) fn sort_claim_order(tasks: &mut [TaskRecord]) {
             .then(a.due_at.cmp(&b.due_at))
             .then_with(|| a.id.as_str().cmp(b.id.as_str()))
     });
-}
-
-/// Moves a row that cannot run to `ERROR` with the reason (bad input never stops the runtime).
-/// `fence`: the claim that took it (the row is `RUNNING` with that fence);
-/// `None`: it is still waiting.
-pub(crate) async fn to_error(
-    s: &PostgresDialect,
-    ns: &Namespace,
-    raw_id: &str,
-    fence: Option<i64>,
-    reason: &str,
-) -> Result<()> {
-    tracing::warn!(task = %raw_id, %reason, "corrupt task row moved to ERROR");
-    sqlx::query(sql!("claim/move_to_error"))
-        .bind(clip_error(&format!("corrupt record: {reason}")))
-        .bind(ns.as_str())
-        .bind(raw_id)
-        .bind(fence)
-        .execute_on(&s.conns)
-        .await
-        .map_err(error::storage)?;
-    Ok(())
 }
 
 impl Claim for PostgresDialect {

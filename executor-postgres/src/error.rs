@@ -71,15 +71,10 @@ fn fix(problem: TlsProblem) -> &'static str {
     }
 }
 
-/// Whether `e` is a unique violation (23505).
-pub(crate) fn is_duplicate(e: &sqlx::Error) -> bool {
-    code(e).as_deref() == Some("23505")
-}
-
 /// Whether `e` is a duplicate of the tasks' primary key (rather than the
 /// debounce key's unique index).
 pub(crate) fn is_duplicate_id(e: &sqlx::Error) -> bool {
-    is_duplicate(e)
+    crate::PostgresDialect::is_duplicate(e)
         && e.as_database_error().and_then(|d| d.constraint()).is_some_and(|c| c.ends_with("_pkey"))
 }
 
@@ -99,6 +94,11 @@ pub(crate) fn certainly_not_applied(e: &Error) -> bool {
 /// Which server errors mean what, by SQLSTATE.
 impl ErrorClass for crate::PostgresDialect {
     const SERVER: &'static str = "PostgreSQL";
+
+    /// A duplicate key: SQLSTATE 23505.
+    fn is_duplicate(e: &sqlx::Error) -> bool {
+        code(e).as_deref() == Some("23505")
+    }
 
     fn is_lock_conflict(e: &sqlx::Error) -> bool {
         code(e).is_some_and(|c| LOCK_CONFLICT.contains(&c.as_str()))

@@ -38,7 +38,7 @@ fn finish_query<'a>(
     if let Finish::Retry { delay, error } = finish {
         return sqlx::query(RETRY_SQL)
             .bind(lease.worker.as_str())
-            .bind(clip_error(error))
+            .bind(clip_error(error).into_owned())
             .bind(ms(*delay))
             .bind(ns.as_str())
             .bind(lease.id.as_str())
@@ -54,7 +54,7 @@ fn finish_query<'a>(
     sqlx::query(FINISH_SQL)
         .bind(delay)
         .bind(target.is_terminal())
-        .bind(finish.error().map(clip_error))
+        .bind(finish.error().map(|e| clip_error(e).into_owned()))
         .bind(matches!(finish, Finish::Released | Finish::Postponed { .. }))
         .bind(target.as_str())
         .bind(ns.as_str())

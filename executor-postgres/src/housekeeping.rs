@@ -3,12 +3,13 @@
 
 use executor_core::{Namespace, Result, TaskState, query::Retention, storage::Reaped};
 use executor_sql::dialect::Housekeeping;
+use executor_sql::row;
 use sqlx::Row;
 
 use crate::{
     PostgresDialect,
     conn::RunOn,
-    error, row,
+    error,
     sql::{ms, sql},
 };
 

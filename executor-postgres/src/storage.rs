@@ -4,6 +4,7 @@
 use executor_sql::{
     dialect::Dialect,
     finish::{FinishGroup, FinishStatements},
+    row::{self, Counters},
     stmt::Statements,
 };
 
@@ -90,6 +91,28 @@ impl Dialect for PostgresDialect {
     const DEFAULT_MAX_PAYLOAD: Option<usize> = Some(16 << 20);
     const MIGRATIONS_DIR: &'static str = "executor-postgres/migrations";
     const RESERVED_CONNECTIONS: u32 = 3;
+    const NUMBERED_PLACEHOLDERS: bool = true;
+    const CURSOR_PREFIX: &'static str = "pg1.";
+    const MAX_ID_CHARS: usize = executor_core::id::MAX_ID_LEN;
+    const MAX_ATTEMPTS: u32 = crate::sql::MAX_ATTEMPTS_COLUMN;
+
+    /// Signed columns (`INTEGER`, `BIGINT`, `SMALLINT`) whose CHECKs keep
+    /// them non-negative; a negative one (the CHECK dropped) is a reason.
+    fn counters(row: &sqlx::postgres::PgRow) -> std::result::Result<Counters, String> {
+        fn unsigned<S, U>(v: S, name: &'static str) -> std::result::Result<U, String>
+        where
+            S: Copy + std::fmt::Display,
+            U: TryFrom<S>,
+        {
+            U::try_from(v).map_err(|_| format!("column `{name}` is out of range: {v}"))
+        }
+        Ok(Counters {
+            attempts: unsigned(row::col::<_, i32>(row, "attempts")?, "attempts")?,
+            max_attempts: unsigned(row::col::<_, i32>(row, "max_attempts")?, "max_attempts")?,
+            fence: unsigned(row::col::<_, i64>(row, "fence")?, "fence")?,
+            priority: unsigned(row::col::<_, i16>(row, "priority")?, "priority")?,
+        })
+    }
 
     fn from_pool(pool: PgPool, options: PostgresOptions) -> Self {
         Self::with_options(pool, options)

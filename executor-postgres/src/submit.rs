@@ -316,7 +316,7 @@ async fn debounce(conn: &mut PgConnection, ns: &Namespace, row: &Checked, d: &De
         Ok(Some(r)) => {
             let raw: String = r.try_get("id").map_err(error::storage)?;
             let inserted: bool = r.try_get("inserted").map_err(error::storage)?;
-            let id = TaskId::new(raw.clone()).map_err(|e| crate::row::corrupt(&raw, e.to_string()))?;
+            let id = TaskId::new(raw.clone()).map_err(|e| executor_sql::row::corrupt(&raw, e.to_string()))?;
             Ok(Submitted::new(id, if inserted { SubmitOutcome::Created } else { SubmitOutcome::Debounced }))
         }
         Err(e) if error::is_duplicate_id(&e) => Err(Error::DuplicateId(row.id.clone())),

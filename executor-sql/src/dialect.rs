@@ -11,7 +11,7 @@
 use std::{future::Future, time::Duration};
 
 use executor_core::{
-    ListQuery, Namespace, Page, QueueName, Result, Submitted, TaskId, TaskRecord, Timestamp, WorkerId,
+    Namespace, QueueName, Result, Submitted, TaskRecord, Timestamp, WorkerId,
     query::Retention,
     queue::{ClaimPlan, QueueInfo, QueueLimits},
     storage::{Heartbeat, HistoryCount, Lease, NewTask, Reaped},
@@ -22,6 +22,7 @@ use crate::{
     ErrorClass, SqlOptions,
     conn::Conns,
     finish::{FinishGroup, FinishStatements},
+    row::Counters,
     stmt::{ArgsOf, Cols, SqlDb, Statements, Value},
 };
 
@@ -29,7 +30,7 @@ use crate::{
 /// clone), and the parts every store has. `storage.rs` of the driver
 /// implements it.
 pub trait Dialect:
-    Clone + std::fmt::Debug + Send + Sync + ErrorClass + 'static + Submit + Claim + Wait + Housekeeping + Query
+    Clone + std::fmt::Debug + Send + Sync + ErrorClass + 'static + Submit + Claim + Wait + Housekeeping
 {
     /// The sqlx database.
     type Db: SqlDb + Database<Row: Cols>;
@@ -44,13 +45,42 @@ pub trait Dialect:
     /// The rows a statement changed (matched, where the server counts so).
     fn rows_affected(result: &<Self::Db as Database>::QueryResult) -> u64;
 
-    /// Binds a fence or a token. The default binds it as a saturating
-    /// signed `BIGINT`; a dialect with unsigned columns binds it as it is.
+    /// Binds a fence or a token, or NULL. The default binds it as a
+    /// saturating signed `BIGINT`; a dialect with unsigned columns binds it
+    /// as it is.
     fn bind_uint(
         q: sqlx::query::Query<'_, Self::Db, ArgsOf<Self>>,
-        v: u64,
+        v: Option<u64>,
     ) -> sqlx::query::Query<'_, Self::Db, ArgsOf<Self>> {
-        Self::Db::bind(q, Value::Int(i64::try_from(v).unwrap_or(i64::MAX)))
+        Self::Db::bind(q, Value::OptUint(v))
+    }
+
+    /// The counters of a task row, whose column types differ by dialect.
+    ///
+    /// # Errors
+    /// A column is missing, NULL, of another type or out of the record's
+    /// range.
+    fn counters(row: &<Self::Db as Database>::Row) -> std::result::Result<Counters, String>;
+
+    /// Whether the statement files number their placeholders (`$1`) rather
+    /// than write them in order (`?`) ([`crate::stmt::query_only`]).
+    const NUMBERED_PLACEHOLDERS: bool;
+    /// What every list cursor of this store starts with ([`crate::cursor`]).
+    const CURSOR_PREFIX: &'static str;
+    /// The most characters the id column holds.
+    const MAX_ID_CHARS: usize;
+    /// The largest `attempts` the column holds: a row at it cannot be
+    /// claimed, so a tier move sends it to `ERROR` instead.
+    const MAX_ATTEMPTS: u32;
+
+    /// Refuses a record moved in from another tier that this store's
+    /// columns cannot hold exactly (the payload limit and the priority are
+    /// checked for every dialect). The default takes any.
+    ///
+    /// # Errors
+    /// [`executor_core::Error::InvalidInput`] naming what does not fit.
+    fn check_import(_record: &TaskRecord) -> Result<()> {
+        Ok(())
     }
 
     /// Reads a fence or a token. The default reads a signed `BIGINT` and
@@ -187,27 +217,17 @@ pub trait Housekeeping {
     ) -> impl Future<Output = Result<u64>> + Send;
 }
 
-/// Reads for operators and producers (`query.rs`).
-pub trait Query {
-    /// As `Storage::get`.
-    fn get(&self, ns: &Namespace, id: &TaskId) -> impl Future<Output = Result<Option<TaskRecord>>> + Send;
-
-    /// As `Storage::list`.
-    fn list(&self, ns: &Namespace, query: ListQuery) -> impl Future<Output = Result<Page>> + Send;
-}
-
-/// Moves between a hot and a cold tier (`tier.rs`).
-pub trait Tier {
-    /// As `TierStorage::due_before`.
-    fn due_before(
+/// Moves between a hot and a cold tier (`tier.rs`); the SQL core reads the
+/// rows, moves those no tier can take to `ERROR`, and imports.
+pub trait Tier: Dialect {
+    /// The rows (every task column and the attempt log) of up to `limit`
+    /// waiting tasks due before `before`, earliest first.
+    fn due_rows(
         &self,
         ns: &Namespace,
         before: Timestamp,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<TaskRecord>>> + Send;
-
-    /// As `TierStorage::import`.
-    fn import(&self, ns: &Namespace, record: TaskRecord) -> impl Future<Output = Result<bool>> + Send;
+    ) -> impl Future<Output = Result<Vec<<Self::Db as Database>::Row>>> + Send;
 }
 
 /// Queue controls and fleet-wide limits (`queues.rs`).

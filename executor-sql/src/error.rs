@@ -41,6 +41,10 @@ pub trait ErrorClass {
     /// schema is older than the statements, which no retry fixes.
     fn is_missing_schema(e: &sqlx::Error) -> bool;
 
+    /// Whether the server error `e` is a duplicate of a unique key (the
+    /// task's id, a bound debounce key).
+    fn is_duplicate(e: &sqlx::Error) -> bool;
+
     /// For a server error saying a value does not fit its column (out of
     /// range, too long, a refused CHECK), its code as the server names it
     /// (`error 1406`, `SQLSTATE 22001`): the caller's data is wrong, not
@@ -274,6 +278,9 @@ mod tests {
             None
         }
         fn is_missing_schema(_: &sqlx::Error) -> bool {
+            false
+        }
+        fn is_duplicate(_: &sqlx::Error) -> bool {
             false
         }
         fn tls_fix(_: TlsProblem) -> &'static str {

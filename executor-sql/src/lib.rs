@@ -22,6 +22,7 @@
 //! - [`finish`]: ending attempts, alone or in batches of completions,
 //!   concurrent finishes sharing one batch (group commit);
 //! - [`row`]: reading task rows, whatever the dialect's column types;
+//! - the reads of one task and of a list page, and the tier moves;
 //! - leadership, the workers' announcements and cron schedules, on
 //!   [`stmt`]: the
 //!   statements run on every dialect, each dialect's file of the same
@@ -40,12 +41,14 @@ pub mod finish;
 mod history;
 mod leader;
 mod options;
+mod query;
 pub mod row;
 mod schedule;
 pub mod schema;
 mod statement;
 pub mod stmt;
 mod storage;
+mod tier;
 
 pub use dialect::Dialect;
 pub use error::ErrorClass;

@@ -79,8 +79,14 @@ pub enum Value<'a> {
     /// A fence or a token: `BIGINT UNSIGNED` on MySQL, `BIGINT` (saturating)
     /// elsewhere ([`Dialect::bind_uint`]).
     Uint(u64),
+    /// A fence or a token, or NULL.
+    OptUint(Option<u64>),
+    /// A signed integer or NULL (a time that may be unset).
+    OptInt(Option<i64>),
     /// A truth value.
     Bool(bool),
+    /// Bytes (a payload).
+    Bytes(&'a [u8]),
 }
 
 /// A named value.
@@ -122,7 +128,9 @@ where
     for<'e> &'e str: Encode<'e, DB> + Type<DB>,
     for<'e> Option<&'e str>: Encode<'e, DB> + Type<DB>,
     for<'e> i64: Encode<'e, DB> + Type<DB>,
+    for<'e> Option<i64>: Encode<'e, DB> + Type<DB>,
     for<'e> bool: Encode<'e, DB> + Type<DB>,
+    for<'e> &'e [u8]: Encode<'e, DB> + Type<DB>,
 {
     fn bind<'q>(q: Query<'q, Self, Self::Arguments>, v: Value<'q>) -> Query<'q, Self, Self::Arguments> {
         match v {
@@ -130,7 +138,10 @@ where
             Value::OptText(t) => q.bind(t),
             Value::Int(i) => q.bind(i),
             Value::Uint(u) => q.bind(i64::try_from(u).unwrap_or(i64::MAX)),
+            Value::OptUint(u) => q.bind(u.map(|u| i64::try_from(u).unwrap_or(i64::MAX))),
+            Value::OptInt(i) => q.bind(i),
             Value::Bool(b) => q.bind(b),
+            Value::Bytes(b) => q.bind(b),
         }
     }
 
@@ -176,11 +187,23 @@ pub trait Cols {
     /// The column is missing, NULL or not a `BIGINT`.
     fn int(&self, name: &'static str) -> std::result::Result<i64, String>;
 
+    /// A `BIGINT` column that may be NULL.
+    ///
+    /// # Errors
+    /// The column is missing or not a `BIGINT`.
+    fn opt_int(&self, name: &'static str) -> std::result::Result<Option<i64>, String>;
+
     /// A boolean column.
     ///
     /// # Errors
     /// The column is missing, NULL or not a boolean.
     fn flag(&self, name: &'static str) -> std::result::Result<bool, String>;
+
+    /// A bytes column.
+    ///
+    /// # Errors
+    /// The column is missing, NULL or not bytes.
+    fn bytes(&self, name: &'static str) -> std::result::Result<Vec<u8>, String>;
 }
 
 impl<R> Cols for R
@@ -190,7 +213,9 @@ where
     for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> Option<String>: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
     for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> Vec<u8>: Decode<'r, R::Database> + Type<R::Database>,
 {
     fn text(&self, name: &'static str) -> std::result::Result<String, String> {
         crate::row::col(self, name)
@@ -204,7 +229,15 @@ where
         crate::row::col(self, name)
     }
 
+    fn opt_int(&self, name: &'static str) -> std::result::Result<Option<i64>, String> {
+        crate::row::col(self, name)
+    }
+
     fn flag(&self, name: &'static str) -> std::result::Result<bool, String> {
+        crate::row::col(self, name)
+    }
+
+    fn bytes(&self, name: &'static str) -> std::result::Result<Vec<u8>, String> {
         crate::row::col(self, name)
     }
 }
@@ -215,19 +248,102 @@ where
 /// A parameter the file names that `args` lacks: the file and the code are
 /// out of step (the conformance suites run every shared statement).
 pub fn query<'q, D: Dialect>(statement: &Statement, args: &[Arg<'q>]) -> Result<Query<'q, D::Db, ArgsOf<D>>> {
-    let mut q = sqlx::query::<D::Db>(statement.text);
-    for name in statement.params.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+    bind_named::<D>(sqlx::query::<D::Db>(statement.text), names(statement.params), args, statement.name)
+}
+
+/// [`query`] of `statement` without the lines ending in `-- if name` whose
+/// name is not in `on` (and without that comment on the others): one file
+/// for the shapes of a statement whose optional conditions pick different
+/// indexes, such as the list page's. The parameters of the lines left out
+/// are left out too; a dialect with numbered placeholders
+/// ([`Dialect::NUMBERED_PLACEHOLDERS`]) writes the file numbered as if
+/// every line were sent, and the lines sent are numbered `$1, $2, ..`
+/// again.
+///
+/// # Errors
+/// As [`query`].
+pub fn query_only<'q, D: Dialect>(
+    statement: &Statement,
+    on: &[&str],
+    args: &[Arg<'q>],
+) -> Result<Query<'q, D::Db, ArgsOf<D>>> {
+    let (text, params) = only(statement, on, D::NUMBERED_PLACEHOLDERS);
+    bind_named::<D>(sqlx::query::<D::Db>(sqlx::AssertSqlSafe(text)), params.into_iter(), args, statement.name)
+}
+
+/// The parameter names of a `-- params:` line, in order.
+fn names(params: &'static str) -> impl Iterator<Item = &'static str> {
+    params.split(',').map(str::trim).filter(|n| !n.is_empty())
+}
+
+/// The text [`query_only`] sends and the names of its parameters, in the
+/// order that text binds them.
+fn only(statement: &Statement, on: &[&str], numbered: bool) -> (String, Vec<&'static str>) {
+    let all: Vec<&'static str> = names(statement.params).collect();
+    let name_of = |i: usize| all.get(i).copied().unwrap_or("");
+    let mut text = String::with_capacity(statement.text.len());
+    let mut sent = Vec::new();
+    // The index of the file's next `?`, for positional placeholders.
+    let mut next = 0;
+    for line in statement.text.lines() {
+        let (line, keep) = match line.split_once(" -- if ") {
+            Some((line, name)) => (line.trim_end(), on.contains(&name.trim())),
+            None => (line, true),
+        };
+        let mut quoted = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                quoted = !quoted;
+            }
+            if !quoted && numbered && c == '$' && chars.peek().is_some_and(char::is_ascii_digit) {
+                let mut n = 0usize;
+                while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                    n = n.saturating_mul(10).saturating_add(d as usize);
+                    chars.next();
+                }
+                if keep {
+                    sent.push(name_of(n.wrapping_sub(1)));
+                    text.push_str(&format!("${}", sent.len()));
+                }
+                continue;
+            }
+            if !quoted && !numbered && c == '?' {
+                if keep {
+                    sent.push(name_of(next));
+                }
+                next += 1;
+            }
+            if keep {
+                text.push(c);
+            }
+        }
+        if keep {
+            text.push('\n');
+        }
+    }
+    (text, sent)
+}
+
+/// Binds `args` to `q` in the order of `params`.
+fn bind_named<'q, D: Dialect>(
+    mut q: Query<'q, D::Db, ArgsOf<D>>,
+    params: impl Iterator<Item = &'static str>,
+    args: &[Arg<'q>],
+    statement: &str,
+) -> Result<Query<'q, D::Db, ArgsOf<D>>> {
+    for name in params {
         let Some((_, v)) = args.iter().find(|(n, _)| *n == name) else {
             return Err(Error::storage(
                 std::io::Error::other(format!(
-                    "statement `{}` binds `{name}`, which its caller does not give",
-                    statement.name
+                    "statement `{statement}` binds `{name}`, which its caller does not give"
                 )),
                 false,
             ));
         };
         q = match v {
-            Value::Uint(u) => D::bind_uint(q, *u),
+            Value::Uint(u) => D::bind_uint(q, Some(*u)),
+            Value::OptUint(u) => D::bind_uint(q, *u),
             v => D::Db::bind(q, *v),
         };
     }
@@ -314,6 +430,16 @@ pub struct Statements {
     pub schedule_advance: Statement,
     /// `query/counts`: tasks per state.
     pub query_counts: Statement,
+    /// `query/get`: one task with its attempt log.
+    pub query_get: Statement,
+    /// `query/list`: a page of a state ([`query_only`]).
+    pub query_list: Statement,
+    /// `claim/move_to_error`: a row that cannot run, to `ERROR`.
+    pub claim_move_to_error: Statement,
+    /// `tier/import`: a task moved in from another tier.
+    pub tier_import: Statement,
+    /// `tier/exists`: whether a task exists.
+    pub tier_exists: Statement,
     /// `history/read`: the buckets of a namespace from a minute on.
     pub history_read: Statement,
     /// `history/trim`: deletes minutes before a cutoff.
@@ -378,6 +504,11 @@ macro_rules! statements {
             schedule_pause: $crate::statement!("schedule/pause"),
             schedule_advance: $crate::statement!("schedule/advance"),
             query_counts: $crate::statement!("query/counts"),
+            query_get: $crate::statement!("query/get"),
+            query_list: $crate::statement!("query/list"),
+            claim_move_to_error: $crate::statement!("claim/move_to_error"),
+            tier_import: $crate::statement!("tier/import"),
+            tier_exists: $crate::statement!("tier/exists"),
             history_read: $crate::statement!("history/read"),
             history_trim: $crate::statement!("history/trim"),
             tier_remove: $crate::statement!("tier/remove"),
@@ -405,7 +536,29 @@ macro_rules! statements {
 
 #[cfg(test)]
 mod tests {
-    use super::params;
+    use super::{Statement, only, params};
+
+    #[test]
+    fn optional_lines_leave_out_their_parameters_and_numbers() {
+        let positional = Statement {
+            text: "WHERE ns = ?\n  AND name = ? -- if name\n  AND id > ? -- if after\nLIMIT ?",
+            params: "ns, name, id, limit",
+            name: "list",
+        };
+        assert_eq!(
+            only(&positional, &["after"], false),
+            ("WHERE ns = ?\n  AND id > ?\nLIMIT ?\n".into(), vec!["ns", "id", "limit"])
+        );
+        let numbered = Statement {
+            text: "WHERE ns = $1 AND x = '$9'\n  AND name = $2 -- if name\n  AND id > $3 -- if after\nLIMIT $4",
+            params: "ns, name, id, limit",
+            name: "list",
+        };
+        assert_eq!(
+            only(&numbered, &["after"], true),
+            ("WHERE ns = $1 AND x = '$9'\n  AND id > $2\nLIMIT $3\n".into(), vec!["ns", "id", "limit"])
+        );
+    }
 
     #[test]
     fn the_parameter_line_is_read_from_the_leading_comment_only() {

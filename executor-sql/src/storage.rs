@@ -19,7 +19,7 @@ use sqlx::Pool;
 use crate::{
     SqlOptions, admin,
     dialect::{self, Dialect},
-    finish, history, leader, schedule, schema,
+    finish, history, leader, query, schedule, schema, tier,
 };
 
 /// A store on an SQL database of dialect `D`: `MySqlStorage` is
@@ -162,11 +162,11 @@ impl<D: Dialect> Storage for SqlStorage<D> {
     }
 
     async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        self.dialect.get(ns, id).await
+        query::get(&self.dialect, ns, id).await
     }
 
     async fn list(&self, ns: &Namespace, query: ListQuery) -> Result<Page> {
-        self.dialect.list(ns, query).await
+        query::list(&self.dialect, ns, query).await
     }
 
     async fn delete(&self, ns: &Namespace, id: &TaskId) -> Result<bool> {
@@ -243,11 +243,11 @@ impl<D: Dialect> Presence for SqlStorage<D> {
 
 impl<D: Dialect + dialect::Tier> TierStorage for SqlStorage<D> {
     async fn due_before(&self, ns: &Namespace, before: Timestamp, limit: usize) -> Result<Vec<TaskRecord>> {
-        self.dialect.due_before(ns, before, limit).await
+        tier::due_before(&self.dialect, ns, before, limit).await
     }
 
     async fn import(&self, ns: &Namespace, record: TaskRecord) -> Result<bool> {
-        self.dialect.import(ns, record).await
+        tier::import(&self.dialect, ns, record).await
     }
 
     async fn remove(&self, ns: &Namespace, id: &TaskId, fence: u64) -> Result<bool> {

@@ -5,6 +5,7 @@
 -- ?1 the reason, ?2 namespace, ?3 task id (as stored), ?4 the id's length in
 -- bytes, ?5 and ?6 the claim's token: NULL for a row that still waits, else the
 -- token of the claim that took it (the row is RUNNING under that token).
+-- params: reason, ns, id, id_len, token, token
 UPDATE reliable_executor_tasks
 SET finished_at = CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED),
     last_error = ?,

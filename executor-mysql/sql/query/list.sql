@@ -7,6 +7,7 @@
 -- ?1 namespace, ?2 state, ?3 name (if name), ?4 id (if after_unfinished), or
 -- ?4 finished_at, ?5 finished_at, ?6 id (if after_finished), then the most
 -- rows (the page's size + 1).
+-- params: ns, state, name, cursor_id, cursor_finished, cursor_finished, cursor_id, limit
 SELECT id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at,
     finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested,
     debounce_key, queue, priority

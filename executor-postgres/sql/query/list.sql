@@ -5,10 +5,11 @@
 -- them: after a NULL come the larger ids among NULLs; after a time, the larger
 -- times, then every NULL). `id > $n` compares bytes ("C" collation), as the
 -- index orders it. The placeholders are numbered as if every line were sent;
--- the driver numbers those it sends 1, 2, 3, .. in order.
+-- the SQL core numbers those it sends 1, 2, 3, .. in order.
 -- $1 namespace, $2 state, $3 name (if name), $4 id (if after_unfinished), or
 -- $5 finished_at, $6 finished_at, $7 id (if after_finished), $8 the most rows
 -- (the page's size + 1).
+-- params: ns, state, name, cursor_id, cursor_finished, cursor_finished, cursor_id, limit
 SELECT id, name, state, payload, attempts, max_attempts, fence, created_at, due_at, started_at,
     finished_at, deadline, timeout_ms, retry, last_error, worker, lease_until, cancel_requested,
     debounce_key, queue, priority
