@@ -430,7 +430,7 @@ impl Claim for MySqlDialect {
         let mut refill: Vec<QueueName> = Vec::new();
         let mut busy: Vec<(QueueName, usize)> = Vec::new();
         let known: Vec<(QueueName, usize)> =
-            want.queues.iter().filter(|(q, _)| self.known_limited(ns, q)).cloned().collect();
+            want.queues.iter().filter(|(q, _)| self.limited.known(ns, q)).cloned().collect();
         for (queue, quota) in known {
             let upto = quota.min(want.limit);
             if upto == 0 {
@@ -442,7 +442,7 @@ impl Claim for MySqlDialect {
             let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
             match take.outcome {
                 limits::Outcome::Unlimited => {
-                    self.forget_limited(ns, &queue);
+                    self.limited.forget(ns, &queue);
                     continue;
                 }
                 limits::Outcome::Full => refill.push(queue.clone()),
@@ -463,7 +463,7 @@ impl Claim for MySqlDialect {
             // Queues the statement found limited: this process learns them
             // here, and they take their part in the fill below.
             for queue in round.limited {
-                self.remember_limited(ns, &queue);
+                self.limited.remember(ns, &queue);
                 want.remove(&queue);
                 refill.push(queue);
             }

@@ -183,7 +183,7 @@ impl Queues for MySqlDialect {
                 .execute_on(&self.conns)
                 .await
                 .map_err(error::storage)?;
-            self.forget_limited(ns, queue);
+            self.limited.forget(ns, queue);
             self.notify_work();
             return Ok(());
         }
@@ -211,7 +211,7 @@ impl Queues for MySqlDialect {
             .execute_on(&self.conns)
             .await
             .map_err(error::storage)?;
-        self.remember_limited(ns, queue);
+        self.limited.remember(ns, queue);
         // A raised limit may let a waiting claimer here take more.
         self.notify_work();
         Ok(())

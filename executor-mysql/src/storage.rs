@@ -43,11 +43,8 @@ pub struct MySqlDialect {
     pub(crate) finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
     /// The server's `max_allowed_packet`, read once.
     packet: Arc<OnceCell<usize>>,
-    /// (namespace, queue) pairs this process has seen with limits: a hint
-    /// of which queues a claim takes through the limited transaction first
-    /// (see `limits.rs`). Only a hint: the plain claim statement excludes
-    /// limited queues itself and names the ones it excluded.
-    pub(crate) limited: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+    /// The queues this process has seen with limits: a hint for the claim.
+    pub(crate) limited: Arc<executor_sql::limits::LimitedQueues>,
     /// Which priority ranks of each queue the claim reads with locks
     /// (`claim.rs`).
     pub(crate) ranks: Arc<crate::claim::RankHints>,

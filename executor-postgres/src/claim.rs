@@ -48,17 +48,17 @@ impl PostgresDialect {
         upto: usize,
         lease: Duration,
     ) -> Result<(Vec<TaskRecord>, limits::Outcome)> {
-        if self.known_limited(ns, queue) {
+        if self.limited.known(ns, queue) {
             let (took, outcome) = self.claim_limited(ns, worker, queue, upto, lease).await?;
             if outcome != limits::Outcome::Unlimited {
                 return Ok((took, outcome));
             }
-            self.forget_limited(ns, queue);
+            self.limited.forget(ns, queue);
         }
         let round = error::retry_lock_conflicts(|| claim_round(self, ns, worker, queue, upto, lease)).await?;
         let mut took = round.tasks;
         if round.limited {
-            self.remember_limited(ns, queue);
+            self.limited.remember(ns, queue);
             let (more, outcome) = self.claim_limited(ns, worker, queue, upto - took.len(), lease).await?;
             took.extend(more);
             return Ok((took, outcome));

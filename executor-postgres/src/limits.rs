@@ -107,25 +107,6 @@ impl Stored {
 }
 
 impl PostgresDialect {
-    /// Whether this process has seen limits on `queue`.
-    pub(crate) fn known_limited(&self, ns: &Namespace, queue: &QueueName) -> bool {
-        self.limited
-            .lock()
-            .is_ok_and(|set| set.contains(&(ns.as_str().to_owned(), queue.as_str().to_owned())))
-    }
-
-    pub(crate) fn remember_limited(&self, ns: &Namespace, queue: &QueueName) {
-        if let Ok(mut set) = self.limited.lock() {
-            set.insert((ns.as_str().to_owned(), queue.as_str().to_owned()));
-        }
-    }
-
-    pub(crate) fn forget_limited(&self, ns: &Namespace, queue: &QueueName) {
-        if let Ok(mut set) = self.limited.lock() {
-            set.remove(&(ns.as_str().to_owned(), queue.as_str().to_owned()));
-        }
-    }
-
     /// Claims up to `upto` due tasks of the limited `queue` within its
     /// limits, in one transaction on one connection (see the module docs):
     ///

@@ -106,7 +106,7 @@ impl Queues for PostgresDialect {
                 .execute_on(&self.conns)
                 .await
                 .map_err(error::storage)?;
-            self.forget_limited(ns, queue);
+            self.limited.forget(ns, queue);
             self.announce_work(ns).await?;
             return Ok(());
         }
@@ -127,7 +127,7 @@ impl Queues for PostgresDialect {
             .execute_on(&self.conns)
             .await
             .map_err(error::storage)?;
-        self.remember_limited(ns, queue);
+        self.limited.remember(ns, queue);
         // A raised limit may let waiting claimers anywhere take more.
         self.announce_work(ns).await?;
         Ok(())

@@ -44,11 +44,8 @@ pub struct PostgresDialect {
     /// Where concurrent `finish` calls of this process queue to share one
     /// batch statement (group commit).
     pub(crate) finishes: Arc<GroupCommit<(Lease, Finish), TaskState>>,
-    /// (namespace, queue) pairs this process has seen with limits: a hint
-    /// of which queues a claim takes through the limited transaction first
-    /// (see `limits.rs`). Only a hint: the plain claim statement excludes
-    /// limited queues itself and says so.
-    pub(crate) limited: Arc<std::sync::Mutex<std::collections::HashSet<(String, String)>>>,
+    /// The queues this process has seen with limits: a hint for the claim.
+    pub(crate) limited: Arc<executor_sql::limits::LimitedQueues>,
 }
 
 /// The advisory lock the migrations hold: a key of this crate's own, so it

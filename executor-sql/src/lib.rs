@@ -40,6 +40,7 @@ pub mod error;
 pub mod finish;
 mod history;
 mod leader;
+pub mod limits;
 mod options;
 mod query;
 pub mod row;
