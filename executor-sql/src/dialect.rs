@@ -78,7 +78,7 @@ pub trait Dialect:
     /// checked for every dialect). The default takes any.
     ///
     /// # Errors
-    /// [`executor_core::Error::InvalidInput`] naming what does not fit.
+    /// [`executor_core::Error::Invalid`] naming what does not fit.
     fn check_import(_record: &TaskRecord) -> Result<()> {
         Ok(())
     }

@@ -49,6 +49,8 @@ pub mod schema;
 mod statement;
 pub mod stmt;
 mod storage;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod tier;
 
 pub use dialect::Dialect;

@@ -13,15 +13,12 @@ mod support;
 mod attempt_log;
 mod bad_input;
 mod cancelled_calls;
-mod cold_tier;
 mod conformance;
 mod connection_loss;
 mod first_start;
-mod history;
 mod migrations_and_wake;
 mod neighbours;
 mod options;
-mod outcome;
 mod paused_claimer;
 mod priority_ranks;
 mod queue_limits;
@@ -31,3 +28,9 @@ mod retained_history;
 mod schedules;
 mod transactions;
 mod two_processes;
+
+/// The tests every SQL dialect passes alike (a submit whose answer is lost,
+/// the cold tier, history rows edited by hand), from the SQL core.
+mod shared {
+    executor_sql::sql_dialect_tests!(crate::support::Db);
+}

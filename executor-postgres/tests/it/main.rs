@@ -6,11 +6,14 @@ mod support;
 
 mod attempt_log;
 mod bad_input;
-mod cold_tier;
 mod conformance;
 mod connection_loss;
 mod first_start;
-mod history;
-mod outcome;
 mod stopped_holder;
 mod transactions;
+
+/// The tests every SQL dialect passes alike (a submit whose answer is lost,
+/// the cold tier, history rows edited by hand), from the SQL core.
+mod shared {
+    executor_sql::sql_dialect_tests!(crate::support::Db);
+}

@@ -3,8 +3,8 @@
 //! keeps the heavy tests apart.
 
 use executor_core::{Namespace, testing};
-use reliable_executor_mysql::{MySqlOptions, MySqlStorage};
-use sqlx::{MySqlPool, mysql::MySqlPoolOptions};
+use reliable_executor_mysql::MySqlStorage;
+use sqlx::MySqlPool;
 
 /// Held for its whole run by each test that loads the machine (child
 /// processes, many claimers) or checks a latency: `first_start`,
@@ -16,56 +16,44 @@ pub(crate) async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     SERIAL.lock().await
 }
 
-/// `MYSQL_URL`, or the local MariaDB the scripts start.
-pub(crate) fn url() -> String {
-    std::env::var("MYSQL_URL").unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned())
+/// The test server of this binary, for the SQL core's helpers and the
+/// tests every dialect shares (`executor_sql::testing`).
+pub(crate) struct Db;
+
+impl executor_sql::testing::TestDb for Db {
+    type Dialect = reliable_executor_mysql::MySqlDialect;
+    const SHORT: &'static str = "my";
+    const PLAIN_TEXT: &'static str = "ssl-mode=disabled";
+    const POOL: u32 = 6;
+    const URL_VAR: &'static str = "MYSQL_URL";
+    const DEFAULT_URL: &'static str = "mysql://root@127.0.0.1:3306/test";
+    const START: &'static str =
+        "`source scripts/services.sh && ensure_mariadb` (installs mariadb-server when missing)";
 }
 
-fn down(e: impl std::fmt::Display) -> ! {
-    panic!(
-        "MySQL/MariaDB at {} does not answer ({e}).\nStart it with `source scripts/services.sh && \
-         ensure_mariadb` (installs mariadb-server when missing), or point MYSQL_URL at a server.",
-        url()
-    )
+/// `MYSQL_URL`, or the local server the scripts start.
+pub(crate) fn url() -> String {
+    executor_sql::testing::url::<Db>()
 }
 
 /// A small pool on `MYSQL_URL`; panics saying how to start the server.
 pub(crate) async fn pool(max: u32) -> MySqlPool {
-    let opts =
-        MySqlPoolOptions::new().max_connections(max).acquire_timeout(std::time::Duration::from_secs(5));
-    match opts.connect(&url()).await {
-        Ok(p) => p,
-        Err(e) => down(e),
-    }
+    executor_sql::testing::pool::<Db>(max).await
 }
 
 /// A migrated storage on its own small pool.
 pub(crate) async fn storage() -> MySqlStorage {
-    match MySqlOptions::new().max_connections(6).open(pool(6).await).await {
-        Ok(s) => s,
-        Err(e) => down(e),
-    }
+    executor_sql::testing::storage::<Db>().await
 }
 
 /// A storage and a namespace no other test uses.
 pub(crate) async fn fresh() -> (MySqlStorage, Namespace) {
-    (storage().await, testing::unique_namespace("my"))
+    executor_sql::testing::fresh::<Db>().await
 }
 
-/// Deletes the namespace's rows. Retries retryable failures: after a test
-/// that kills connections, a kept connection may fail once.
+/// Deletes the namespace's rows, retrying retryable failures.
 pub(crate) async fn cleanup(storage: &MySqlStorage, ns: &Namespace) {
-    for _ in 0..5 {
-        match storage.purge(ns).await {
-            Ok(_) => return,
-            Err(e) if e.is_retryable() => continue,
-            Err(e) => {
-                eprintln!("cleanup of {ns} failed: {e}");
-                return;
-            }
-        }
-    }
-    eprintln!("cleanup of {ns} kept failing");
+    executor_sql::testing::cleanup(storage, ns).await
 }
 
 /// `MYSQL_URL` with its database replaced by `db`.
@@ -101,7 +89,7 @@ impl EmptyDatabase {
 
     /// A pool on this database.
     pub(crate) async fn pool(&self, max: u32) -> Result<MySqlPool, sqlx::Error> {
-        MySqlPoolOptions::new()
+        sqlx::mysql::MySqlPoolOptions::new()
             .max_connections(max)
             .acquire_timeout(std::time::Duration::from_secs(5))
             .connect(&self.url)

@@ -2,9 +2,9 @@
 //! failing with how to start PostgreSQL), fresh namespaces, cleanup, and the
 //! lock that keeps the heavy tests apart.
 
-use executor_core::{Namespace, testing};
-use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
-use sqlx::{PgPool, postgres::PgPoolOptions};
+use executor_core::Namespace;
+use reliable_executor_postgres::PostgresStorage;
+use sqlx::PgPool;
 
 /// Held for its whole run by each test that loads the machine (child
 /// processes, many claimers) or checks a latency, so no two of them run at
@@ -14,52 +14,47 @@ pub(crate) async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     SERIAL.lock().await
 }
 
-/// `POSTGRES_URL`, or the local PostgreSQL the scripts start.
-pub(crate) fn url() -> String {
-    std::env::var("POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+/// The test server of this binary, for the SQL core's helpers and the
+/// tests every dialect shares (`executor_sql::testing`).
+pub(crate) struct Db;
+
+impl executor_sql::testing::TestDb for Db {
+    type Dialect = reliable_executor_postgres::PostgresDialect;
+    const SHORT: &'static str = "pg";
+    const PLAIN_TEXT: &'static str = "sslmode=disable";
+    const POOL: u32 = 9;
+    const URL_VAR: &'static str = "POSTGRES_URL";
+    const DEFAULT_URL: &'static str = "postgres://postgres@127.0.0.1:5432/test";
+    const START: &'static str =
+        "`source scripts/services.sh && ensure_postgres` (installs postgresql when missing)";
 }
 
+/// `POSTGRES_URL`, or the local server the scripts start.
+pub(crate) fn url() -> String {
+    executor_sql::testing::url::<Db>()
+}
+
+/// Fails the test: the server does not answer, and how to start it.
 pub(crate) fn down(e: impl std::fmt::Display) -> ! {
-    panic!(
-        "PostgreSQL at {} does not answer ({e}).\nStart it with `source scripts/services.sh && \
-         ensure_postgres` (installs postgresql when missing), or point POSTGRES_URL at a server.",
-        url()
-    )
+    executor_sql::testing::down::<Db>(e)
 }
 
 /// A small pool on `POSTGRES_URL`; panics saying how to start the server.
 pub(crate) async fn pool(max: u32) -> PgPool {
-    let opts = PgPoolOptions::new().max_connections(max).acquire_timeout(std::time::Duration::from_secs(5));
-    match opts.connect(&url()).await {
-        Ok(p) => p,
-        Err(e) => down(e),
-    }
+    executor_sql::testing::pool::<Db>(max).await
 }
 
 /// A migrated storage on its own small pool.
 pub(crate) async fn storage() -> PostgresStorage {
-    match PostgresOptions::new().max_connections(6).open(pool(9).await).await {
-        Ok(s) => s,
-        Err(e) => down(e),
-    }
+    executor_sql::testing::storage::<Db>().await
 }
 
 /// A storage and a namespace no other test uses.
 pub(crate) async fn fresh() -> (PostgresStorage, Namespace) {
-    (storage().await, testing::unique_namespace("pg"))
+    executor_sql::testing::fresh::<Db>().await
 }
 
-/// Deletes the namespace's rows. Retries retryable failures.
+/// Deletes the namespace's rows, retrying retryable failures.
 pub(crate) async fn cleanup(storage: &PostgresStorage, ns: &Namespace) {
-    for _ in 0..5 {
-        match storage.purge(ns).await {
-            Ok(_) => return,
-            Err(e) if e.is_retryable() => continue,
-            Err(e) => {
-                eprintln!("cleanup of {ns} failed: {e}");
-                return;
-            }
-        }
-    }
-    eprintln!("cleanup of {ns} kept failing");
+    executor_sql::testing::cleanup(storage, ns).await
 }

@@ -1,6 +1,6 @@
-//! PostgreSQL as the cold tier of `TieredStorage` (long delays wait in
-//! PostgreSQL and move to the hot store shortly before they are due), with
-//! an in-memory hot tier.
+//! The store as the cold tier of `TieredStorage` (long delays wait in it and
+//! move to the hot store shortly before they are due), with an in-memory
+//! hot tier.
 
 use std::time::Duration;
 
@@ -10,20 +10,23 @@ use executor_core::{
     testing,
 };
 
-use crate::support::{cleanup, fresh};
+use super::{TestDb, TestResult, cleanup, fresh, run};
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn long_delays_wait_in_postgres_and_move_to_hot_before_due() -> TestResult {
-    let (cold, ns) = fresh().await;
+/// A long delay is stored in the cold tier, stays there while beyond the
+/// horizon, and moves to the hot tier once within it.
+pub async fn long_delays_wait_in_the_cold_tier_and_move_to_hot_before_due<D: TestDb>() -> TestResult {
+    let (cold, ns) = fresh::<D>().await;
     let hot = MemoryStorage::new();
     let tiered = TieredStorage::new(hot.clone(), cold.clone()).horizon(Duration::from_millis(500));
     let mut later = testing::new_task("later");
     later.due = Due::After(Duration::from_millis(1500));
     let submitted = tokio::time::Instant::now();
     let id = tiered.submit(&ns, later).await?.id;
-    assert!(cold.get(&ns, &id).await?.is_some(), "a long delay is stored in PostgreSQL");
+    assert!(
+        cold.get(&ns, &id).await?.is_some(),
+        "a long delay is stored in {}",
+        <D::Dialect as crate::ErrorClass>::SERVER
+    );
     assert!(hot.get(&ns, &id).await?.is_none());
 
     // Nothing moves while the task is beyond the horizon.
@@ -48,9 +51,8 @@ async fn long_delays_wait_in_postgres_and_move_to_hot_before_due() -> TestResult
 /// A cold row no tier can take (fence past `MAX_FENCE`, edited by hand) is
 /// moved to ERROR with the reason when the promotion reads it, instead of
 /// waiting in the cold tier for ever; its neighbour moves on.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cold_row_past_the_fence_range_is_dead_lettered_by_the_promotion() -> TestResult {
-    let (cold, ns) = fresh().await;
+pub async fn a_cold_row_past_the_fence_range_is_dead_lettered_by_the_promotion<D: TestDb>() -> TestResult {
+    let (cold, ns) = fresh::<D>().await;
     let hot = MemoryStorage::new();
     let tiered = TieredStorage::new(hot.clone(), cold.clone()).horizon(Duration::from_secs(3_600));
     for id in ["bad", "good"] {
@@ -58,11 +60,14 @@ async fn a_cold_row_past_the_fence_range_is_dead_lettered_by_the_promotion() -> 
         t.due = Due::After(Duration::from_secs(60));
         cold.submit(&ns, t).await?;
     }
-    // Past what a tier keeps (`MAX_FENCE`, 2^53 - 1), within the column.
-    sqlx::query("UPDATE reliable_executor_tasks SET fence = 9007199254740993 WHERE ns = $1 AND id = 'bad'")
-        .bind(ns.as_str())
-        .execute(cold.pool())
-        .await?;
+    // Past what a tier keeps (`MAX_FENCE`, 2^53 - 1), within every
+    // dialect's column.
+    run(
+        &cold,
+        "UPDATE reliable_executor_tasks SET fence = 9007199254740993 WHERE ns = $1 AND id = 'bad'",
+        ns.as_str(),
+    )
+    .await?;
     assert_eq!(tiered.promote(&ns).await?, 1, "the good task moves");
     let bad = cold.get(&ns, &"bad".try_into()?).await?.ok_or("the bad row vanished")?;
     assert_eq!(bad.state, executor_core::TaskState::Error, "{bad:?}");

@@ -1,5 +1,5 @@
 //! A submit whose answer is lost: a proxy forwards the submit's INSERT, lets
-//! PostgreSQL commit it, and cuts the connection before the answer comes
+//! the server commit it, and cuts the connection before the answer comes
 //! back. The storage says the outcome is unknown, under the task's id; the
 //! same submit sent again answers `Created` and the task exists once; the
 //! `Client` resends by itself and answers `Ok`. A submit that fails before
@@ -10,37 +10,42 @@ use std::time::Duration;
 use executor_core::{
     Client, Error, Namespace, SubmitOutcome, TaskBuilder, TaskOptions,
     storage::{NewTask, Storage, SubmitMode},
-    testing,
+    testing::{
+        self,
+        proxy::{Proxy, host_port, via},
+    },
 };
-use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
-use sqlx::postgres::PgPoolOptions;
+use sqlx::pool::PoolOptions;
 
-use executor_core::testing::proxy::{Proxy, host_port, via};
+use super::{TestDb, TestResult, cleanup, fresh, url};
+use crate::{Dialect, SqlStorage};
 
-use crate::support::{self, cleanup};
-
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-/// A proxy in front of `POSTGRES_URL`, a storage through it (plain text,
+/// A proxy in front of the test server, a storage through it (plain text,
 /// so the proxy sees the task ids), one straight to the server, a
 /// namespace.
-async fn proxied() -> Result<(Proxy, PostgresStorage, PostgresStorage, Namespace), Box<dyn std::error::Error>>
-{
-    let url = support::url();
+#[allow(clippy::type_complexity)]
+async fn proxied<D: TestDb>()
+-> Result<(Proxy, SqlStorage<D::Dialect>, SqlStorage<D::Dialect>, Namespace), Box<dyn std::error::Error>> {
+    let url = url::<D>();
     let proxy = Proxy::start(&host_port(&url)).await?;
     let mut url = via(&url, proxy.port);
     url.push(if url.contains('?') { '&' } else { '?' });
-    url.push_str("sslmode=disable");
-    let pool =
-        PgPoolOptions::new().max_connections(7).acquire_timeout(Duration::from_secs(1)).connect(&url).await?;
-    let storage = PostgresOptions::new().max_connections(4).open(pool).await?;
-    let (direct, ns) = support::fresh().await;
+    url.push_str(D::PLAIN_TEXT);
+    let pool = PoolOptions::<<D::Dialect as Dialect>::Db>::new()
+        .max_connections(4 + D::Dialect::RESERVED_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(1))
+        .connect(&url)
+        .await?;
+    let storage = SqlStorage::<D::Dialect>::options().max_connections(4).open(pool).await?;
+    let (direct, ns) = fresh::<D>().await;
     Ok((proxy, storage, direct, ns))
 }
 
-#[tokio::test]
-async fn a_lone_submit_whose_answer_is_lost_is_unknown_and_its_resend_is_created() -> TestResult {
-    let (proxy, storage, direct, ns) = proxied().await?;
+/// A lone submit whose answer is lost is unknown under its id, and its
+/// resend answers `Created`; the task exists once.
+pub async fn a_lone_submit_whose_answer_is_lost_is_unknown_and_its_resend_is_created<D: TestDb>() -> TestResult
+{
+    let (proxy, storage, direct, ns) = proxied::<D>().await?;
     let task = testing::new_task(&format!("lost-{}", ns.as_str()));
     proxy.cut_after(task.id.as_str().as_bytes());
     let e = storage.submit(&ns, task.resend()).await.err().ok_or("the cut submit answered")?;
@@ -63,9 +68,10 @@ async fn a_lone_submit_whose_answer_is_lost_is_unknown_and_its_resend_is_created
     Ok(())
 }
 
-#[tokio::test]
-async fn a_batch_whose_answer_is_lost_is_unknown_for_each_task() -> TestResult {
-    let (proxy, storage, direct, ns) = proxied().await?;
+/// A batch whose answer is lost is unknown for each of its tasks, and each
+/// answers as the same submit when sent again.
+pub async fn a_batch_whose_answer_is_lost_is_unknown_for_each_task<D: TestDb>() -> TestResult {
+    let (proxy, storage, direct, ns) = proxied::<D>().await?;
     let tasks: Vec<NewTask> =
         (0..3).map(|i| testing::new_task(&format!("batch-{i}-{}", ns.as_str()))).collect();
     proxy.cut_after(tasks[0].id.as_str().as_bytes());
@@ -87,9 +93,9 @@ async fn a_batch_whose_answer_is_lost_is_unknown_for_each_task() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn the_client_resends_a_lost_submit_and_answers_once() -> TestResult {
-    let (proxy, storage, direct, ns) = proxied().await?;
+/// The `Client` resends a submit whose answer was lost and answers once.
+pub async fn the_client_resends_a_lost_submit_and_answers_once<D: TestDb>() -> TestResult {
+    let (proxy, storage, direct, ns) = proxied::<D>().await?;
     let client = Client::without_name_check(storage, ns.clone());
     // A generated id: the payload marks the request.
     let marker = format!("lost-{}", ns.as_str());
@@ -102,9 +108,10 @@ async fn the_client_resends_a_lost_submit_and_answers_once() -> TestResult {
     Ok(())
 }
 
-#[tokio::test]
-async fn a_submit_that_reaches_no_server_is_not_unknown() -> TestResult {
-    let (proxy, storage, direct, ns) = proxied().await?;
+/// A submit that reaches no server is an ordinary (retryable) error, not
+/// an unknown outcome.
+pub async fn a_submit_that_reaches_no_server_is_not_unknown<D: TestDb>() -> TestResult {
+    let (proxy, storage, direct, ns) = proxied::<D>().await?;
     proxy.refuse();
     // Longer than a kept connection goes unpinged: the storage finds its
     // connections gone before it sends anything.
