@@ -65,7 +65,7 @@ pub async fn a_cold_row_past_the_fence_range_is_dead_lettered_by_the_promotion<D
     run(
         &cold,
         "UPDATE reliable_executor_tasks SET fence = 9007199254740993 WHERE ns = $1 AND id = 'bad'",
-        ns.as_str(),
+        &[ns.as_str()],
     )
     .await?;
     assert_eq!(tiered.promote(&ns).await?, 1, "the good task moves");

@@ -23,13 +23,13 @@ pub async fn a_corrupt_history_row_is_left_out_and_purge_deletes_the_rest<D: Tes
         run(
             &s,
             "UPDATE reliable_executor_history SET succeeded = -5 WHERE ns = $1 AND name = 'a'",
-            ns.as_str(),
+            &[ns.as_str()],
         )
         .await?;
         run(
             &s,
             "INSERT INTO reliable_executor_history (ns, minute, name, succeeded, failed) VALUES ($1, 12345, 'ghost', 1, 1)",
-            ns.as_str(),
+            &[ns.as_str()],
         )
         .await?;
         let read: Vec<(String, u64, u64)> = s

@@ -2,7 +2,8 @@
 //! driver's test binary through [`sql_dialect_tests!`](crate::sql_dialect_tests):
 //! a submit whose answer is lost on the way back ([`outcome`]), the store
 //! as the cold tier of `TieredStorage` ([`cold_tier`]), history rows edited
-//! by hand ([`history`]). They need a running server of the dialect; one
+//! by hand ([`history`]), transactional submits beside the caller's rows
+//! ([`transactions`]). They need a running server of the dialect; one
 //! that does not answer fails the test with how to start it ([`TestDb`]).
 //!
 //! The helpers ([`fresh`], [`cleanup`], [`run`]) serve the
@@ -11,6 +12,7 @@
 pub mod cold_tier;
 pub mod history;
 pub mod outcome;
+pub mod transactions;
 
 use std::time::Duration;
 
@@ -126,15 +128,28 @@ pub fn placeholders<D: Dialect>(text: &str) -> String {
     out
 }
 
-/// Runs `text`, written with numbered placeholders, with `ns` bound to
-/// `$1`: a test's edit of rows by hand, on the storage's connections.
+/// Runs `text`, written with numbered placeholders, with `binds` bound to
+/// `$1, $2, ..` as text: a test's edit of rows by hand, on the storage's
+/// connections. Returns the rows it changed.
 ///
 /// # Errors
 /// The statement failed.
-pub async fn run<D: Dialect>(s: &SqlStorage<D>, text: &str, ns: &str) -> Result<u64, sqlx::Error> {
-    let q = sqlx::query::<D::Db>(sqlx::AssertSqlSafe(placeholders::<D>(text)));
-    let done = D::Db::execute(SqlDb::bind(q, Value::Text(ns)), s.dialect().conns()).await?;
+pub async fn run<D: Dialect>(s: &SqlStorage<D>, text: &str, binds: &[&str]) -> Result<u64, sqlx::Error> {
+    let mut q = sqlx::query::<D::Db>(sqlx::AssertSqlSafe(placeholders::<D>(text)));
+    for b in binds {
+        q = SqlDb::bind(q, Value::Text(b));
+    }
+    let done = D::Db::execute(q, s.dialect().conns()).await?;
     Ok(D::rows_affected(&done))
+}
+
+/// Held for its whole run by each test that loads the machine (child
+/// processes, a thousand transactions, many claimers) or checks a latency,
+/// so no two of them run at once in one test binary; the drivers' own
+/// heavy tests take it too.
+pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
+    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    SERIAL.lock().await
 }
 
 /// Runs the shared tests on the test server `$db` (a [`TestDb`]): one
@@ -150,6 +165,22 @@ macro_rules! sql_dialect_tests {
             cold_tier::long_delays_wait_in_the_cold_tier_and_move_to_hot_before_due,
             cold_tier::a_cold_row_past_the_fence_range_is_dead_lettered_by_the_promotion,
             history::a_corrupt_history_row_is_left_out_and_purge_deletes_the_rest,
+            transactions::a_rolled_back_submit_never_exists,
+            transactions::a_thousand_concurrent_transactions_run_exactly_the_committed_tasks,
+        }
+
+        #[tokio::test(flavor = "current_thread")]
+        #[ignore = "helper: started as a child process by `a_process_killed_before_its_commit_leaves_neither`"]
+        async fn crash_child() -> $crate::testing::TestResult {
+            $crate::testing::transactions::crash_child::<$db>().await
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_process_killed_before_its_commit_leaves_neither() -> $crate::testing::TestResult {
+            // This module's path in the test binary, without the crate's name.
+            let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+            let child = format!("{module}::crash_child");
+            $crate::testing::transactions::a_process_killed_before_its_commit_leaves_neither::<$db>(&child).await
         }
     };
 }

@@ -9,11 +9,11 @@ use sqlx::MySqlPool;
 /// Held for its whole run by each test that loads the machine (child
 /// processes, many claimers) or checks a latency: `first_start`,
 /// `two_processes`, `paused_claimer`, `migrations_and_wake`,
-/// `connection_loss` and `races`' claimers. No two of them run at once in
-/// this binary, as when each file was a test binary of its own.
+/// `connection_loss`, `races`' claimers and the shared transaction tests
+/// (one lock, the SQL core's). No two of them run at once in this binary,
+/// as when each file was a test binary of its own.
 pub(crate) async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
-    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    SERIAL.lock().await
+    executor_sql::testing::serial().await
 }
 
 /// The test server of this binary, for the SQL core's helpers and the

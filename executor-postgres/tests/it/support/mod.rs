@@ -10,8 +10,7 @@ use sqlx::PgPool;
 /// processes, many claimers) or checks a latency, so no two of them run at
 /// once in this binary.
 pub(crate) async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
-    static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    SERIAL.lock().await
+    executor_sql::testing::serial().await
 }
 
 /// The test server of this binary, for the SQL core's helpers and the
