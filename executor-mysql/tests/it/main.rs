@@ -14,7 +14,6 @@ mod attempt_log;
 mod bad_input;
 mod cancelled_calls;
 mod conformance;
-mod connection_loss;
 mod first_start;
 mod migrations_and_wake;
 mod neighbours;

@@ -7,7 +7,6 @@ mod support;
 mod attempt_log;
 mod bad_input;
 mod conformance;
-mod connection_loss;
 mod first_start;
 mod stopped_holder;
 mod transactions;

@@ -1,6 +1,7 @@
 //! Tests every SQL dialect passes alike, written once and run by each
 //! driver's test binary through [`sql_dialect_tests!`](crate::sql_dialect_tests):
-//! a submit whose answer is lost on the way back ([`outcome`]), the store
+//! a submit whose answer is lost on the way back ([`outcome`]), connections
+//! killed on the server under claimers ([`connection_loss`]), the store
 //! as the cold tier of `TieredStorage` ([`cold_tier`]), history rows edited
 //! by hand ([`history`]), transactional submits beside the caller's rows
 //! ([`transactions`]). They need a running server of the dialect; one
@@ -10,6 +11,7 @@
 //! drivers' own tests too.
 
 pub mod cold_tier;
+pub mod connection_loss;
 pub mod history;
 pub mod outcome;
 pub mod transactions;
@@ -47,6 +49,15 @@ pub trait TestDb {
     const DEFAULT_URL: &'static str;
     /// How to start the server, shown when it does not answer.
     const START: &'static str;
+    /// A query answering the server-side id of the connection it runs on,
+    /// as a `BIGINT` column `id`.
+    const CONNECTION_ID: &'static str;
+    /// The statement that ends the connection of server-side id `id`; a
+    /// row it answers says in a boolean column `killed` whether it did.
+    fn kill(id: i64) -> String;
+    /// Tasks of the killed-connections test: as many as its minute lets
+    /// the server complete while its connections are killed.
+    const KILL_TASKS: usize;
 }
 
 /// The test server's URL.
@@ -167,6 +178,11 @@ macro_rules! sql_dialect_tests {
             history::a_corrupt_history_row_is_left_out_and_purge_deletes_the_rest,
             transactions::a_rolled_back_submit_never_exists,
             transactions::a_thousand_concurrent_transactions_run_exactly_the_committed_tasks,
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn killed_connections_lose_nothing_and_double_claim_nothing() -> $crate::testing::TestResult {
+            $crate::testing::connection_loss::killed_connections_lose_nothing_and_double_claim_nothing::<$db>().await
         }
 
         #[tokio::test(flavor = "current_thread")]

@@ -29,6 +29,12 @@ impl executor_sql::testing::TestDb for Db {
     const DEFAULT_URL: &'static str = "mysql://root@127.0.0.1:3306/test";
     const START: &'static str =
         "`source scripts/services.sh && ensure_mariadb` (installs mariadb-server when missing)";
+    const CONNECTION_ID: &'static str = "SELECT CAST(CONNECTION_ID() AS SIGNED) AS id";
+    const KILL_TASKS: usize = 1000;
+
+    fn kill(id: i64) -> String {
+        format!("KILL {id}")
+    }
 }
 
 /// `MYSQL_URL`, or the local server the scripts start.

@@ -26,6 +26,12 @@ impl executor_sql::testing::TestDb for Db {
     const DEFAULT_URL: &'static str = "postgres://postgres@127.0.0.1:5432/test";
     const START: &'static str =
         "`source scripts/services.sh && ensure_postgres` (installs postgresql when missing)";
+    const CONNECTION_ID: &'static str = "SELECT CAST(pg_backend_pid() AS BIGINT) AS id";
+    const KILL_TASKS: usize = 400;
+
+    fn kill(id: i64) -> String {
+        format!("SELECT pg_terminate_backend({id}) AS killed")
+    }
 }
 
 /// `POSTGRES_URL`, or the local server the scripts start.

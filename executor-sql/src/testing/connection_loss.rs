@@ -1,6 +1,6 @@
-//! Connections killed on the server (`pg_terminate_backend`) while
-//! claimers run: no task is lost, none is handed to two live leases, and the
-//! storage (and its listener) reconnects by itself.
+//! Connections killed on the server while claimers run: no task is lost,
+//! none is handed to two live leases, and the storage (and whatever it
+//! keeps beside the pool, such as a listener) reconnects by itself.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -12,46 +12,53 @@ use std::{
 };
 
 use executor_core::{
-    Error, TaskId, TaskState, WorkerId,
+    Error, Namespace, TaskId, TaskRecord, TaskState, WorkerId,
     queue::ClaimPlan,
     storage::{Finish, NewTask, Storage},
     testing,
 };
-use reliable_executor_postgres::{PostgresOptions, PostgresStorage};
-use sqlx::{Executor, Row, postgres::PgPoolOptions};
+use sqlx::{Database, Executor, pool::PoolOptions};
 use tokio::time::Instant;
 
-use crate::support::{cleanup, pool, url};
+use super::{TestDb, TestResult, cleanup, storage, url};
+use crate::{
+    Dialect, SqlStorage,
+    stmt::{Cols, SqlDb},
+};
 
-type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-const TASKS: usize = 400;
 const LEASE: Duration = Duration::from_millis(1500);
+
+/// The connection of dialect `D`.
+type ConnOf<D> = <<D as Dialect>::Db as Database>::Connection;
 
 /// A storage whose pool records the server-side id of every connection it
 /// opens, so the test can kill exactly those and nobody else's.
-async fn watched_storage(
-    ids: Arc<Mutex<HashSet<i32>>>,
-) -> Result<PostgresStorage, Box<dyn std::error::Error>> {
-    let pool = PgPoolOptions::new()
-        .max_connections(9)
+async fn watched_storage<D: TestDb>(
+    ids: Arc<Mutex<HashSet<i64>>>,
+) -> Result<SqlStorage<D::Dialect>, Box<dyn std::error::Error>>
+where
+    for<'c> &'c mut ConnOf<D::Dialect>: Executor<'c, Database = <D::Dialect as Dialect>::Db>,
+{
+    let pool = PoolOptions::<<D::Dialect as Dialect>::Db>::new()
+        .max_connections(D::POOL)
         .acquire_timeout(Duration::from_secs(5))
         .after_connect(move |conn, _meta| {
             let ids = Arc::clone(&ids);
             Box::pin(async move {
-                let id: i32 = conn.fetch_one("SELECT pg_backend_pid() AS id").await?.try_get("id")?;
+                let row = conn.fetch_one(D::CONNECTION_ID).await?;
+                let id = row.int("id").map_err(sqlx::Error::Protocol)?;
                 ids.lock().map_err(|e| sqlx::Error::Protocol(e.to_string()))?.insert(id);
                 Ok(())
             })
         })
-        .connect(&url())
+        .connect(&url::<D>())
         .await?;
-    Ok(PostgresOptions::new().max_connections(6).open(pool).await?)
+    Ok(SqlStorage::<D::Dialect>::options().max_connections(6).open(pool).await?)
 }
 
 /// Finishes a task; when the connection dies mid-call, reads back whether
 /// the write landed before trying again.
-async fn complete(s: &PostgresStorage, ns: &executor_core::Namespace, t: &executor_core::TaskRecord) -> bool {
+async fn complete<D: Dialect>(s: &SqlStorage<D>, ns: &Namespace, t: &TaskRecord) -> bool {
     let Some(lease) = t.lease() else { return false };
     for _ in 0..50 {
         match s.finish(ns, &lease, Finish::Completed).await {
@@ -71,18 +78,24 @@ async fn complete(s: &PostgresStorage, ns: &executor_core::Namespace, t: &execut
     false
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn killed_connections_lose_nothing_and_double_claim_nothing() -> TestResult {
-    let _serial = crate::support::serial().await;
+/// Three claimers complete [`TestDb::KILL_TASKS`] tasks while every
+/// connection of their storage is killed on the server every 25 ms: every
+/// task completes, and no (task, fence) is handed out twice.
+pub async fn killed_connections_lose_nothing_and_double_claim_nothing<D: TestDb>() -> TestResult
+where
+    for<'c> &'c mut ConnOf<D::Dialect>: Executor<'c, Database = <D::Dialect as Dialect>::Db>,
+{
+    let _serial = super::serial().await;
     let ids = Arc::new(Mutex::new(HashSet::new()));
-    let s = Arc::new(watched_storage(Arc::clone(&ids)).await?);
-    let ns = testing::unique_namespace("pg-kill");
+    let s = Arc::new(watched_storage::<D>(Arc::clone(&ids)).await?);
+    let ns = testing::unique_namespace(&format!("{}-kill", D::SHORT));
+    let total = D::KILL_TASKS;
     // Every claim counts an attempt, also one whose answer a killed
     // connection lost (its lease then expires and the reaper retries it),
     // and a loaded machine can let a 1.5 s lease lapse mid-batch: a budget
-    // of 3 dead-lettered 20 tasks of the MariaDB run on 2 busy cores. What this test
-    // checks is loss and double claims, not the budget, so it is wide.
-    let tasks: Vec<NewTask> = (0..TASKS)
+    // of 3 dead-lettered 20 tasks of a MariaDB run on 2 busy cores. What this
+    // test checks is loss and double claims, not the budget, so it is wide.
+    let tasks: Vec<NewTask> = (0..total)
         .map(|i| {
             let mut t = testing::new_task(&format!("k{i}"));
             t.max_attempts = 1_000;
@@ -97,19 +110,18 @@ async fn killed_connections_lose_nothing_and_double_claim_nothing() -> TestResul
     let kills = Arc::new(AtomicUsize::new(0));
     let killer = {
         let (ids, stop, kills) = (Arc::clone(&ids), Arc::clone(&stop), Arc::clone(&kills));
-        let admin = pool(1).await;
+        let admin = storage::<D>().await;
         tokio::spawn(async move {
             while !stop.load(Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_millis(25)).await;
-                let victims: Vec<i32> = ids.lock().map(|mut v| v.drain().collect()).unwrap_or_default();
+                let victims: Vec<i64> = ids.lock().map(|mut v| v.drain().collect()).unwrap_or_default();
                 for id in victims {
-                    // `false` when it already went: fine.
-                    let killed = sqlx::query("SELECT pg_terminate_backend($1) AS killed")
-                        .bind(id)
-                        .fetch_one(&admin)
-                        .await
-                        .and_then(|r| r.try_get::<bool, _>("killed"));
-                    if matches!(killed, Ok(true)) {
+                    // A connection that already went is no kill, and no
+                    // failure either.
+                    let q = sqlx::query::<<D::Dialect as Dialect>::Db>(sqlx::AssertSqlSafe(D::kill(id)));
+                    if let Ok(rows) = <D::Dialect as Dialect>::Db::fetch_all(q, admin.dialect().conns()).await
+                        && rows.first().is_none_or(|r| r.flag("killed") == Ok(true))
+                    {
                         kills.fetch_add(1, Ordering::SeqCst);
                     }
                 }
@@ -148,7 +160,7 @@ async fn killed_connections_lose_nothing_and_double_claim_nothing() -> TestResul
                         Err(e) => panic!("reap failed with a non-retryable error: {e}"),
                     }
                     match s.counts(&ns).await {
-                        Ok(c) if c.get(TaskState::Completed) == TASKS as u64 => return,
+                        Ok(c) if c.get(TaskState::Completed) == total as u64 => return,
                         _ => tokio::time::sleep(Duration::from_millis(20)).await,
                     }
                     continue;
@@ -187,7 +199,7 @@ async fn killed_connections_lose_nothing_and_double_claim_nothing() -> TestResul
         }
     }
     let counts = counts.ok_or("the storage did not recover after the killing stopped")?;
-    assert_eq!(counts.get(TaskState::Completed), TASKS as u64, "tasks lost or stuck: {counts:?}");
+    assert_eq!(counts.get(TaskState::Completed), total as u64, "tasks lost or stuck: {counts:?}");
     let claims = claims.lock().map(|c| c.clone()).unwrap_or_default();
     let unique: HashSet<_> = claims.iter().cloned().collect();
     assert_eq!(unique.len(), claims.len(), "one (task, fence) was handed out twice");
@@ -196,7 +208,7 @@ async fn killed_connections_lose_nothing_and_double_claim_nothing() -> TestResul
     let errors = errors.load(Ordering::SeqCst);
     assert!(kills > 0, "the killer never killed a connection: the test proved nothing");
     eprintln!(
-        "{TASKS} tasks: {kills} connections killed, {errors} retryable errors seen by claimers, {} claims, \
+        "{total} tasks: {kills} connections killed, {errors} retryable errors seen by claimers, {} claims, \
          {completions} completions recorded",
         claims.len()
     );
