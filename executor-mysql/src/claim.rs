@@ -21,7 +21,7 @@ use sqlx::{
 use crate::{
     MySqlDialect,
     conn::RunOn,
-    error, limits,
+    error,
     sql::{self, MAX_ATTEMPTS_COLUMN, MAX_FENCE_COLUMN, ms, padded, sql},
 };
 
@@ -441,13 +441,13 @@ impl Claim for MySqlDialect {
             }
             let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
             match take.outcome {
-                limits::Outcome::Unlimited => {
+                executor_sql::limits::Outcome::Unlimited => {
                     self.limited.forget(ns, &queue);
                     continue;
                 }
-                limits::Outcome::Full => refill.push(queue.clone()),
-                limits::Outcome::Busy => busy.push((queue.clone(), upto)),
-                limits::Outcome::Done => {}
+                executor_sql::limits::Outcome::Full => refill.push(queue.clone()),
+                executor_sql::limits::Outcome::Busy => busy.push((queue.clone(), upto)),
+                executor_sql::limits::Outcome::Done => {}
             }
             want.took(&take.tasks);
             want.remove(&queue);
@@ -478,7 +478,7 @@ impl Claim for MySqlDialect {
                 break;
             }
             let take = self.claim_limited(ns, worker, &queue, want.limit, lease).await?;
-            if take.outcome == limits::Outcome::Busy {
+            if take.outcome == executor_sql::limits::Outcome::Busy {
                 busy.push((queue, want.limit));
             }
             want.took(&take.tasks);
@@ -501,7 +501,7 @@ impl Claim for MySqlDialect {
                         continue;
                     }
                     let take = self.claim_limited(ns, worker, &queue, upto, lease).await?;
-                    if take.outcome == limits::Outcome::Busy {
+                    if take.outcome == executor_sql::limits::Outcome::Busy {
                         still.push((queue, upto));
                     }
                     want.took(&take.tasks);

@@ -19,6 +19,7 @@
 //! back and releasing the row. Other claimers never wait for the row
 //! (`NOWAIT`): they skip the queue for that claim.
 
+use executor_sql::limits::{Outcome, Stored};
 use executor_sql::{
     row::{self, to_error},
     stmt::Value,
@@ -44,62 +45,18 @@ const COMMIT: &str = sql!("limits/commit");
 /// As [`COMMIT`], undoing.
 const ROLLBACK: &str = sql!("limits/rollback");
 
-/// How a limited claim of one queue ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// It took all it was asked for; the limits may allow more.
-    Full,
-    /// A limit, the queue's due tasks, a pause or corrupt limits stopped it:
-    /// asking again in the same claim would get nothing more.
-    Done,
-    /// Another claimer holds the queue's row right now.
-    Busy,
-    /// The queue has no limits (any more): claim it the plain way.
-    Unlimited,
-}
-
-/// A queue's row as stored.
-struct Stored {
-    paused: bool,
-    concurrency: Option<u32>,
-    rate_starts: Option<u32>,
-    rate_per_ms: Option<u64>,
-    rate_burst: Option<u32>,
-    tokens: f64,
-    tokens_at: i64,
-    throttled: u64,
-}
-
-impl Stored {
-    fn read(r: &MySqlRow) -> Result<Self> {
-        Ok(Self {
-            paused: r.try_get("paused").map_err(error::storage)?,
-            concurrency: r.try_get("concurrency").map_err(error::storage)?,
-            rate_starts: r.try_get("rate_starts").map_err(error::storage)?,
-            rate_per_ms: r.try_get("rate_per_ms").map_err(error::storage)?,
-            rate_burst: r.try_get("rate_burst").map_err(error::storage)?,
-            tokens: r.try_get("tokens").map_err(error::storage)?,
-            tokens_at: r.try_get("tokens_at").map_err(error::storage)?,
-            throttled: r.try_get("throttled").map_err(error::storage)?,
-        })
-    }
-
-    fn has_limits(&self) -> bool {
-        self.concurrency.is_some()
-            || self.rate_starts.is_some()
-            || self.rate_per_ms.is_some()
-            || self.rate_burst.is_some()
-    }
-
-    /// The limits, or why the stored values are not limits.
-    fn limits(&self) -> std::result::Result<QueueLimits, String> {
-        QueueLimits::from_columns(self.concurrency, self.rate_starts, self.rate_per_ms, self.rate_burst)
-    }
-
-    /// What [`crate::MySqlStorage::queues`] shows.
-    pub(crate) fn shown(&self) -> QueueLimits {
-        QueueLimits::shown_from_columns(self.concurrency, self.rate_starts, self.rate_per_ms, self.rate_burst)
-    }
+/// Reads a queue's row.
+fn read_stored(r: &MySqlRow) -> Result<Stored> {
+    Ok(Stored {
+        paused: r.try_get("paused").map_err(error::storage)?,
+        concurrency: r.try_get("concurrency").map_err(error::storage)?,
+        rate_starts: r.try_get("rate_starts").map_err(error::storage)?,
+        rate_per_ms: r.try_get("rate_per_ms").map_err(error::storage)?,
+        rate_burst: r.try_get("rate_burst").map_err(error::storage)?,
+        tokens: r.try_get("tokens").map_err(error::storage)?,
+        tokens_at: r.try_get("tokens_at").map_err(error::storage)?,
+        throttled: r.try_get("throttled").map_err(error::storage)?,
+    })
 }
 
 /// What one limited claim took and how it ended.
@@ -166,7 +123,7 @@ impl MySqlDialect {
             c.done();
             return Ok(Take::nothing(Outcome::Unlimited));
         };
-        let stored = Stored::read(&row)?;
+        let stored = read_stored(&row)?;
         let now: i64 = row.try_get("now").map_err(error::storage)?;
         let limits = match stored.limits() {
             _ if stored.paused => None,
@@ -314,7 +271,7 @@ pub(crate) async fn rows(s: &MySqlDialect, ns: &Namespace) -> Result<Vec<Shown>>
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let name: String = r.try_get("queue").map_err(error::storage)?;
-        let stored = Stored::read(r)?;
+        let stored = read_stored(r)?;
         out.push(Shown {
             name,
             paused: stored.paused,

@@ -17,7 +17,7 @@ use sqlx::{Row, postgres::PgRow};
 use crate::{
     PostgresDialect,
     conn::RunOn,
-    error, limits,
+    error,
     sql::{big, ms, sql},
 };
 
@@ -47,10 +47,10 @@ impl PostgresDialect {
         queue: &QueueName,
         upto: usize,
         lease: Duration,
-    ) -> Result<(Vec<TaskRecord>, limits::Outcome)> {
+    ) -> Result<(Vec<TaskRecord>, executor_sql::limits::Outcome)> {
         if self.limited.known(ns, queue) {
             let (took, outcome) = self.claim_limited(ns, worker, queue, upto, lease).await?;
-            if outcome != limits::Outcome::Unlimited {
+            if outcome != executor_sql::limits::Outcome::Unlimited {
                 return Ok((took, outcome));
             }
             self.limited.forget(ns, queue);
@@ -64,7 +64,11 @@ impl PostgresDialect {
             return Ok((took, outcome));
         }
         sort_claim_order(&mut took);
-        let outcome = if took.len() >= upto { limits::Outcome::Full } else { limits::Outcome::Done };
+        let outcome = if took.len() >= upto {
+            executor_sql::limits::Outcome::Full
+        } else {
+            executor_sql::limits::Outcome::Done
+        };
         Ok((took, outcome))
     }
 }
@@ -181,9 +185,9 @@ impl Claim for PostgresDialect {
             let (took, outcome) = self.claim_one(ns, worker, queue, upto, lease).await?;
             left -= took.len().min(left);
             match outcome {
-                limits::Outcome::Full => more.push(queue.clone()),
-                limits::Outcome::Busy => busy.push(queue.clone()),
-                limits::Outcome::Done | limits::Outcome::Unlimited => {}
+                executor_sql::limits::Outcome::Full => more.push(queue.clone()),
+                executor_sql::limits::Outcome::Busy => busy.push(queue.clone()),
+                executor_sql::limits::Outcome::Done | executor_sql::limits::Outcome::Unlimited => {}
             }
             claimed.extend(took);
         }
@@ -192,7 +196,7 @@ impl Claim for PostgresDialect {
                 break;
             }
             let (took, outcome) = self.claim_one(ns, worker, &queue, left, lease).await?;
-            if outcome == limits::Outcome::Busy {
+            if outcome == executor_sql::limits::Outcome::Busy {
                 busy.push(queue);
             }
             left -= took.len().min(left);
@@ -210,7 +214,7 @@ impl Claim for PostgresDialect {
                 let mut still = Vec::new();
                 for queue in busy {
                     let (took, outcome) = self.claim_limited(ns, worker, &queue, left, lease).await?;
-                    if outcome == limits::Outcome::Busy {
+                    if outcome == executor_sql::limits::Outcome::Busy {
                         still.push(queue);
                     }
                     left -= took.len().min(left);

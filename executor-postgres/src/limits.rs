@@ -23,6 +23,7 @@
 use std::time::Duration;
 
 use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId, queue::QueueLimits};
+use executor_sql::limits::{Outcome, Stored};
 use sqlx::{Row, postgres::PgRow};
 
 use crate::{
@@ -40,70 +41,26 @@ const COMMIT: &str = sql!("limits/commit");
 /// Ends it, undoing.
 const ROLLBACK: &str = sql!("limits/rollback");
 
-/// How a limited claim of one queue ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// It took all it was asked for; the limits may allow more.
-    Full,
-    /// A limit, the queue's due tasks, a pause or corrupt limits stopped it:
-    /// asking again in the same claim would get nothing more.
-    Done,
-    /// Another claimer holds the queue's row right now.
-    Busy,
-    /// The queue has no limits (any more): claim it the plain way.
-    Unlimited,
-}
-
-/// A queue's row as stored.
-struct Stored {
-    paused: bool,
-    concurrency: Option<u32>,
-    rate_starts: Option<u32>,
-    rate_per_ms: Option<u64>,
-    rate_burst: Option<u32>,
-    tokens: f64,
-    tokens_at: i64,
-    throttled: u64,
-}
-
-impl Stored {
-    fn read(r: &PgRow) -> Result<Self> {
-        let get_u32 = |name: &'static str| -> Result<Option<u32>> {
-            let v: Option<i32> = r.try_get(name).map_err(error::storage)?;
-            // A negative value (a hand-edited row) reads as 0: out of range,
-            // so the limits are corrupt and the queue fails closed.
-            Ok(v.map(|v| u32::try_from(v).unwrap_or(0)))
-        };
-        let per: Option<i64> = r.try_get("rate_per_ms").map_err(error::storage)?;
-        let throttled: i64 = r.try_get("throttled").map_err(error::storage)?;
-        Ok(Self {
-            paused: r.try_get("paused").map_err(error::storage)?,
-            concurrency: get_u32("concurrency")?,
-            rate_starts: get_u32("rate_starts")?,
-            rate_per_ms: per.map(|v| u64::try_from(v).unwrap_or(0)),
-            rate_burst: get_u32("rate_burst")?,
-            tokens: r.try_get("tokens").map_err(error::storage)?,
-            tokens_at: r.try_get("tokens_at").map_err(error::storage)?,
-            throttled: u64::try_from(throttled).unwrap_or(0),
-        })
-    }
-
-    fn has_limits(&self) -> bool {
-        self.concurrency.is_some()
-            || self.rate_starts.is_some()
-            || self.rate_per_ms.is_some()
-            || self.rate_burst.is_some()
-    }
-
-    /// The limits, or why the stored values are not limits.
-    fn limits(&self) -> std::result::Result<QueueLimits, String> {
-        QueueLimits::from_columns(self.concurrency, self.rate_starts, self.rate_per_ms, self.rate_burst)
-    }
-
-    /// What [`crate::PostgresStorage::queues`] shows.
-    pub(crate) fn shown(&self) -> QueueLimits {
-        QueueLimits::shown_from_columns(self.concurrency, self.rate_starts, self.rate_per_ms, self.rate_burst)
-    }
+/// Reads a queue's row.
+fn read_stored(r: &PgRow) -> Result<Stored> {
+    let get_u32 = |name: &'static str| -> Result<Option<u32>> {
+        let v: Option<i32> = r.try_get(name).map_err(error::storage)?;
+        // A negative value (a hand-edited row) reads as 0: out of range,
+        // so the limits are corrupt and the queue fails closed.
+        Ok(v.map(|v| u32::try_from(v).unwrap_or(0)))
+    };
+    let per: Option<i64> = r.try_get("rate_per_ms").map_err(error::storage)?;
+    let throttled: i64 = r.try_get("throttled").map_err(error::storage)?;
+    Ok(Stored {
+        paused: r.try_get("paused").map_err(error::storage)?,
+        concurrency: get_u32("concurrency")?,
+        rate_starts: get_u32("rate_starts")?,
+        rate_per_ms: per.map(|v| u64::try_from(v).unwrap_or(0)),
+        rate_burst: get_u32("rate_burst")?,
+        tokens: r.try_get("tokens").map_err(error::storage)?,
+        tokens_at: r.try_get("tokens_at").map_err(error::storage)?,
+        throttled: u64::try_from(throttled).unwrap_or(0),
+    })
 }
 
 impl PostgresDialect {
@@ -151,7 +108,7 @@ impl PostgresDialect {
             c.done();
             return Ok((Vec::new(), Outcome::Unlimited));
         };
-        let stored = Stored::read(&row)?;
+        let stored = read_stored(&row)?;
         let now: i64 = row.try_get("now").map_err(error::storage)?;
         let limits = match stored.limits() {
             _ if stored.paused => None,
@@ -270,7 +227,7 @@ pub(crate) async fn rows(s: &PostgresDialect, ns: &Namespace) -> Result<Vec<Show
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let name: String = r.try_get("queue").map_err(error::storage)?;
-        let stored = Stored::read(r)?;
+        let stored = read_stored(r)?;
         out.push(Shown {
             name,
             paused: stored.paused,
