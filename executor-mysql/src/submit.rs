@@ -2,8 +2,8 @@
 //! `submit_many`), and the debounce upsert.
 
 use executor_core::{
-    Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
-    storage::{Debounce, Due, NewTask, SubmitMode},
+    Error, Namespace, Result, SubmitOutcome, Submitted, TaskId,
+    storage::{Debounce, NewTask, SubmitMode},
 };
 use executor_sql::dialect::{Submit, SubmitIn};
 use executor_sql::{Dialect as _, ErrorClass as _};
@@ -13,7 +13,7 @@ use crate::{
     MySqlDialect,
     conn::{RunOn, execute_sent},
     error,
-    sql::{self, ID_COLUMN_CHARS, NAME_COLUMN_CHARS, ms, sql, ts},
+    sql::{self, ID_COLUMN_CHARS, NAME_COLUMN_CHARS, ms, sql},
 };
 
 /// Most rows in one multi-row INSERT.
@@ -93,24 +93,8 @@ fn validate(task: NewTask, limit: usize) -> Result<Checked> {
             ));
         }
     }
-    let retry = match &task.retry {
-        None => None,
-        Some(RetryPolicy::Custom(_)) => {
-            return Err(Error::invalid(
-                "retry policy",
-                "a custom backoff is code and cannot be stored with a task; set it as the handler's default",
-            ));
-        }
-        Some(policy) => Some(serde_json::to_string(policy).map_err(Error::Encode)?),
-    };
-    let (due_abs, due_offset) = match task.due {
-        Due::Now => (None, 0),
-        Due::After(d) => (None, ms(d)),
-        Due::At(t) => (Some(ts(t)), 0),
-        other => {
-            return Err(Error::unsupported("submit", format!("due time {other:?} is newer than this store")));
-        }
-    };
+    let retry = executor_sql::submit::stored_retry(task.retry.as_ref())?;
+    let (due_abs, due_offset) = executor_sql::submit::due_columns(task.due)?;
     Ok(Checked {
         id: task.id,
         name: task.name,

@@ -3,8 +3,8 @@
 //! inside a transaction of the caller's ([`PostgresStorage::submit_in`]).
 
 use executor_core::{
-    Error, Namespace, Result, RetryPolicy, SubmitOutcome, Submitted, TaskId,
-    storage::{Debounce, Due, NewTask, SubmitMode},
+    Error, Namespace, Result, SubmitOutcome, Submitted, TaskId,
+    storage::{Debounce, NewTask, SubmitMode},
 };
 use executor_sql::Dialect as _;
 use executor_sql::dialect::{Submit, SubmitIn};
@@ -14,7 +14,7 @@ use crate::{
     PostgresDialect,
     conn::{Conns, RunOn, fetch_all_sent},
     error,
-    sql::{int, ms, sql, ts},
+    sql::{int, ms, sql},
 };
 
 /// Most rows in one INSERT.
@@ -58,24 +58,8 @@ pub(crate) fn validate(task: NewTask, limit: usize) -> Result<Checked> {
             format!("{} bytes; 1 to {} without NUL", d.key.len(), executor_core::id::MAX_ID_LEN),
         ));
     }
-    let retry = match &task.retry {
-        None => None,
-        Some(RetryPolicy::Custom(_)) => {
-            return Err(Error::invalid(
-                "retry policy",
-                "a custom backoff is code and cannot be stored with a task; set it as the handler's default",
-            ));
-        }
-        Some(policy) => Some(serde_json::to_string(policy).map_err(Error::Encode)?),
-    };
-    let (due_abs, due_offset) = match task.due {
-        Due::Now => (None, 0),
-        Due::After(d) => (None, ms(d)),
-        Due::At(t) => (Some(ts(t)), 0),
-        other => {
-            return Err(Error::unsupported("submit", format!("due time {other:?} is newer than this store")));
-        }
-    };
+    let retry = executor_sql::submit::stored_retry(task.retry.as_ref())?;
+    let (due_abs, due_offset) = executor_sql::submit::due_columns(task.due)?;
     Ok(Checked {
         id: task.id,
         name: task.name,

@@ -49,6 +49,7 @@ pub mod schema;
 mod statement;
 pub mod stmt;
 mod storage;
+pub mod submit;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tier;
