@@ -80,32 +80,6 @@ impl MySqlDialect {
 }
 
 impl Queues for MySqlDialect {
-    /// Pauses or resumes `queue`: a row in the queues table while it is
-    /// paused or has limits, none otherwise. Every claim statement reads it
-    /// (see `claim`), so a pause holds for every process from the
-    /// next claim on. Resuming deletes a row that holds no limits and
-    /// clears the flag of one that does, and wakes this process's waiting
-    /// claimers.
-    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        let statements: &[&'static str] = if paused {
-            &[sql!("queues/pause")]
-        } else {
-            &[sql!("queues/resume_delete"), sql!("queues/resume")]
-        };
-        for statement in statements {
-            sqlx::query(*statement)
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-        }
-        if !paused {
-            self.notify_work();
-        }
-        Ok(())
-    }
-
     /// Every queue with waiting or running tasks, paused or with limits,
     /// by name, in four statements: the queues with waiting tasks (a loose
     /// index scan of `ix_queue`), their figures (ranges of `ix_queue` over

@@ -168,6 +168,13 @@ impl Dialect for MySqlDialect {
         self.notify_work();
     }
 
+    /// This process's claimers only: MySQL has no notifications, and
+    /// other processes find the work at their next poll.
+    async fn announce_work(&self, _ns: &executor_core::Namespace) -> Result<()> {
+        self.notify_work();
+        Ok(())
+    }
+
     fn finishes(&self) -> &FinishGroup {
         &self.finishes
     }

@@ -1,7 +1,7 @@
 //! Queue controls: pausing a queue fleet-wide and the per-queue figures.
 //! The claim itself is in `claim.rs`.
 
-use executor_sql::{dialect::Queues, row::queue_name};
+use executor_sql::{Dialect as _, dialect::Queues, row::queue_name};
 use std::collections::BTreeMap;
 
 use executor_core::{
@@ -13,32 +13,6 @@ use sqlx::Row;
 use crate::{PostgresDialect, conn::RunOn, error, limits, sql::sql};
 
 impl Queues for PostgresDialect {
-    /// Pauses or resumes `queue`: a row in the queues table while it is
-    /// paused or has limits, none otherwise. Every claim statement reads it
-    /// (see `claim`), so a pause holds for every process from the
-    /// next claim on. Resuming deletes a row that holds no limits and
-    /// clears the flag of one that does, and wakes this process's waiting
-    /// claimers.
-    async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        let statements: &[&'static str] = if paused {
-            &[sql!("queues/pause")]
-        } else {
-            &[sql!("queues/resume_delete"), sql!("queues/resume")]
-        };
-        for statement in statements {
-            sqlx::query(*statement)
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-        }
-        if !paused {
-            self.announce_work(ns).await?;
-        }
-        Ok(())
-    }
-
     /// Every queue with waiting or running tasks, paused or with limits,
     /// by name: the waiting figures per queue (the waiting queues by a skip
     /// scan of `ix_waiting`, then each queue's range of it: only waiting

@@ -136,6 +136,19 @@ impl Dialect for PostgresDialect {
         self.notify_work(ns);
     }
 
+    /// Every process's claimers, through `NOTIFY`: the triggers announce
+    /// only what happens to tasks.
+    async fn announce_work(&self, ns: &executor_core::Namespace) -> Result<()> {
+        self.notify_work(ns);
+        sqlx::query(sql!("storage/announce_work"))
+            .bind(crate::wake::CHANNEL)
+            .bind(ns.as_str())
+            .execute_on(&self.conns)
+            .await
+            .map_err(error::storage)?;
+        Ok(())
+    }
+
     fn finishes(&self) -> &FinishGroup {
         &self.finishes
     }
@@ -224,19 +237,5 @@ impl PostgresDialect {
     /// Tells waiters of `ns` in this process that work may be due.
     pub(crate) fn notify_work(&self, ns: &Namespace) {
         self.wakes.notify(ns.as_str());
-    }
-
-    /// Tells waiters of `ns` in every process that work may be due, for a
-    /// change no task row shows (a queue resumed, a limit raised or
-    /// removed): the triggers announce only what happens to tasks.
-    pub(crate) async fn announce_work(&self, ns: &Namespace) -> Result<()> {
-        self.notify_work(ns);
-        sqlx::query(sql!("storage/announce_work"))
-            .bind(crate::wake::CHANNEL)
-            .bind(ns.as_str())
-            .execute_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        Ok(())
     }
 }

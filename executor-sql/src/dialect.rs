@@ -139,6 +139,12 @@ pub trait Dialect:
     /// work due.
     fn work_may_be_due(&self, ns: &Namespace);
 
+    /// Tells claimers waiting on `ns` that work may be due after a change
+    /// no task row shows (a queue resumed, a limit raised or removed): of
+    /// this process where the dialect has no notifications, of every
+    /// process where it has.
+    fn announce_work(&self, ns: &Namespace) -> impl Future<Output = Result<()>> + Send;
+
     /// Where concurrent finishes of this process share a batch.
     fn finishes(&self) -> &FinishGroup;
 
@@ -230,16 +236,9 @@ pub trait Tier: Dialect {
     ) -> impl Future<Output = Result<Vec<<Self::Db as Database>::Row>>> + Send;
 }
 
-/// Queue controls and fleet-wide limits (`queues.rs`).
+/// Queue limits and figures (`queues.rs`); the SQL core pauses and
+/// resumes.
 pub trait Queues {
-    /// As `QueueControl::pause_queue`.
-    fn pause_queue(
-        &self,
-        ns: &Namespace,
-        queue: &QueueName,
-        paused: bool,
-    ) -> impl Future<Output = Result<()>> + Send;
-
     /// As `QueueControl::set_queue_limits`.
     fn set_queue_limits(
         &self,

@@ -436,6 +436,12 @@ pub struct Statements {
     pub query_list: Statement,
     /// `claim/move_to_error`: a row that cannot run, to `ERROR`.
     pub claim_move_to_error: Statement,
+    /// `queues/pause`: a queue's row, created or flagged paused.
+    pub queues_pause: Statement,
+    /// `queues/resume_delete`: a paused queue's row that holds no limits.
+    pub queues_resume_delete: Statement,
+    /// `queues/resume`: the pause flag of a row that holds limits.
+    pub queues_resume: Statement,
     /// `tier/import`: a task moved in from another tier.
     pub tier_import: Statement,
     /// `tier/exists`: whether a task exists.
@@ -507,6 +513,9 @@ macro_rules! statements {
             query_get: $crate::statement!("query/get"),
             query_list: $crate::statement!("query/list"),
             claim_move_to_error: $crate::statement!("claim/move_to_error"),
+            queues_pause: $crate::statement!("queues/pause"),
+            queues_resume_delete: $crate::statement!("queues/resume_delete"),
+            queues_resume: $crate::statement!("queues/resume"),
             tier_import: $crate::statement!("tier/import"),
             tier_exists: $crate::statement!("tier/exists"),
             history_read: $crate::statement!("history/read"),

@@ -19,7 +19,7 @@ use sqlx::Pool;
 use crate::{
     SqlOptions, admin,
     dialect::{self, Dialect},
-    finish, history, leader, query, schedule, schema, tier,
+    finish, history, leader, query, queues, schedule, schema, tier,
 };
 
 /// A store on an SQL database of dialect `D`: `MySqlStorage` is
@@ -257,7 +257,7 @@ impl<D: Dialect + dialect::Tier> TierStorage for SqlStorage<D> {
 
 impl<D: Dialect + dialect::Queues> QueueControl for SqlStorage<D> {
     async fn pause_queue(&self, ns: &Namespace, queue: &QueueName, paused: bool) -> Result<()> {
-        self.dialect.pause_queue(ns, queue, paused).await
+        queues::pause(&self.dialect, ns, queue, paused).await
     }
 
     async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {

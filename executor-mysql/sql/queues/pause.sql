@@ -2,6 +2,7 @@
 -- statement reads it, so the pause holds for every process from the next
 -- claim on.
 -- ?1 namespace, ?2 queue.
+-- params: ns, queue
 INSERT INTO reliable_executor_queues (ns, queue, paused, tokens_at)
 VALUES (?, ?, 1, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED))
 ON DUPLICATE KEY UPDATE paused = 1

@@ -1,6 +1,7 @@
 -- Resuming a queue, 1/2: deletes its row if it holds no limits (a queue with
 -- limits is claimed only through the limited transaction).
 -- ?1 namespace, ?2 queue.
+-- params: ns, queue
 DELETE p
 FROM reliable_executor_queues p
 WHERE p.ns = ?
