@@ -256,7 +256,7 @@ pub(crate) async fn requeue_all<S: AdminStorage>(
 /// Walks each dead-letter state page by page (the cursor stays valid while
 /// tasks leave the state) and requeues each readable task, up to `limit`
 /// in all. One task that fails, or one record that does not parse, is
-/// reported and skipped, never stops the others (invariant 7). The store
+/// reported and skipped, never stops the others (no neighbour harm). The store
 /// failing outright stops the walk: before anything was tried that is the
 /// error; after, the answer says what was done and why it stopped.
 pub(crate) async fn requeue_dead_letter<S: AdminStorage>(

@@ -1,4 +1,4 @@
-//! `GET /api/history`: throughput per minute (issue 18), read from the
+//! `GET /api/history`: throughput per minute, read from the
 //! store's history buckets, with every minute of the window present (zeros
 //! filled) so a client can draw it as is. A store that keeps no history
 //! answers `501 unsupported`.

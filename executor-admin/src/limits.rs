@@ -1,4 +1,4 @@
-//! The JSON shapes of a queue's fleet-wide limits (issue 16): as the queue
+//! The JSON shapes of a queue's fleet-wide limits: as the queue
 //! view shows them and as `PUT /api/queues/{name}/limits` takes them, and
 //! the conversion to core's [`QueueLimits`], whose checks are the API's.
 

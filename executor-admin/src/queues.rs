@@ -1,4 +1,4 @@
-//! The JSON admin API of named queues (issue 16): list them with their
+//! The JSON admin API of named queues: list them with their
 //! depth, latency, running tasks and limits; pause and resume one; set or
 //! clear its fleet-wide limits. A store without queue controls (or, for
 //! the limits, without queue limits) answers `501 unsupported`.

@@ -123,7 +123,7 @@ async fn a_server_that_is_down_is_one_clear_error() {
     }
 }
 
-/// How long the fleet-wide rate limit is measured for (issue 16: 60 s).
+/// How long the fleet-wide rate limit is measured for (60 s, as the limit's tests ask).
 const RATE_RUN: Duration = Duration::from_secs(60);
 
 /// A rate limit of 20 starts a second (bucket of 10) on one queue, claimed

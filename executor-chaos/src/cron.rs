@@ -1,4 +1,4 @@
-//! The run's cron schedule (issue 15) and its check: a per-second schedule
+//! The run's cron schedule and its check: a per-second schedule
 //! that the namespace's elected leader fires while the harness kills the
 //! leader, pauses workers and restarts the store. At the end every tick of
 //! the run's window must have exactly one task that ran to `COMPLETED`, or

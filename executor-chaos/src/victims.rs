@@ -3,7 +3,7 @@
 //! `Deserialize` panics, a handler that panics before it returns its future,
 //! a handler asking for a retry after `Duration::MAX`. Each must end dead
 //! lettered (or be reported unreadable, or be gone) and never hurt another
-//! task (invariants 6 and 7); the checker holds them to that.
+//! task (bad input neither panics nor loses tasks, and harms no neighbour); the checker holds them to that.
 
 use std::{fmt, sync::Arc, time::Duration};
 

@@ -1,5 +1,5 @@
 //! Claims from one queue while another queue holds a large backlog
-//! (issue 16): the claim of queue `work` reads ten ranges of `ix_queue`
+//!: the claim of queue `work` reads ten ranges of `ix_queue`
 //! that hold `work`'s tasks only, so 1,000,000 tasks waiting in a paused
 //! queue `bulk` (or one this claimer does not serve) must not slow it.
 //!

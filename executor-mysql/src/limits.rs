@@ -1,4 +1,4 @@
-//! Fleet-wide queue limits (issue 16, part 2): concurrency and a token
+//! Fleet-wide queue limits: concurrency and a token
 //! bucket per queue, kept in `reliable_executor_queues` and enforced inside
 //! the claim.
 //!
@@ -26,7 +26,7 @@ use executor_sql::{
 };
 use std::{collections::HashMap, time::Duration};
 
-use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId, queue::QueueLimits};
+use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId};
 use sqlx::{Row, mysql::MySqlRow};
 
 use crate::{
@@ -250,19 +250,8 @@ impl MySqlDialect {
     }
 }
 
-/// A queue's row for [`crate::MySqlStorage::queues`].
-pub(crate) struct Shown {
-    /// The queue as stored.
-    pub(crate) name: String,
-    pub(crate) paused: bool,
-    /// Whether any limit column is set (valid or not).
-    pub(crate) has_limits: bool,
-    pub(crate) limits: QueueLimits,
-    pub(crate) throttled: u64,
-}
-
 /// Every row of `ns` in the queues table.
-pub(crate) async fn rows(s: &MySqlDialect, ns: &Namespace) -> Result<Vec<Shown>> {
+pub(crate) async fn rows(s: &MySqlDialect, ns: &Namespace) -> Result<Vec<(String, Stored)>> {
     let rows = sqlx::query(sql!("limits/rows"))
         .bind(ns.as_str())
         .fetch_all_on(&s.conns)
@@ -271,14 +260,7 @@ pub(crate) async fn rows(s: &MySqlDialect, ns: &Namespace) -> Result<Vec<Shown>>
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let name: String = r.try_get("queue").map_err(error::storage)?;
-        let stored = read_stored(r)?;
-        out.push(Shown {
-            name,
-            paused: stored.paused,
-            has_limits: stored.has_limits(),
-            limits: stored.shown(),
-            throttled: stored.throttled,
-        });
+        out.push((name, read_stored(r)?));
     }
     Ok(out)
 }

@@ -1,13 +1,10 @@
-//! Queue controls (issue 16): pausing a queue fleet-wide and the per-queue
+//! Queue controls: pausing a queue fleet-wide and the per-queue
 //! figures. The claim itself is in `claim.rs`.
 
-use executor_sql::{dialect::Queues, row::queue_name};
-use std::collections::BTreeMap;
+use executor_sql::dialect::Queues;
+use executor_sql::{limits::Stored, queues::WaitingFigures};
 
-use executor_core::{
-    Namespace, QueueName, Result, Timestamp,
-    queue::{QueueInfo, QueueLimits},
-};
+use executor_core::{Namespace, QueueName, Result, Timestamp, queue::QueueLimits};
 use sqlx::Row;
 
 use crate::{
@@ -80,61 +77,34 @@ impl MySqlDialect {
 }
 
 impl Queues for MySqlDialect {
-    /// Every queue with waiting or running tasks, paused or with limits,
-    /// by name, in four statements: the queues with waiting tasks (a loose
-    /// index scan of `ix_queue`), their figures (ranges of `ix_queue` over
-    /// the waiting tasks only, on the server's clock), the running tasks
-    /// per queue (the namespace's `RUNNING` range of `ix_lease`, which
-    /// holds the queue: no row is read), the rows of the queues table
-    /// (paused, limits, throttled). A name that is not a valid queue name
-    /// (a hand-edited row) is left out and logged.
-    async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
+    /// In two statements: the queues with waiting tasks (a loose index
+    /// scan of `ix_queue`), then their figures (ranges of `ix_queue` over
+    /// the waiting tasks only, on the server's clock).
+    async fn waiting_figures(&self, ns: &Namespace) -> Result<Vec<WaitingFigures>> {
         let waiting = self.waiting_queues(ns).await?;
-        if !waiting.is_empty() {
-            let queues = padded(waiting.iter().map(String::as_str));
-            let text = sql::slice(sql!("queues/figures"), "queues", queues.len());
-            let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues);
-            for r in q.fetch_all_on(&self.conns).await.map_err(error::storage)? {
-                let name: String = r.try_get("queue").map_err(error::storage)?;
-                let Some(queue) = queue_name(&name) else { continue };
-                let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
-                let due: Option<i64> = r.try_get("due").map_err(error::storage)?;
-                let oldest: Option<i64> = r.try_get("oldest_due").map_err(error::storage)?;
-                let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
-                info.waiting += u64::try_from(waiting).unwrap_or(0);
-                info.due += due.and_then(|d| u64::try_from(d).ok()).unwrap_or(0);
-                let oldest = oldest.and_then(|t| u64::try_from(t).ok()).map(Timestamp::from_millis);
-                info.oldest_due = match (info.oldest_due, oldest) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
+        if waiting.is_empty() {
+            return Ok(Vec::new());
         }
-        let running = sqlx::query(sql!("queues/running"))
-            .bind(ns.as_str())
-            .fetch_all_on(&self.conns)
-            .await
-            .map_err(error::storage)?;
-        for r in running {
-            let name: String = r.try_get("queue").map_err(error::storage)?;
-            let Some(queue) = queue_name(&name) else { continue };
-            let n: i64 = r.try_get("running").map_err(error::storage)?;
-            out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue)).running =
-                u64::try_from(n).unwrap_or(0);
+        let queues = padded(waiting.iter().map(String::as_str));
+        let text = sql::slice(sql!("queues/figures"), "queues", queues.len());
+        let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues);
+        let mut out = Vec::new();
+        for r in q.fetch_all_on(&self.conns).await.map_err(error::storage)? {
+            let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
+            let due: Option<i64> = r.try_get("due").map_err(error::storage)?;
+            let oldest: Option<i64> = r.try_get("oldest_due").map_err(error::storage)?;
+            out.push(WaitingFigures {
+                queue: r.try_get("queue").map_err(error::storage)?,
+                waiting: u64::try_from(waiting).unwrap_or(0),
+                due: due.and_then(|d| u64::try_from(d).ok()).unwrap_or(0),
+                oldest_due: oldest.and_then(|t| u64::try_from(t).ok()).map(Timestamp::from_millis),
+            });
         }
-        for row in limits::rows(self, ns).await? {
-            let Some(queue) = queue_name(&row.name) else { continue };
-            if !row.paused && !row.has_limits {
-                // A row left by a resume racing a clear: nothing to show.
-                continue;
-            }
-            let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
-            info.paused = row.paused;
-            info.limits = row.limits;
-            info.throttled = row.throttled;
-        }
-        Ok(out.into_values().collect())
+        Ok(out)
+    }
+
+    async fn stored_queues(&self, ns: &Namespace) -> Result<Vec<(String, Stored)>> {
+        limits::rows(self, ns).await
     }
 
     /// Sets `queue`'s limits (see `QueueControl::set_queue_limits`) in one

@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId, queue::QueueLimits};
+use executor_core::{Namespace, QueueName, Result, TaskRecord, WorkerId};
 use executor_sql::limits::{Outcome, Stored};
 use sqlx::{Row, postgres::PgRow};
 
@@ -206,19 +206,8 @@ impl PostgresDialect {
     }
 }
 
-/// A queue's row for [`crate::PostgresStorage::queues`].
-pub(crate) struct Shown {
-    /// The queue as stored.
-    pub(crate) name: String,
-    pub(crate) paused: bool,
-    /// Whether any limit column is set (valid or not).
-    pub(crate) has_limits: bool,
-    pub(crate) limits: QueueLimits,
-    pub(crate) throttled: u64,
-}
-
 /// Every row of `ns` in the queues table.
-pub(crate) async fn rows(s: &PostgresDialect, ns: &Namespace) -> Result<Vec<Shown>> {
+pub(crate) async fn rows(s: &PostgresDialect, ns: &Namespace) -> Result<Vec<(String, Stored)>> {
     let rows = sqlx::query(sql!("limits/rows"))
         .bind(ns.as_str())
         .fetch_all_on(&s.conns)
@@ -227,14 +216,7 @@ pub(crate) async fn rows(s: &PostgresDialect, ns: &Namespace) -> Result<Vec<Show
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let name: String = r.try_get("queue").map_err(error::storage)?;
-        let stored = read_stored(r)?;
-        out.push(Shown {
-            name,
-            paused: stored.paused,
-            has_limits: stored.has_limits(),
-            limits: stored.shown(),
-            throttled: stored.throttled,
-        });
+        out.push((name, read_stored(r)?));
     }
     Ok(out)
 }

@@ -1,6 +1,6 @@
 //! Claim latency of one queue with nothing else stored, then with
 //! `--parked` tasks (default 1,000,000) waiting in a paused other queue
-//! (issue 16): a claim reads only the levels of the queues it serves that
+//!: a claim reads only the levels of the queues it serves that
 //! are not paused, so the parked tasks should cost it nothing.
 //!
 //! ```sh

@@ -1,4 +1,4 @@
--- history: throughput per minute (issue 18). KEYS[1] is the index ZSET
+-- history: throughput per minute. KEYS[1] is the index ZSET
 -- `<base0>history` (member and score: the minute's start in ms); each
 -- minute is a HASH `<base0>history:<minute>` with fields `s:<name>`
 -- (succeeded) and `f:<name>` (failed), integers. Every key shares partition

@@ -1,6 +1,6 @@
 //! Claiming and renewing attempts: `claim.lua`, `heartbeat.lua`.
 //!
-//! A claim plan (issue 16) walks the partitions as a plain claim does; each
+//! A claim plan walks the partitions as a plain claim does; each
 //! partition's script applies what is left of the quotas and the limit, so
 //! the plan holds across partitions, and one partition's claim is atomic.
 

@@ -24,7 +24,7 @@ const FINISH_CHUNK: usize = 500;
 
 /// The script's outcome code, retry delay and error text of a finish, after
 /// checking it at the store's entry point: one bad item is refused alone
-/// (invariant 7).
+/// (no neighbour harm).
 fn finish_code(finish: &Finish) -> Result<(&'static str, String, String)> {
     finish.validate()?;
     Ok(match finish {

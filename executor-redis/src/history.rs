@@ -1,4 +1,4 @@
-//! Throughput history (issue 18): `history.lua` on the namespace's index
+//! Throughput history: `history.lua` on the namespace's index
 //! ZSET `<base0>history` and one HASH per minute, `<base0>history:<minute>`
 //! (fields `s:<name>` and `f:<name>`), all in partition 0's hash tag, so
 //! every call is one script on one slot, on a cluster too. The minute is

@@ -12,12 +12,12 @@
 //!
 //! The cursor is `<partition>:<score>:<hex of the id>` of the last index
 //! entry looked at, with `:<priority>:<queue>` after it inside a waiting
-//! level other than the due ZSET (issue 16): waiting tasks are listed level
+//! level other than the due ZSET: waiting tasks are listed level
 //! by level, the due ZSET first, then the registered levels by queue name
 //! and highest priority. Every part is checked before a call reaches Redis.
 //!
 //! A record that does not parse is skipped and reported in
-//! [`Page::unreadable`] (invariant 7): one hand-edited task never hides the
+//! [`Page::unreadable`] (no neighbour harm): one hand-edited task never hides the
 //! rest of its state.
 
 use executor_core::{

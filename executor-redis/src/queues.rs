@@ -1,4 +1,4 @@
-//! Queue controls (issue 16): pausing a queue (`pause.lua`: `SADD`/`SREM`
+//! Queue controls: pausing a queue (`pause.lua`: `SADD`/`SREM`
 //! of each partition's `paused` SET), its fleet-wide limits (`limits.lua`,
 //! in partition 0's slot; `limits_tidy.lua` at housekeeping) and the
 //! operator's view of the queues (`queues.lua` in every partition, added up

@@ -144,7 +144,7 @@ impl RedisStorage {
 
     /// One task's values as the scripts take them, or why it cannot be
     /// stored. The task is checked here, at the store's entry point, whoever
-    /// built it (invariant 6): every number that reaches a script is in
+    /// built it (bad input never panics nor loses tasks): every number that reaches a script is in
     /// range.
     fn encode(&self, task: NewTask) -> Result<Encoded> {
         task.validate()?;

@@ -132,7 +132,7 @@ impl TierStorage for RedisStorage {
                 let log = items.pop();
                 let (id, values) = record::parse_entry(Value::Array(items))?;
                 // One record that does not parse must not stop the tiers from
-                // moving the others (invariant 7); a claim sets it aside.
+                // moving the others (no neighbour harm); a claim sets it aside.
                 match record::parse(&id, &values) {
                     Ok(mut task) => {
                         task.attempt_log = record::attempt_log(&task.id, log.as_ref());

@@ -13,7 +13,7 @@ use std::{future::Future, time::Duration};
 use executor_core::{
     Namespace, QueueName, Result, Submitted, TaskRecord, Timestamp, WorkerId,
     query::Retention,
-    queue::{ClaimPlan, QueueInfo, QueueLimits},
+    queue::{ClaimPlan, QueueLimits},
     storage::{Heartbeat, HistoryCount, Lease, NewTask, Reaped},
 };
 use sqlx::{Database, Pool};
@@ -22,6 +22,8 @@ use crate::{
     ErrorClass, SqlOptions,
     conn::Conns,
     finish::{FinishGroup, FinishStatements},
+    limits::Stored,
+    queues::WaitingFigures,
     row::Counters,
     stmt::{ArgsOf, Cols, SqlDb, Statements, Value},
 };
@@ -236,8 +238,8 @@ pub trait Tier: Dialect {
     ) -> impl Future<Output = Result<Vec<<Self::Db as Database>::Row>>> + Send;
 }
 
-/// Queue limits and figures (`queues.rs`); the SQL core pauses and
-/// resumes.
+/// Queue limits and the reads behind the queue list (`queues.rs`); the SQL
+/// core pauses, resumes and puts the list together.
 pub trait Queues {
     /// As `QueueControl::set_queue_limits`.
     fn set_queue_limits(
@@ -247,8 +249,13 @@ pub trait Queues {
         limits: &QueueLimits,
     ) -> impl Future<Output = Result<()>> + Send;
 
-    /// As `QueueControl::queues`.
-    fn queues(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<QueueInfo>>> + Send;
+    /// The waiting tasks' figures of each queue that has any, by the name
+    /// as stored (a queue may come more than once: the SQL core adds
+    /// them up).
+    fn waiting_figures(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<WaitingFigures>>> + Send;
+
+    /// Every row of `ns` in the queues table, by the name as stored.
+    fn stored_queues(&self, ns: &Namespace) -> impl Future<Output = Result<Vec<(String, Stored)>>> + Send;
 }
 
 /// Adding to the throughput history (`history.rs`); the SQL core reads

@@ -43,7 +43,7 @@ mod leader;
 pub mod limits;
 mod options;
 mod query;
-mod queues;
+pub mod queues;
 pub mod row;
 mod schedule;
 pub mod schema;

@@ -1,11 +1,64 @@
-//! Pausing and resuming a queue, on every dialect.
+//! Pausing and resuming a queue, and the queue list, on every dialect.
 
-use executor_core::{Namespace, QueueName, Result};
+use std::collections::BTreeMap;
+
+use executor_core::{Namespace, QueueName, Result, Timestamp, queue::QueueInfo};
 
 use crate::{
     Dialect,
-    stmt::{Value, execute},
+    dialect::Queues,
+    row::queue_name,
+    stmt::{Cols, Value, execute, fetch_all},
 };
+
+/// The waiting tasks of one queue, as a dialect reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WaitingFigures {
+    /// The queue's name as stored (checked by the SQL core).
+    pub queue: String,
+    /// Waiting tasks.
+    pub waiting: u64,
+    /// Of them, due now.
+    pub due: u64,
+    /// The earliest due time among them.
+    pub oldest_due: Option<Timestamp>,
+}
+
+/// Every queue with waiting or running tasks, paused or with limits, by
+/// name: the dialect's waiting figures, the running tasks per queue, the
+/// rows of the queues table (paused, limits, throttled). A name that is
+/// not a valid queue name (a hand-edited row) is left out and logged.
+pub(crate) async fn list<D: Dialect + Queues>(d: &D, ns: &Namespace) -> Result<Vec<QueueInfo>> {
+    let mut out: BTreeMap<QueueName, QueueInfo> = BTreeMap::new();
+    for f in d.waiting_figures(ns).await? {
+        let Some(queue) = queue_name(&f.queue) else { continue };
+        let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
+        info.waiting += f.waiting;
+        info.due += f.due;
+        info.oldest_due = match (info.oldest_due, f.oldest_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    let corrupt = |reason: String| executor_core::Error::storage(std::io::Error::other(reason), false);
+    for r in fetch_all(d, &D::SQL.queues_running, &[("ns", Value::Text(ns.as_str()))]).await? {
+        let Some(queue) = queue_name(&r.text("queue").map_err(corrupt)?) else { continue };
+        let running = u64::try_from(r.int("running").map_err(corrupt)?).unwrap_or(0);
+        out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue)).running = running;
+    }
+    for (name, stored) in d.stored_queues(ns).await? {
+        let Some(queue) = queue_name(&name) else { continue };
+        if !stored.paused && !stored.has_limits() {
+            // A row left by a resume racing a clear: nothing to show.
+            continue;
+        }
+        let info = out.entry(queue.clone()).or_insert_with(|| QueueInfo::new(queue));
+        info.paused = stored.paused;
+        info.limits = stored.shown();
+        info.throttled = stored.throttled;
+    }
+    Ok(out.into_values().collect())
+}
 
 /// Pauses or resumes `queue`: a row in the queues table while it is paused
 /// or has limits, none otherwise. Every claim statement reads it, so a

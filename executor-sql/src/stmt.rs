@@ -436,6 +436,8 @@ pub struct Statements {
     pub query_list: Statement,
     /// `claim/move_to_error`: a row that cannot run, to `ERROR`.
     pub claim_move_to_error: Statement,
+    /// `queues/running`: running tasks per queue.
+    pub queues_running: Statement,
     /// `queues/pause`: a queue's row, created or flagged paused.
     pub queues_pause: Statement,
     /// `queues/resume_delete`: a paused queue's row that holds no limits.
@@ -513,6 +515,7 @@ macro_rules! statements {
             query_get: $crate::statement!("query/get"),
             query_list: $crate::statement!("query/list"),
             claim_move_to_error: $crate::statement!("claim/move_to_error"),
+            queues_running: $crate::statement!("queues/running"),
             queues_pause: $crate::statement!("queues/pause"),
             queues_resume_delete: $crate::statement!("queues/resume_delete"),
             queues_resume: $crate::statement!("queues/resume"),

@@ -265,7 +265,7 @@ impl<D: Dialect + dialect::Queues> QueueControl for SqlStorage<D> {
     }
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {
-        self.dialect.queues(ns).await
+        queues::list(&self.dialect, ns).await
     }
 }
 

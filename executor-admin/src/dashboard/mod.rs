@@ -81,7 +81,7 @@ pub(crate) struct Notice {
 /// with pause and resume buttons, the dead letter with requeue buttons,
 /// records that do not parse with delete buttons, recent failures, cron
 /// schedules with pause and resume buttons. A bad record is listed, never
-/// an error page (invariant 7).
+/// an error page (no neighbour harm).
 #[utoipa::path(get, path = "/", tag = "dashboard",
     params(
         ("notice" = Option<String>, Query, description = "Message shown on top (set by redirects)"),

@@ -1,4 +1,4 @@
-//! The overview's Throughput section (issue 18): attempts succeeded and
+//! The overview's Throughput section: attempts succeeded and
 //! failed per minute as a server-side SVG bar chart, the numbers in a
 //! table beside it, and plain links to switch between the last hour and
 //! the last day and to one task name. No script, no external resource.

@@ -1,4 +1,4 @@
-//! A worker stopped inside its claim (issue 12): `chaos run --faults
+//! A worker stopped inside its claim: `chaos run --faults
 //! claim-stop` on a private MariaDB makes a worker `SIGSTOP` itself while a
 //! reply of its claim is pending, for 4 s (two leases). Before the fix the
 //! claim's transaction stayed open with its rows locked; the leader's reap

@@ -1,4 +1,4 @@
-//! Concurrent first start (issue 12): 6 processes connect at the same
+//! Concurrent first start: 6 processes connect at the same
 //! instant to a new, empty database of a private MariaDB, 3 rounds, a fresh
 //! database each. Every process must connect and the schema they leave must
 //! equal that of a database migrated alone (tables, columns, indexes and the

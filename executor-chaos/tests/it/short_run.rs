@@ -3,7 +3,7 @@
 //! and 3 worker processes, then the tiered store (Redis hot, MariaDB cold)
 //! for 20 s with 30 % of its tasks delayed past the horizon, so they go
 //! cold and are promoted while both servers are restarted and cut off.
-//! Every run also carries the default victims (issue 12: corrupt records,
+//! Every run also carries the default victims (corrupt records,
 //! panicking decoders, retry overflows), and the MariaDB run pauses a worker
 //! inside its claim and races first starts on fresh databases.
 //! A second test runs PostgreSQL the same way for 30 s
@@ -11,7 +11,7 @@
 //! Private servers on free loopback ports; the summary is printed (run with
 //! `--nocapture` to see it). The tests hold `one_at_a_time`, so the runs
 //! never share the 2 cores.
-//! Every run also fires a per-second cron schedule (issue 15) while the
+//! Every run also fires a per-second cron schedule while the
 //! leader is killed: its figures are checked by [`check_cron`].
 
 use crate::common::{self, figure};
@@ -71,7 +71,7 @@ fn short_chaos_run_redis_mysql_tiered() -> Result<(), String> {
     Ok(())
 }
 
-/// PostgreSQL (issue 17) under the same faults as MariaDB, on a private
+/// PostgreSQL under the same faults as MariaDB, on a private
 /// cluster (`initdb` in a temp dir, run as the `postgres` OS user when the
 /// tests run as root): workers killed and stopped, a worker stopped inside
 /// its claim (its connection check-out or its claim statement in flight),

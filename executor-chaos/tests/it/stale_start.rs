@@ -2,7 +2,7 @@
 //! between receiving its claim and starting the handler starts the handler
 //! on a lease that expired meanwhile, while the task already runs elsewhere.
 //! The late write is refused, but the two handlers run at the same time
-//! until the paused worker's next heartbeat (invariant 2). Cause: the
+//! until the paused worker's next heartbeat (no two live attempts). Cause: the
 //! runtime computes the lease's local expiry from the attempt's start
 //! (`executor-core/src/runtime/executor/attempt.rs`, `run`: `claimed_at =
 //! Instant::now()`, `lease_expires: claimed_at + lease`) instead of from

@@ -1,4 +1,4 @@
-//! Victims (issue 12): tasks that go wrong on purpose among ordinary ones,
+//! Victims: tasks that go wrong on purpose among ordinary ones,
 //! on a private store with no other fault, so any harm to a neighbour shows.
 //! Each kind found a bug before its fix:
 //! - a corrupt record (Redis: the hash replaced by a string or a list,

@@ -126,7 +126,7 @@ pub struct Page {
     pub next: Option<String>,
     /// Records in this page's range that did not parse (edited by hand,
     /// written by a newer version): skipped so the rest of the page still
-    /// reads (invariant 7). Delete one with `delete`, or inspect
+    /// reads (no neighbour harm). Delete one with `delete`, or inspect
     /// it in the store.
     pub unreadable: Vec<Unreadable>,
 }

@@ -33,7 +33,7 @@ pub struct TaskRecord {
     /// Attempts allowed in all: `retry_limit + 1`.
     pub max_attempts: u32,
     /// Grows with every claim and reap; a lease is valid only with the
-    /// current fence (invariant 2).
+    /// current fence (no two live attempts).
     pub fence: u64,
     /// When it was submitted (store clock).
     pub created_at: Timestamp,
@@ -161,7 +161,7 @@ impl TaskRecord {
 }
 
 /// Proof of ownership of one attempt: finishing or renewing with a fence
-/// that is no longer current is refused (invariant 2).
+/// that is no longer current is refused (no two live attempts).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Lease {
@@ -430,7 +430,7 @@ impl NewTask {
     /// [`Timestamp::MAX`], a storable, valid retry policy. [`crate::Client`]
     /// calls it before a submit reaches the store, and every store calls it
     /// again at its entry point, so a task built by hand gets the same
-    /// answer on every backend (invariant 6).
+    /// answer on every backend (bad input never panics nor loses tasks).
     ///
     /// # Errors
     /// [`Error::Invalid`] naming the field and its range.
@@ -625,7 +625,7 @@ impl Finish {
     /// Checks the finish against the ranges all stores share: a retry delay
     /// of at most [`crate::time::MAX_DURATION`]. Every store calls it for each
     /// item before writing, so one bad item is refused alone and never
-    /// fails the rest of its batch (invariant 7).
+    /// fails the rest of its batch (no neighbour harm).
     ///
     /// # Errors
     /// [`Error::Invalid`] naming the field and its range.

@@ -65,7 +65,7 @@ fn out_of_range() -> Vec<(&'static str, NewTask)> {
 
 /// Every duration or instant outside the shared range (1,000 years; year
 /// 9999) is refused with [`Error::Invalid`] by the store itself, alone and
-/// in a batch beside good tasks, and nothing is stored for it (invariant 6).
+/// in a batch beside good tasks, and nothing is stored for it (bad input never panics nor loses tasks).
 pub async fn out_of_range_options_refused<S: Storage>(s: &S, ns: &Namespace) {
     for (what, task) in out_of_range() {
         let id = task.id.clone();
@@ -127,7 +127,7 @@ pub async fn extreme_valid_options_read_back<S: Storage>(s: &S, ns: &Namespace) 
 
 /// A finish whose retry delay is past the range is refused with
 /// [`Error::Invalid`] alone: its task stays `RUNNING` under the same lease,
-/// and its neighbours in a `finish_many` are written (invariant 7).
+/// and its neighbours in a `finish_many` are written (no neighbour harm).
 pub async fn finish_out_of_range_refused_alone<S: Storage>(s: &S, ns: &Namespace) {
     for i in 0..3 {
         submit(s, ns, new_task(&format!("fin-{i}"))).await;

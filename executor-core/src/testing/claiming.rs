@@ -1,4 +1,4 @@
-//! Checks of claim, finish, heartbeat and the fence (invariants 2 and 4).
+//! Checks of claim, finish, heartbeat and the fence (no two live attempts and no start before due).
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -110,7 +110,7 @@ fn assert_stale(what: &str, e: &Error, id: &TaskId, fence: u64) {
 
 /// A finish with a fence that is no longer current is refused with
 /// `StaleFence` and changes nothing: after the task finished, after it was
-/// claimed again, and after it was reaped (invariant 2).
+/// claimed again, and after it was reaped (no two live attempts).
 pub async fn stale_fence_refused<S: Storage>(s: &S, ns: &Namespace) {
     // After finish.
     let id = submit(s, ns, new_task("stale-finished")).await;

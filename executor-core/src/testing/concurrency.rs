@@ -1,5 +1,5 @@
-//! Checks of the wake-up (invariant 4) and of no loss and no double claim
-//! under concurrent claimers (invariants 1 and 2).
+//! Checks of the wake-up (no start before due) and of no loss and no double claim
+//! under concurrent claimers ( and no two live attempts).
 
 use std::{collections::HashMap, time::Duration};
 

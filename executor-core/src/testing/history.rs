@@ -1,5 +1,5 @@
 //! Checks of the throughput history methods: `add_history`, `history`,
-//! `trim_history` (issue 18).
+//! `trim_history`.
 
 use std::{collections::BTreeMap, time::Duration};
 

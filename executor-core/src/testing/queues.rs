@@ -1,4 +1,4 @@
-//! Checks of named queues, priorities, claim plans and pause (issue 16).
+//! Checks of named queues, priorities, claim plans and pause.
 
 use std::{collections::BTreeMap, time::Duration};
 
@@ -133,7 +133,7 @@ fn count_by_queue(tasks: &[TaskRecord]) -> BTreeMap<String, usize> {
 }
 
 /// Weighted claims over 10,000 tasks in three queues match the weights
-/// within ±5 % while every queue has work (issue 16).
+/// within ±5 % while every queue has work.
 pub async fn queue_weighted_claims_match_weights<S: QueueControl>(s: &S, ns: &Namespace) {
     let mut tasks = Vec::new();
     for (queue, n) in [("critical", 6_000), ("normal", 3_000), ("low", 1_000)] {

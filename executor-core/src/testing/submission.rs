@@ -1,4 +1,4 @@
-//! Checks of submit in every mode, and of due times (invariant 4).
+//! Checks of submit in every mode, and of due times (no start before due).
 
 use std::time::Duration;
 
@@ -184,7 +184,7 @@ pub async fn debounce_max_wait_caps_postponement<S: Storage>(s: &S, ns: &Namespa
 }
 
 /// A delayed task is due at created + delay, is not claimed before, and is
-/// claimed once due (invariant 4).
+/// claimed once due (no start before due).
 pub async fn delayed_task_not_claimed_before_due<S: Storage>(s: &S, ns: &Namespace) {
     let delay = Duration::from_millis(300);
     let mut task = new_task("delayed");

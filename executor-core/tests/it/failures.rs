@@ -1,5 +1,5 @@
 //! Timeouts, panics, unknown handlers and bad payloads: each ends in a
-//! clear state with a reason, and the runtime carries on (invariant 6).
+//! clear state with a reason, and the runtime carries on (bad input never panics nor loses tasks).
 
 use std::{
     sync::{

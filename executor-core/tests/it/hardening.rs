@@ -1,4 +1,4 @@
-//! Regression tests of issue 12's runtime items: user code that panics while
+//! Regression tests of the runtime's hardening: user code that panics while
 //! an attempt starts, out-of-range retry delays and settings, the
 //! cancellation token on a timeout, listeners that see the record after
 //! each transition (the reaper's too), and lease-loss reports keyed by fence.

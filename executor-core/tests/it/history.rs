@@ -1,4 +1,4 @@
-//! The executor's throughput history (issue 18) on MemoryStorage with
+//! The executor's throughput history on MemoryStorage with
 //! tokio's paused clock: every attempt's end is counted once, by name, as
 //! succeeded or failed (error, panic, timeout); a failing flush keeps its
 //! counts for the next one; the store hears one call per interval, not one

@@ -1,4 +1,4 @@
-//! Fleet-wide queue limits through the runtime (issue 16), measured from
+//! Fleet-wide queue limits through the runtime, measured from
 //! the handlers' own start and end times across three executors sharing
 //! one store, on tokio's paused clock: a concurrency limit is never
 //! exceeded and is reached; a crashed worker's slot comes back after its

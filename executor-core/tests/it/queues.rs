@@ -1,4 +1,4 @@
-//! Queues through the runtime (issue 16): which queues an executor serves,
+//! Queues through the runtime: which queues an executor serves,
 //! pause and resume across processes, priority order of starts, and a
 //! paused or busy queue that never holds up another.
 

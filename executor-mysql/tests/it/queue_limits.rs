@@ -1,4 +1,4 @@
-//! Fleet-wide queue limits on MySQL/MariaDB (issue 16, part 2), beyond the
+//! Fleet-wide queue limits on MySQL/MariaDB, beyond the
 //! conformance suite: a concurrency limit holds exactly under claimers in
 //! three storages with pools of their own (three processes, as far as the
 //! server can tell); a claimer stopped inside the limited claim holds the

@@ -1,4 +1,4 @@
-//! Migration 20261203000001 (issue 16) on a database that already holds
+//! Migration 20261203000001 on a database that already holds
 //! tasks under the older migrations: every task lands in the default
 //! queue at priority 0, the waiting ones are claimed as before, finished
 //! ones stay out of the claim index.
@@ -13,7 +13,7 @@ use crate::support::EmptyDatabase;
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
 
-/// The first migration of issue 16; the ones before it are "older".
+/// The first migration of named queues; the ones before it are "older".
 const QUEUES_MIGRATION: &str = "20261203000001";
 
 #[tokio::test]

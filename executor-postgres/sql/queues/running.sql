@@ -1,5 +1,6 @@
 -- RUNNING tasks per queue (`ix_running`).
 -- $1 namespace.
+-- params: ns
 SELECT queue, COUNT(*) AS running
 FROM reliable_executor_tasks
 WHERE ns = $1

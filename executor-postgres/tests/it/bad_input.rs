@@ -1,6 +1,6 @@
 //! Rows edited by hand and values the columns cannot hold: a clear error or
 //! an `ERROR` state with the reason, never a panic, a stuck claim or a
-//! neighbour harmed (invariants 6 and 7).
+//! neighbour harmed (bad input neither panics nor loses tasks, and harms no neighbour).
 
 use std::time::Duration;
 

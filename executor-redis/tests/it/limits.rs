@@ -1,4 +1,4 @@
-//! Fleet-wide queue limits in Redis (issue 16), beyond the conformance
+//! Fleet-wide queue limits in Redis, beyond the conformance
 //! checks: three executors on one namespace hold a concurrency limit and
 //! reach it; the plain path writes no limit keys; the leader's tidy corrects
 //! a running set; limit state edited by hand to garbage neither panics nor

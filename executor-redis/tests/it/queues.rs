@@ -1,4 +1,4 @@
-//! Named queues and priorities in Redis (issue 16), beyond the conformance
+//! Named queues and priorities in Redis, beyond the conformance
 //! checks: the keys the levels leave behind, listing waiting tasks level by
 //! level, and records whose queue or priority field was damaged by hand.
 

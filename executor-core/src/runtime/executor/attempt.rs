@@ -18,7 +18,7 @@ use crate::{
 
 /// Removes an attempt's in-flight entry when dropped: however the attempt
 /// ends (returns, or panics in runtime or user code), its lease stops being
-/// renewed and the reaper recovers the task (invariant 7).
+/// renewed and the reaper recovers the task (no neighbour harm).
 struct InFlightEntry<'a, S: ExecutorStorage> {
     shared: &'a Shared<S>,
     id: TaskId,
@@ -80,7 +80,7 @@ async fn run<S: ExecutorStorage>(
         // The claim reply came so late (a paused process, a stalled store)
         // that the lease may run out before the first heartbeat: the task
         // may already be reaped and running elsewhere, so do not start it
-        // (invariant 2). Give the lease back if it is still ours.
+        // (no two live attempts). Give the lease back if it is still ours.
         tracing::warn!(task.id = %task.id, waited = ?claim_sent.elapsed(), "claim arrived too late to start safely; releasing it");
         write(shared, &lease, &mut Finish::Released).await;
         return;
@@ -255,7 +255,7 @@ fn unknown_task<S: ExecutorStorage>(shared: &Arc<Shared<S>>, task: &TaskRecord) 
 }
 
 /// Runs the handler and decides how the attempt ends. Never panics: a
-/// panicking handler is caught as a failed attempt (invariant 6).
+/// panicking handler is caught as a failed attempt (bad input never panics nor loses tasks).
 async fn execute<S: ExecutorStorage>(
     shared: &Arc<Shared<S>>,
     task: &TaskRecord,
@@ -295,7 +295,7 @@ async fn execute<S: ExecutorStorage>(
     };
     // Decoding and starting run user code (a `Deserialize` impl, the
     // handler's body up to its first await): a panic there is caught like
-    // one inside the future, so the task never stays RUNNING (invariant 7).
+    // one inside the future, so the task never stays RUNNING (no neighbour harm).
     let future = match std::panic::catch_unwind(AssertUnwindSafe(|| handler.start(ctx, &task.payload))) {
         Ok(Ok(f)) => f,
         Ok(Err(reason)) => return dead(Finish::Errored { error: reason }),

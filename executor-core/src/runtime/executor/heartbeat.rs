@@ -64,7 +64,7 @@ pub(super) async fn run<S: ExecutorStorage>(shared: Arc<Shared<S>>, stop: Cancel
             Err(e) => tracing::warn!(error = %e, leases = leases.len(), "heartbeat failed"),
         }
         // A lease that could not be renewed in time may be reaped and run
-        // elsewhere: stop its attempt before that can happen (invariant 2).
+        // elsewhere: stop its attempt before that can happen (no two live attempts).
         let now = Instant::now();
         let expiring: Vec<Lease> = shared
             .in_flight()

@@ -29,7 +29,7 @@ pub(crate) enum StopReason {
     /// A user asked to cancel the task.
     CancelRequested,
     /// The lease is gone (or could not be renewed in time): another worker
-    /// may run the task now, so this attempt must stop (invariant 2).
+    /// may run the task now, so this attempt must stop (no two live attempts).
     LeaseLost,
     /// Shutdown's grace period ran out.
     Shutdown,
@@ -303,7 +303,7 @@ async fn run<S: ExecutorStorage>(shared: Arc<Shared<S>>, stop: CancellationToken
     ShutdownReport { drained: running.saturating_sub(released), released }
 }
 
-/// Claims only as many tasks as there are free slots (invariant 5: nothing
+/// Claims only as many tasks as there are free slots (bounded memory: nothing
 /// queues up in memory), then waits for the store's wake-up when idle.
 async fn claim_loop<S: ExecutorStorage>(shared: &Arc<Shared<S>>, stop: &CancellationToken) {
     let executor = &shared.executor;

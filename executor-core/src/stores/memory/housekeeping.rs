@@ -21,7 +21,7 @@ const CURSOR_PREFIX: &str = "mem1.";
 
 impl Space {
     /// Recovers up to `limit` tasks whose lease expired before `now`. The fence
-    /// grows so a late write of the presumed-dead worker is refused (invariant 2).
+    /// grows so a late write of the presumed-dead worker is refused (no two live attempts).
     /// A task that waits again logs the lost attempt (`lease_expired`).
     pub(super) fn reap(&mut self, now: Timestamp, limit: usize) -> Reaped {
         let mut reaped = Reaped::default();

@@ -220,7 +220,7 @@ impl Space {
         Ok(Submitted::new(id, SubmitOutcome::Created))
     }
 
-    /// Claims as `plan` says (invariants 2 and 4): each share's quota from
+    /// Claims as `plan` says (no two live attempts and no start before due): each share's quota from
     /// its queue, then the rest of the limit from the same queues in order.
     pub(super) fn claim(
         &mut self,
@@ -414,7 +414,7 @@ impl Space {
         hb
     }
 
-    /// Ends an attempt if `lease` is still current (invariant 2).
+    /// Ends an attempt if `lease` is still current (no two live attempts).
     pub(super) fn finish(&mut self, now: Timestamp, lease: &Lease, finish: Finish) -> Result<TaskState> {
         finish.validate()?;
         let current = self

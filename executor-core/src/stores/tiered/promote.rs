@@ -25,7 +25,7 @@ impl<H: TierStorage, C: TierStorage> TieredStorage<H, C> {
     ///
     /// A task the hot store refuses as invalid or corrupt (a record damaged in
     /// the cold store) stays where it is, is logged, and does not stop the
-    /// others from moving (invariant 7).
+    /// others from moving (no neighbour harm).
     ///
     /// # Errors
     /// Store failures; what moved before the failure stays moved.

@@ -1,5 +1,5 @@
 //! Hand-made damage to the keys of a namespace, and a recount of its records
-//! to compare with the counts the scripts keep (issue 12).
+//! to compare with the counts the scripts keep.
 
 use std::{collections::BTreeMap, str::FromStr};
 
@@ -199,7 +199,7 @@ impl Damage {
     }
 
     /// The waiting index of a task hash: `due` for the default queue at
-    /// priority 0, else its level's `qd:<priority>:<queue>` (issue 16).
+    /// priority 0, else its level's `qd:<priority>:<queue>`.
     pub async fn waiting_index(&self, id: &str) -> TestResult<String> {
         let gv: Vec<Option<String>> = self.redis.hmget(self.task_key(id), vec!["g", "v"]).await?;
         let queue = gv.first().cloned().flatten().unwrap_or_else(|| "default".to_owned());
