@@ -1,5 +1,6 @@
-//! Queue controls: pausing a queue fleet-wide and the per-queue figures.
-//! The claim itself is in `claim.rs`.
+//! Queue limits, and the reads behind the queue list (the waiting figures,
+//! the queue rows); pausing and the list itself are the SQL core's, the
+//! claim is in `claim.rs`.
 
 use executor_sql::{Dialect as _, dialect::Queues};
 use executor_sql::{limits::Stored, queues::WaitingFigures};
