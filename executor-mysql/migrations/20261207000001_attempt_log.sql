@@ -12,7 +12,7 @@
 -- table's constraints on every UPDATE of a row, so a row whose log was
 -- edited into something that is no JSON (with check_constraint_checks
 -- off) could no longer be claimed, finished or reaped, and would fail the
--- batch statements of its neighbours with it (no neighbour harm). Instead every
+-- batch statements of its neighbours with it (invariant 7). Instead every
 -- statement that appends treats a value that is not a JSON array as empty
 -- (JSON_VALID / JSON_TYPE first), and the reader skips what does not parse,
 -- so a hand edit never stops a task. A nullable column added last is an

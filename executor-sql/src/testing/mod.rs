@@ -139,6 +139,16 @@ pub fn placeholders<D: Dialect>(text: &str) -> String {
     out
 }
 
+/// Each migration's version and the first 8 bytes of its checksum, in
+/// hex: what a driver's test pins, since a database that ran a migration
+/// refuses to start once that migration's file changed.
+pub fn migration_checksums(migrator: &sqlx::migrate::Migrator) -> Vec<(i64, String)> {
+    migrator
+        .iter()
+        .map(|m| (m.version, m.checksum.iter().take(8).map(|b| format!("{b:02x}")).collect()))
+        .collect()
+}
+
 /// Runs `text`, written with numbered placeholders, with `binds` bound to
 /// `$1, $2, ..` as text: a test's edit of rows by hand, on the storage's
 /// connections. Returns the rows it changed.
