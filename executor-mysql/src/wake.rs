@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use executor_core::{Namespace, QueueName, Result};
 use sqlx::{MySql, Row, mysql::MySqlArguments, query::Query};
-use tokio::time::Instant;
 
 use crate::{
     MySqlDialect,
@@ -46,43 +45,14 @@ impl Wait for MySqlDialect {
     ///   `poll_max`, so work submitted by another process starts within
     ///   `poll_max` of becoming due (nothing starts before it is due across processes).
     async fn wait_for_work(&self, ns: &Namespace, queues: &[QueueName], max_wait: Duration) -> Result<()> {
-        // `max_wait` may be anything up to Duration::MAX (an executor's
-        // `max_idle_wait`): an Instant that far out does not exist.
-        let end = Instant::now().checked_add(max_wait);
-        let mut interval = self.opts.poll_bounds().0;
-        loop {
-            // Registered before the read, so a submit between the read and the
-            // sleep still wakes us.
-            let notified = self.wake.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
+        executor_sql::wait::until_due(&self.wake, self.opts.poll_bounds(), max_wait, || async {
             // A claimer that serves no queue has nothing to look up.
-            let wait_ms: Option<i64> = if queues.is_empty() {
-                None
-            } else {
-                let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
-                row.try_get("wait_ms").map_err(error::storage)?
-            };
-            let until_due = match wait_ms {
-                Some(ms) if ms <= 0 => return Ok(()),
-                Some(ms) => Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
-                None => None,
-            };
-            let now = Instant::now();
-            let left = end.map_or(Duration::MAX, |end| end.saturating_duration_since(now));
-            if left.is_zero() {
-                return Ok(());
+            if queues.is_empty() {
+                return Ok(None);
             }
-            let nap = until_due.map_or(interval, |d| d.min(interval)).min(left);
-            let due_within_nap = until_due.is_some_and(|d| d <= nap);
-            tokio::select! {
-                () = &mut notified => return Ok(()),
-                () = tokio::time::sleep(nap) => {}
-            }
-            if due_within_nap || end.is_some_and(|end| Instant::now() >= end) {
-                return Ok(());
-            }
-            interval = interval.saturating_mul(2).min(self.opts.poll_bounds().1);
-        }
+            let row = next_due(ns, queues).fetch_one_on(&self.conns).await.map_err(error::storage)?;
+            row.try_get("wait_ms").map_err(error::storage)
+        })
+        .await
     }
 }

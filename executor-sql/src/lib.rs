@@ -54,6 +54,7 @@ pub mod submit;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod tier;
+pub mod wait;
 
 pub use dialect::Dialect;
 pub use error::ErrorClass;
