@@ -36,30 +36,15 @@ impl Queues for PostgresDialect {
         limits::rows(self, ns).await
     }
 
+    fn limited(&self) -> &executor_sql::limits::LimitedQueues {
+        &self.limited
+    }
+
     /// Sets `queue`'s limits (see `QueueControl::set_queue_limits`) in one
-    /// statement; [`QueueLimits::new`] removes them, and the row with them
-    /// unless the queue is paused. The bucket: full for a queue that had no
+    /// statement. The bucket: full for a queue that had no
     /// rate, else its tokens refilled to now under the old rate and capped
     /// at the new burst. `throttled` is kept, and reset with the limits.
-    async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        limits.validate()?;
-        if limits.is_none() {
-            sqlx::query(sql!("limits/delete_unlimited"))
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            sqlx::query(sql!("limits/clear"))
-                .bind(ns.as_str())
-                .bind(queue.as_str())
-                .execute_on(&self.conns)
-                .await
-                .map_err(error::storage)?;
-            self.limited.forget(ns, queue);
-            self.announce_work(ns).await?;
-            return Ok(());
-        }
+    async fn set_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
         let starts = limits.rate.map(|r| crate::sql::int(r.starts));
         let per = limits.rate.map(|r| crate::sql::ms(r.per));
         let burst = limits.rate.map(|r| crate::sql::int(r.burst));

@@ -241,8 +241,12 @@ pub trait Tier: Dialect {
 /// Queue limits and the reads behind the queue list (`queues.rs`); the SQL
 /// core pauses, resumes and puts the list together.
 pub trait Queues {
-    /// As `QueueControl::set_queue_limits`.
-    fn set_queue_limits(
+    /// The queues this process has seen with limits (a hint of the claim's).
+    fn limited(&self) -> &crate::limits::LimitedQueues;
+
+    /// Sets `queue`'s limits (validated, at least one of them set): the
+    /// SQL core removes them itself.
+    fn set_limits(
         &self,
         ns: &Namespace,
         queue: &QueueName,

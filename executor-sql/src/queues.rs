@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use executor_core::{Namespace, QueueName, Result, Timestamp, queue::QueueInfo};
+use executor_core::{
+    Namespace, QueueName, Result, Timestamp,
+    queue::{QueueInfo, QueueLimits},
+};
 
 use crate::{
     Dialect,
@@ -10,6 +13,27 @@ use crate::{
     row::queue_name,
     stmt::{Cols, Value, execute, fetch_all},
 };
+
+/// Sets `queue`'s limits; [`QueueLimits::new`] removes them, and the row
+/// with them unless the queue is paused (a queue without limits is claimed
+/// the plain way again). Either way claimers are told: a raised or removed
+/// limit may let them take more.
+pub(crate) async fn set_limits<D: Dialect + Queues>(
+    d: &D,
+    ns: &Namespace,
+    queue: &QueueName,
+    limits: &QueueLimits,
+) -> Result<()> {
+    limits.validate()?;
+    if !limits.is_none() {
+        return d.set_limits(ns, queue, limits).await;
+    }
+    let args = [("ns", Value::Text(ns.as_str())), ("queue", Value::Text(queue.as_str()))];
+    execute(d, &D::SQL.limits_delete_unlimited, &args).await?;
+    execute(d, &D::SQL.limits_clear, &args).await?;
+    d.limited().forget(ns, queue);
+    d.announce_work(ns).await
+}
 
 /// The waiting tasks of one queue, as a dialect reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

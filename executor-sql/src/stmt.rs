@@ -436,6 +436,10 @@ pub struct Statements {
     pub query_list: Statement,
     /// `claim/move_to_error`: a row that cannot run, to `ERROR`.
     pub claim_move_to_error: Statement,
+    /// `limits/delete_unlimited`: a queue's row that is not paused.
+    pub limits_delete_unlimited: Statement,
+    /// `limits/clear`: a paused queue's limits.
+    pub limits_clear: Statement,
     /// `queues/running`: running tasks per queue.
     pub queues_running: Statement,
     /// `queues/pause`: a queue's row, created or flagged paused.
@@ -515,6 +519,8 @@ macro_rules! statements {
             query_get: $crate::statement!("query/get"),
             query_list: $crate::statement!("query/list"),
             claim_move_to_error: $crate::statement!("claim/move_to_error"),
+            limits_delete_unlimited: $crate::statement!("limits/delete_unlimited"),
+            limits_clear: $crate::statement!("limits/clear"),
             queues_running: $crate::statement!("queues/running"),
             queues_pause: $crate::statement!("queues/pause"),
             queues_resume_delete: $crate::statement!("queues/resume_delete"),

@@ -261,7 +261,7 @@ impl<D: Dialect + dialect::Queues> QueueControl for SqlStorage<D> {
     }
 
     async fn set_queue_limits(&self, ns: &Namespace, queue: &QueueName, limits: &QueueLimits) -> Result<()> {
-        self.dialect.set_queue_limits(ns, queue, limits).await
+        queues::set_limits(&self.dialect, ns, queue, limits).await
     }
 
     async fn queues(&self, ns: &Namespace) -> Result<Vec<QueueInfo>> {

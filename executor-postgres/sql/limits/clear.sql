@@ -1,6 +1,7 @@
 -- Removing a queue's limits, 2/2: clears them on the row a paused queue keeps,
 -- and resets `throttled`.
 -- $1 namespace, $2 queue.
+-- params: ns, queue
 UPDATE reliable_executor_queues
 SET concurrency = NULL,
     rate_starts = NULL,
