@@ -286,26 +286,23 @@ impl MySqlDialect {
 
 #[cfg(test)]
 mod tests {
-    /// A migration a database has run never changes: sqlx refuses to start
-    /// on a database whose applied migration's file differs ("previously
-    /// applied but has been modified"), and a fresh test database would
-    /// not notice. A new migration adds its line here.
+    /// The released migrations, as `executor_sql::testing::assert_migrations_unchanged` says.
     #[test]
     fn released_migrations_are_unchanged() {
-        let migrator: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
-        let pinned = [
-            (20261130000001, "26f442aad74e4eec"),
-            (20261130000002, "966a613997dbbad6"),
-            (20261201000001, "8a6627f4c40bf5ba"),
-            (20261202000001, "cf4599c68fb13a94"),
-            (20261203000001, "d3fee1e7bb986e78"),
-            (20261204000001, "e9d55a2055415c97"),
-            (20261206000001, "0ca110cec8f61a7b"),
-            (20261207000001, "551c7b3f4144f47f"),
-            (20261207000002, "8e888981792cfe4e"),
-            (20261208000002, "27fb614922336b5c"),
-        ];
-        let pinned: Vec<(i64, String)> = pinned.iter().map(|(v, c)| (*v, (*c).to_owned())).collect();
-        assert_eq!(executor_sql::testing::migration_checksums(&migrator), pinned);
+        executor_sql::testing::assert_migrations_unchanged(
+            &sqlx::migrate!("./migrations"),
+            &[
+                (20261130000001, "26f442aad74e4eec"),
+                (20261130000002, "966a613997dbbad6"),
+                (20261201000001, "8a6627f4c40bf5ba"),
+                (20261202000001, "cf4599c68fb13a94"),
+                (20261203000001, "d3fee1e7bb986e78"),
+                (20261204000001, "e9d55a2055415c97"),
+                (20261206000001, "0ca110cec8f61a7b"),
+                (20261207000001, "551c7b3f4144f47f"),
+                (20261207000002, "8e888981792cfe4e"),
+                (20261208000002, "27fb614922336b5c"),
+            ],
+        );
     }
 }

@@ -242,22 +242,19 @@ impl PostgresDialect {
 
 #[cfg(test)]
 mod tests {
-    /// A migration a database has run never changes: sqlx refuses to start
-    /// on a database whose applied migration's file differs ("previously
-    /// applied but has been modified"), and a fresh test database would
-    /// not notice. A new migration adds its line here.
+    /// The released migrations, as `executor_sql::testing::assert_migrations_unchanged` says.
     #[test]
     fn released_migrations_are_unchanged() {
-        let migrator: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
-        let pinned = [
-            (20261205000001, "5ae0d3424c80b706"),
-            (20261206000001, "d0a2dddaef66c3f5"),
-            (20261207000001, "be4aa56fd9af6eb5"),
-            (20261207000002, "ecd1f75ae6b68816"),
-            (20261208000001, "749320dedec27d30"),
-            (20261208000002, "b5e3e4f4113c9419"),
-        ];
-        let pinned: Vec<(i64, String)> = pinned.iter().map(|(v, c)| (*v, (*c).to_owned())).collect();
-        assert_eq!(executor_sql::testing::migration_checksums(&migrator), pinned);
+        executor_sql::testing::assert_migrations_unchanged(
+            &sqlx::migrate!("./migrations"),
+            &[
+                (20261205000001, "5ae0d3424c80b706"),
+                (20261206000001, "d0a2dddaef66c3f5"),
+                (20261207000001, "be4aa56fd9af6eb5"),
+                (20261207000002, "ecd1f75ae6b68816"),
+                (20261208000001, "749320dedec27d30"),
+                (20261208000002, "b5e3e4f4113c9419"),
+            ],
+        );
     }
 }

@@ -139,14 +139,22 @@ pub fn placeholders<D: Dialect>(text: &str) -> String {
     out
 }
 
-/// Each migration's version and the first 8 bytes of its checksum, in
-/// hex: what a driver's test pins, since a database that ran a migration
-/// refuses to start once that migration's file changed.
-pub fn migration_checksums(migrator: &sqlx::migrate::Migrator) -> Vec<(i64, String)> {
-    migrator
+/// Fails unless `migrator`'s migrations are exactly `pinned`: each
+/// version with the first 8 bytes of its checksum, in hex. A migration a
+/// database has run never changes: sqlx refuses to start on a database
+/// whose applied migration's file differs ("previously applied but has
+/// been modified"), and a fresh test database would not notice. A new
+/// migration adds its line to the driver's list.
+///
+/// # Panics
+/// The migrations differ from `pinned`.
+pub fn assert_migrations_unchanged(migrator: &sqlx::migrate::Migrator, pinned: &[(i64, &str)]) {
+    let found: Vec<(i64, String)> = migrator
         .iter()
         .map(|m| (m.version, m.checksum.iter().take(8).map(|b| format!("{b:02x}")).collect()))
-        .collect()
+        .collect();
+    let pinned: Vec<(i64, String)> = pinned.iter().map(|(v, c)| (*v, (*c).to_owned())).collect();
+    assert_eq!(found, pinned, "a released migration changed, or a new one is not pinned");
 }
 
 /// Runs `text`, written with numbered placeholders, with `binds` bound to
