@@ -4,8 +4,10 @@
 //!
 //! A driver (`reliable-executor-mysql`, `reliable-executor-postgres`) owns
 //! what truly differs between dialects: its statements (one `.sql` file
-//! each), the claim, the fleet-wide limits, the wake-ups, the migrations,
-//! and which server errors mean what ([`ErrorClass`]). This crate owns:
+//! each), submit, the claim and its limits, the notifications, the reads
+//! its statements shape differently (the next due time, the queue
+//! figures, the tier's due rows), the migrations, and which server errors
+//! mean what ([`ErrorClass`]). This crate owns:
 //!
 //! - [`SqlStorage`]: the one storage type of every dialect
 //!   (`MySqlStorage` is `SqlStorage<MySqlDialect>`), with the core's
@@ -21,12 +23,20 @@
 //! - [`cursor`]: where the next page of a list starts;
 //! - [`finish`]: ending attempts, alone or in batches of completions,
 //!   concurrent finishes sharing one batch (group commit);
-//! - [`row`]: reading task rows, whatever the dialect's column types;
-//! - the reads of one task and of a list page, and the tier moves;
-//! - leadership, the workers' announcements and cron schedules, on
-//!   [`stmt`]: the
-//!   statements run on every dialect, each dialect's file of the same
-//!   name with its parameters bound by name;
+//! - [`row`]: reading task rows, whatever the dialect's column types, and
+//!   moving a row that cannot run to `ERROR`;
+//! - [`submit`]: what a submit checks alike on every dialect;
+//! - [`wait`]: an idle claimer's wait for work;
+//! - [`queues`] and [`limits`]: pausing a queue, removing its limits, the
+//!   queue list, and what a claim knows of limits;
+//! - the reads of one task and of a list page, the tier moves, an
+//!   operator's changes to one task, leadership, the workers'
+//!   announcements and cron schedules, on [`stmt`]: the statements run on
+//!   every dialect, each dialect's file of the same name with its
+//!   parameters bound by name (optional lines picked by
+//!   [`stmt::query_only`]);
+//! - `testing` (feature `testing`): the tests every dialect passes alike,
+//!   for a driver's test binary (`sql_dialect_tests!`);
 //! - [`sql!`]: a statement file, loaded at compile time without its
 //!   leading comment.
 //!
