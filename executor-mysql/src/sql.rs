@@ -157,19 +157,7 @@ pub(crate) const MAX_ATTEMPTS_COLUMN: u32 = u32::MAX;
 /// See [`MAX_ATTEMPTS_COLUMN`].
 pub(crate) const MAX_FENCE_COLUMN: u64 = u64::MAX;
 
-/// Milliseconds of a duration as the signed BIGINT the columns hold, capped
-/// at [`executor_core::time::MAX_DURATION`]: every duration from a user is
-/// validated against that bound at the entry points; internal ones (a lease,
-/// a leadership term, a retention) are capped here so that `now + d` can
-/// never overflow a BIGINT (error 1690) whatever a caller passes.
-pub(crate) fn ms(d: std::time::Duration) -> i64 {
-    i64::try_from(d.min(executor_core::time::MAX_DURATION).as_millis()).unwrap_or(i64::MAX)
-}
-
-/// A timestamp as the signed BIGINT the columns hold.
-pub(crate) fn ts(t: executor_core::Timestamp) -> i64 {
-    i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
-}
+pub(crate) use executor_sql::stmt::{ms, ts};
 
 /// A token for one claim or reap statement: the rows it changed are read
 /// back by their ids and this token. Random per process (std's hasher

@@ -106,7 +106,7 @@ impl Dialect for MySqlDialect {
         Ok(Counters {
             attempts: row::col(row, "attempts")?,
             max_attempts: row::col(row, "max_attempts")?,
-            fence: row::col(row, "fence")?,
+            fence: Self::uint(row, "fence")?,
             priority: row::col(row, "priority")?,
         })
     }

@@ -16,19 +16,7 @@ pub(crate) const SESSION_SETUP: &str = sql!("conn/session_setup");
 /// a fence at `BIGINT`'s maximum: `sql/claim/claim_queue.sql`).
 pub(crate) const MAX_ATTEMPTS_COLUMN: u32 = i32::MAX as u32;
 
-/// Milliseconds of a duration as the signed BIGINT the columns hold, capped
-/// at [`executor_core::time::MAX_DURATION`]: every duration from a user is
-/// validated against that bound at the entry points; internal ones (a lease,
-/// a leadership term, a retention) are capped here so that `now + d` can
-/// never overflow a BIGINT whatever a caller passes.
-pub(crate) fn ms(d: std::time::Duration) -> i64 {
-    i64::try_from(d.min(executor_core::time::MAX_DURATION).as_millis()).unwrap_or(i64::MAX)
-}
-
-/// A timestamp as the signed BIGINT the columns hold.
-pub(crate) fn ts(t: executor_core::Timestamp) -> i64 {
-    i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
-}
+pub(crate) use executor_sql::stmt::{ms, ts};
 
 /// A `u64` (a fence, a token) as the signed BIGINT the columns hold; values
 /// above `i64::MAX` (never stored) saturate.

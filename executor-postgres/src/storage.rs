@@ -106,7 +106,7 @@ impl Dialect for PostgresDialect {
         Ok(Counters {
             attempts: unsigned(row::col::<_, i32>(row, "attempts")?, "attempts")?,
             max_attempts: unsigned(row::col::<_, i32>(row, "max_attempts")?, "max_attempts")?,
-            fence: unsigned(row::col::<_, i64>(row, "fence")?, "fence")?,
+            fence: Self::uint(row, "fence")?,
             priority: unsigned(row::col::<_, i16>(row, "priority")?, "priority")?,
         })
     }

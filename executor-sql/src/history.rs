@@ -9,19 +9,15 @@ use executor_core::{Namespace, Result, Timestamp, history::HistoryBucket};
 use crate::{
     Dialect,
     error::retry_lock_conflicts,
-    stmt::{Cols, Value, execute, fetch_all},
+    stmt::{Cols, Value, execute, fetch_all, ts},
 };
-
-fn millis(t: Timestamp) -> i64 {
-    i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
-}
 
 /// Every bucket from `since` on, by minute then name (its bytes, whatever
 /// order the server sorted by). A row that does not read back (a negative
 /// count, a name that is not UTF-8, edited by hand) is left out with a
 /// warning.
 pub(crate) async fn read<D: Dialect>(d: &D, ns: &Namespace, since: Timestamp) -> Result<Vec<HistoryBucket>> {
-    let args = [("ns", Value::Text(ns.as_str())), ("since_ms", Value::Int(millis(since)))];
+    let args = [("ns", Value::Text(ns.as_str())), ("since_ms", Value::Int(ts(since)))];
     let rows = fetch_all(d, &D::SQL.history_read, &args).await?;
     let mut out = BTreeMap::new();
     for r in &rows {
@@ -40,6 +36,6 @@ pub(crate) async fn read<D: Dialect>(d: &D, ns: &Namespace, since: Timestamp) ->
 
 /// Deletes the minutes before `before`; how many rows went.
 pub(crate) async fn trim<D: Dialect>(d: &D, ns: &Namespace, before: Timestamp) -> Result<u64> {
-    let args = [("ns", Value::Text(ns.as_str())), ("before_ms", Value::Int(millis(before)))];
+    let args = [("ns", Value::Text(ns.as_str())), ("before_ms", Value::Int(ts(before)))];
     retry_lock_conflicts::<D, _, _, _>(D::LOCK_RETRIES, || execute(d, &D::SQL.history_trim, &args)).await
 }

@@ -398,6 +398,11 @@ pub fn ms(d: std::time::Duration) -> i64 {
     i64::try_from(d.min(executor_core::time::MAX_DURATION).as_millis()).unwrap_or(i64::MAX)
 }
 
+/// A timestamp as the signed BIGINT the columns hold.
+pub fn ts(t: executor_core::Timestamp) -> i64 {
+    i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
+}
+
 /// The statements the SQL core runs on every dialect, one field per file
 /// under the driver's `sql/`; a driver gets its own with [`crate::statements!`].
 #[derive(Clone, Copy, Debug)]

@@ -2,7 +2,7 @@
 
 use executor_core::{Error, Result, RetryPolicy, storage::Due};
 
-use crate::stmt::ms;
+use crate::stmt::{ms, ts};
 
 /// A task's retry policy as its column keeps it (JSON), or `None` for the
 /// handler's default.
@@ -30,7 +30,7 @@ pub fn due_columns(due: Due) -> Result<(Option<i64>, i64)> {
     match due {
         Due::Now => Ok((None, 0)),
         Due::After(d) => Ok((None, ms(d))),
-        Due::At(t) => Ok((Some(i64::try_from(t.as_millis()).unwrap_or(i64::MAX)), 0)),
+        Due::At(t) => Ok((Some(ts(t)), 0)),
         other => Err(Error::unsupported("submit", format!("due time {other:?} is newer than this store"))),
     }
 }

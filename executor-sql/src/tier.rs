@@ -8,7 +8,7 @@ use crate::{
     Dialect,
     dialect::Tier,
     row::{self, clip_error, raw_id, to_error},
-    stmt::{SqlDb, Value, fetch_optional, ms, query},
+    stmt::{SqlDb, Value, fetch_optional, ms, query, ts},
 };
 
 /// Waiting tasks due before `before`, earliest first. A row no tier could
@@ -71,7 +71,6 @@ pub(crate) async fn import<D: Dialect>(d: &D, ns: &Namespace, record: TaskRecord
         ),
     };
     let last_error = record.last_error.as_deref().map(clip_error);
-    let ts = |t: Timestamp| i64::try_from(t.as_millis()).unwrap_or(i64::MAX);
     let id_len = i64::try_from(record.id.as_str().len()).unwrap_or(i64::MAX);
     let mut key = record.debounce_key.as_deref();
     loop {
