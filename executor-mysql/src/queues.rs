@@ -5,7 +5,7 @@
 use executor_sql::dialect::Queues;
 use executor_sql::{limits::Stored, queues::WaitingFigures};
 
-use executor_core::{Namespace, QueueName, Result, Timestamp, queue::QueueLimits};
+use executor_core::{Namespace, QueueName, Result, queue::QueueLimits};
 use sqlx::Row;
 
 use crate::{
@@ -89,19 +89,8 @@ impl Queues for MySqlDialect {
         let queues = padded(waiting.iter().map(String::as_str));
         let text = sql::slice(sql!("queues/figures"), "queues", queues.len());
         let q = sql::bind_all(sql::query(text).bind(ns.as_str().to_owned()), &queues);
-        let mut out = Vec::new();
-        for r in q.fetch_all_on(&self.conns).await.map_err(error::storage)? {
-            let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
-            let due: Option<i64> = r.try_get("due").map_err(error::storage)?;
-            let oldest: Option<i64> = r.try_get("oldest_due").map_err(error::storage)?;
-            out.push(WaitingFigures {
-                queue: r.try_get("queue").map_err(error::storage)?,
-                waiting: u64::try_from(waiting).unwrap_or(0),
-                due: due.and_then(|d| u64::try_from(d).ok()).unwrap_or(0),
-                oldest_due: oldest.and_then(|t| u64::try_from(t).ok()).map(Timestamp::from_millis),
-            });
-        }
-        Ok(out)
+        let rows = q.fetch_all_on(&self.conns).await.map_err(error::storage)?;
+        executor_sql::queues::waiting_figures(&rows)
     }
 
     async fn stored_queues(&self, ns: &Namespace) -> Result<Vec<(String, Stored)>> {

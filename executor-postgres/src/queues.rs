@@ -5,8 +5,7 @@
 use executor_sql::{Dialect as _, dialect::Queues};
 use executor_sql::{limits::Stored, queues::WaitingFigures};
 
-use executor_core::{Namespace, QueueName, Result, Timestamp, queue::QueueLimits};
-use sqlx::Row;
+use executor_core::{Namespace, QueueName, Result, queue::QueueLimits};
 
 use crate::{PostgresDialect, conn::RunOn, error, limits, sql::sql};
 
@@ -17,19 +16,8 @@ impl Queues for PostgresDialect {
     async fn waiting_figures(&self, ns: &Namespace) -> Result<Vec<WaitingFigures>> {
         let figures =
             sqlx::query(sql!("queues/figures")).bind(ns.as_str()).bind(ns.as_str()).bind(ns.as_str());
-        let mut out = Vec::new();
-        for r in figures.fetch_all_on(&self.conns).await.map_err(error::storage)? {
-            let waiting: i64 = r.try_get("waiting").map_err(error::storage)?;
-            let due: i64 = r.try_get("due").map_err(error::storage)?;
-            let oldest: Option<i64> = r.try_get("oldest_due").map_err(error::storage)?;
-            out.push(WaitingFigures {
-                queue: r.try_get("queue").map_err(error::storage)?,
-                waiting: u64::try_from(waiting).unwrap_or(0),
-                due: u64::try_from(due).unwrap_or(0),
-                oldest_due: oldest.and_then(|t| u64::try_from(t).ok()).map(Timestamp::from_millis),
-            });
-        }
-        Ok(out)
+        let rows = figures.fetch_all_on(&self.conns).await.map_err(error::storage)?;
+        executor_sql::queues::waiting_figures(&rows)
     }
 
     async fn stored_queues(&self, ns: &Namespace) -> Result<Vec<(String, Stored)>> {

@@ -48,6 +48,30 @@ pub struct WaitingFigures {
     pub oldest_due: Option<Timestamp>,
 }
 
+/// The waiting figures of `rows`, each with the columns `queue`,
+/// `waiting`, `due` (NULL as 0) and `oldest_due`.
+///
+/// # Errors
+/// A column is missing or of another type.
+pub fn waiting_figures<R: Cols>(rows: &[R]) -> Result<Vec<WaitingFigures>> {
+    let bad = |reason: String| executor_core::Error::storage(std::io::Error::other(reason), false);
+    let count = |v: i64| u64::try_from(v).unwrap_or(0);
+    rows.iter()
+        .map(|r| {
+            Ok(WaitingFigures {
+                queue: r.text("queue").map_err(bad)?,
+                waiting: count(r.int("waiting").map_err(bad)?),
+                due: r.opt_int("due").map_err(bad)?.map_or(0, count),
+                oldest_due: r
+                    .opt_int("oldest_due")
+                    .map_err(bad)?
+                    .and_then(|t| u64::try_from(t).ok())
+                    .map(Timestamp::from_millis),
+            })
+        })
+        .collect()
+}
+
 /// Every queue with waiting or running tasks, paused or with limits, by
 /// name: the dialect's waiting figures, the running tasks per queue, the
 /// rows of the queues table (paused, limits, throttled). A name that is
