@@ -9,7 +9,6 @@ use executor_core::{
     storage::{Finish, Storage},
     testing,
 };
-use fred::interfaces::HashesInterface;
 use reliable_executor_redis::RedisStorage;
 
 use crate::common;
@@ -80,9 +79,9 @@ async fn a_hand_edited_task_goes_to_error_and_the_rest_carry_on() -> TestResult 
     }
     let key = |id: &str| format!("{{re:{ns}}}:t:{id}");
     let redis = storage.pool().next();
-    let _: () = redis.hset(key("b"), ("r", "{not json")).await?;
-    let _: () = redis.hset(key("c"), ("s", "SLEEPING")).await?;
-    let _: () = redis.hset(key("d"), ("f", "-")).await?;
+    common::record::set(redis, &key("b"), &[("r", Some("{not json"))]).await?;
+    common::record::set(redis, &key("c"), &[("s", Some("SLEEPING"))]).await?;
+    common::record::set(redis, &key("d"), &[("f", Some("-"))]).await?;
 
     match storage.get(&ns, &TaskId::new("b")?).await {
         Err(Error::Corrupt { id, reason }) => {
@@ -95,7 +94,8 @@ async fn a_hand_edited_task_goes_to_error_and_the_rest_carry_on() -> TestResult 
     let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["a"], "only the sound task is handed out");
     for id in ["b", "c", "d"] {
-        let (state, reason): (Option<String>, Option<String>) = redis.hmget(key(id), vec!["s", "e"]).await?;
+        let se = common::record::get(redis, &key(id), &["s", "e"]).await?;
+        let (state, reason) = (se[0].clone(), se[1].clone());
         assert_eq!(state.as_deref(), Some("ERROR"), "{id} is dead-lettered");
         assert!(reason.unwrap_or_default().contains("corrupt"), "{id} says why");
     }

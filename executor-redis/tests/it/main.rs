@@ -24,6 +24,7 @@ mod functions;
 mod limits;
 mod outcome;
 mod partitioned;
+mod previous_model;
 mod queues;
 mod restart;
 mod scripts;

@@ -5,6 +5,7 @@
 #![allow(unreachable_pub, reason = "pub items of a private module, used by the test files")]
 
 pub mod corrupt;
+pub mod record;
 pub mod server;
 
 use executor_core::Namespace;
