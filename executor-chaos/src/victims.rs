@@ -160,27 +160,24 @@ impl Corruption {
         self.postgres_update().is_some()
     }
 
-    /// A Lua script that corrupts the task record `KEYS[1]` (a MessagePack
-    /// array of fields, `executor-redis/lua/common/04_records.lua`) if the
-    /// task still waits (`CREATED` or `PENDING`); returns 1 if it did.
+    /// A Lua script that corrupts the hash `KEYS[1]` if the task still
+    /// waits (`CREATED` or `PENDING`); returns 1 if it did.
     pub fn redis_script(self) -> Option<String> {
         use Corruption::*;
         let edit = match self {
-            RedisWrongType => "redis.call('DEL', KEYS[1]) redis.call('SET', KEYS[1], 'not a task record')",
+            RedisWrongType => "redis.call('DEL', KEYS[1]) redis.call('SET', KEYS[1], 'not a task hash')",
             RedisList => "redis.call('DEL', KEYS[1]) redis.call('RPUSH', KEYS[1], 's', 'PENDING')",
-            RedisFenceText => "set(6, 'seven')",
-            RedisAttemptsHuge => "set(4, '99999999999999999999999')",
-            RedisDueText => "set(8, 'soon')",
-            RedisFenceInf => "set(6, '1e400')",
-            RedisUnknownState => "set(1, 'SLEEPING')",
-            RedisNoState => "set(1, false)",
+            RedisFenceText => "redis.call('HSET', KEYS[1], 'f', 'seven')",
+            RedisAttemptsHuge => "redis.call('HSET', KEYS[1], 'a', '99999999999999999999999')",
+            RedisDueText => "redis.call('HSET', KEYS[1], 'd', 'soon')",
+            RedisFenceInf => "redis.call('HSET', KEYS[1], 'f', '1e400')",
+            RedisUnknownState => "redis.call('HSET', KEYS[1], 's', 'SLEEPING')",
+            RedisNoState => "redis.call('HDEL', KEYS[1], 's')",
             _ => return None,
         };
         Some(format!(
-            "local raw = redis.call('GET', KEYS[1]) if not raw then return 0 end \
-             local rec = cmsgpack.unpack(raw) \
-             local function set(i, v) rec[i] = v redis.call('SET', KEYS[1], cmsgpack.pack(rec)) end \
-             if rec[1] ~= 'CREATED' and rec[1] ~= 'PENDING' then return 0 end {edit} return 1"
+            "local s = redis.call('HGET', KEYS[1], 's') \
+             if s ~= 'CREATED' and s ~= 'PENDING' then return 0 end {edit} return 1"
         ))
     }
 

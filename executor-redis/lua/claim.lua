@@ -12,9 +12,9 @@
 -- queue its levels go from priority 9 down to 0 (common/02_keys.lua), each earliest
 -- due first. Returns {now, more_due (0|1), {{id, fields...}...},
 -- {{id, reason}...}, {queues cut short}}: the fourth holds the records set aside as corrupt
--- (set_aside in common/07_checks.lua) instead of being claimed; the rest of the batch
+-- (set_aside in common/06_records.lua) instead of being claimed; the rest of the batch
 -- is claimed as if they were not there (a bad record never stops its neighbours).
--- Fleet-wide limits (common/06_limits.lua): a limited queue gives no more tasks than
+-- Fleet-wide limits (common/05_limits.lua): a limited queue gives no more tasks than
 -- its concurrency limit leaves (its running set's ZCARD) and than whole
 -- tokens are in its bucket, in the quotas and the fill alike; its claimed
 -- tasks join its running set and the tokens spent are written back. The
@@ -43,7 +43,6 @@ else
   fill = false
 end
 check_keys()
-batch_records()
 local now = now_ms()
 local last_key = ARGV[1] .. 'lc:' .. worker
 local out, aside = {}, {}
@@ -84,26 +83,24 @@ local function take_level(key, q, p, want)
   -- call): one walk removes them, without a lookup per member.
   redis.call('ZREMRANGEBYRANK', key, 0, #ids - 1)
   touch(q, p)
-  local tkeys = {}
-  for i, id in ipairs(ids) do tkeys[i] = task_key(id) end
-  load_all(tkeys)
   local got = 0
   for _, id in ipairs(ids) do
     local tkey = task_key(id)
     local verdict, rec = inspect(id, 1, now, key, true)
     if verdict == 'ok' then
       local st = rec[1]
+      local cancel_flag = rec[17]
       rec[1] = 'RUNNING'
       -- Both checked by inspect (CLAIM_NUMBERS): whole numbers below their limit.
       rec[4] = int((tonumber(rec[4]) or 0) + 1)
       rec[6] = int((tonumber(rec[6]) or 0) + 1)
       rec[9] = now_s
-      rec[10] = false
       rec[15] = worker
       rec[16] = until_ms
       rec[17] = false
-      put(tkey, 's', 'RUNNING', 'a', rec[4], 'f', rec[6], 'b', rec[9], 'w', worker, 'l', until_ms, 'q', false)
+      redis.call('HSET', tkey, 's', 'RUNNING', 'a', rec[4], 'f', rec[6], 'b', rec[9], 'w', worker, 'l', until_ms)
       if rec[18] and redis.call('HGET', KEYS[5], rec[18]) == id then redis.call('HDEL', KEYS[5], rec[18]) end
+      if cancel_flag then redis.call('HDEL', tkey, 'q') end
       leased[#leased + 1] = until_ms
       leased[#leased + 1] = id
       claimed[#claimed + 1] = id
@@ -269,6 +266,5 @@ for q, st in pairs(limit_state) do
 end
 local cut = {}
 for q in pairs(throttled) do cut[#cut + 1] = q end
-flush_records()
 flush_counts()
 return {int(now), more, out, aside, cut}

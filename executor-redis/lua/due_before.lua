@@ -2,7 +2,7 @@
 -- before ARGV[3] ms, earliest first within each waiting level (KEYS[1] and
 -- every registered level of common/02_keys.lua), at most ARGV[4] per level; ARGV[5]
 -- bounds the index entries looked at per level (stale entries are skipped,
--- not removed: nothing changes). Records that do not check out (common/07_checks.lua)
+-- not removed: nothing changes). Records that do not check out (common/06_records.lua)
 -- are skipped too: they stay where they are until a claim sets them aside.
 -- Rust merges the levels by due time. Returns {{id, fields..., attempt log}...}.
 local bound, limit, budget = nat(ARGV[3]), nat(ARGV[4], 100000), nat(ARGV[5], 100000)
@@ -18,7 +18,7 @@ for _, lv in ipairs(levels) do
       local rec = record(task_key(id))
       if rec and (rec[1] == 'CREATED' or rec[1] == 'PENDING') and not check(rec) then
         table.insert(rec, 1, id)
-        rec[#rec + 1] = fields(task_key(id), 'y')[1]
+        rec[#rec + 1] = redis.call('HGET', task_key(id), 'y')
         out[#out + 1] = rec
         n = n + 1
         if n >= limit then break end

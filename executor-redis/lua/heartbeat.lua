@@ -1,6 +1,6 @@
 -- heartbeat: renews many leases in one call. ARGV[3] = lease ms, then pairs of
 -- id, fence. A lease counts only while its task is RUNNING with that fence;
--- a task whose key holds no record, or whose record lost its state, is lost
+-- a task whose key is not a hash, or whose record lost its state, is lost
 -- (the reaper sets it aside when its lease entry expires).
 -- Returns {lost ids, cancel-requested ids}.
 local lease = nat(ARGV[3])
@@ -14,7 +14,7 @@ for i = 4, #ARGV, 2 do
   local tkey = task_key(id)
   local rec = fields(tkey, 's', 'f', 'q')
   if rec and rec[1] == 'RUNNING' and rec[2] == fence then
-    put(tkey, 'l', until_ms)
+    redis.call('HSET', tkey, 'l', until_ms)
     renewed[#renewed + 1] = until_ms
     renewed[#renewed + 1] = id
     if rec[3] == '1' then cancel[#cancel + 1] = id end

@@ -2,18 +2,18 @@
 -- a task with its id exists (idempotent by id: a move repeated after a crash
 -- is a no-op). ARGV[3] id, ARGV[4] state, ARGV[5] the score of the index the
 -- state belongs to (due, lease until or finished at), then field/value pairs
--- of the record (Rust checked every number; the attempt log `y` is one). Returns {stored (0|1), now},
--- or {2, now, reason} when the id's key holds something that is not a
--- task record: nothing is written, so the other tier keeps its copy.
+-- of the hash (Rust checked every number; the attempt log `y` is one). Returns {stored (0|1), now}, or
+-- {2, now, reason} when the id's key holds something that is not a task
+-- hash: nothing is written, so the other tier keeps its copy.
 local id, st, score = ARGV[3], ARGV[4], nat(ARGV[5])
 if not STATES[st] then return redis.error_reply('ERR import: unknown state ' .. shown(st)) end
 if not score or (#ARGV - 5) % 2 ~= 0 then return redis.error_reply('ERR import: bad arguments') end
 check_keys()
 local tkey = task_key(id)
 local now = now_ms()
-local stored = load(tkey)
-if stored then return {0, int(now)} end
-if stored == false then return {2, int(now), not_a_record(tkey)} end
+local t = redis.call('TYPE', tkey).ok
+if t == 'hash' then return {0, int(now)} end
+if t ~= 'none' then return {2, int(now), not_a_hash(tkey)} end
 local f = {'s', st}
 local k, g, v = nil, false, false
 for i = 6, #ARGV, 2 do
@@ -31,7 +31,7 @@ if k and (st == 'CREATED' or st == 'PENDING') then
   held = held and held[1]
   bind = held ~= 'CREATED' and held ~= 'PENDING'
 end
-put(tkey, unpack(f))
+redis.call('HSET', tkey, unpack(f))
 if st == 'CREATED' or st == 'PENDING' then
   local key, q, p = waiting_key(g, v)
   add_waiting(key, q, p, {int(score), id})

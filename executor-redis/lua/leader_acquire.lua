@@ -10,7 +10,7 @@ local ttl = nat(ARGV[2])
 if not ttl then return redis.error_reply('ERR leader_acquire: ttl is not a whole number') end
 local now = now_ms()
 local until_ms = int(now + ttl)
-local term = hash_fields(KEYS[1], 'w', 't', 'u')
+local term = fields(KEYS[1], 'w', 't', 'u')
 local w, t, u = false, false, false
 if term then w, t, u = term[1], nat(term[2]), nat(term[3]) end
 if w and t and u and u > now then

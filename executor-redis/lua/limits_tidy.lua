@@ -3,7 +3,7 @@
 -- RUNNING tasks in the leases: a member whose task left RUNNING by a path
 -- that missed it (a hand edit, a record set aside with an unreadable
 -- queue) goes, a running task missing from it joins. Also deletes a
--- bucket, throttled or running key of the wrong type (`repair` in common/06_limits.lua).
+-- bucket, throttled or running key of the wrong type (`repair` in common/05_limits.lua).
 -- Nothing to do, one EXISTS, while no queue has limits. Returns the number
 -- of entries it corrected.
 if redis.pcall('EXISTS', KEYS[8]) ~= 1 or redis.call('TYPE', KEYS[8]).ok ~= 'hash' then return 0 end

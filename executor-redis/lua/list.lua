@@ -5,8 +5,8 @@
 -- most ARGV[7] index entries looked at; only tasks named ARGV[8] unless it
 -- is ''. Returns {at_end (0|1), last score,
 -- last id, {{id, fields...}...}, {{id, reason}...}}: the last list holds the
--- entries of this index whose record is unreadable here (a key that holds
--- no record, a record without a known state); records in the state whose other
+-- entries of this index whose record is unreadable here (a key that is not
+-- a hash, a record without a known state); records in the state whose other
 -- fields do not parse are found by Rust.
 local state, cscore, cid = ARGV[3], ARGV[4], ARGV[5]
 local limit, budget = nat(ARGV[6], 100000), nat(ARGV[7], 100000)
@@ -36,16 +36,19 @@ for i = 1, #entries, 2 do
   last_score, last_id = score, id
   if not before then
     local tkey = task_key(id)
-    local rec = record(tkey)
+    -- With a name, two fields decide first: the whole record is read only
+    -- for the entries kept.
+    local rec = name == '' and record(tkey) or fields(tkey, 's', 'n')
+    if rec and name ~= '' and rec[1] == state and rec[2] == name then rec = record(tkey) end
     if not rec then
-      bad[#bad + 1] = {id, not_a_record(tkey)}
+      bad[#bad + 1] = {id, not_a_hash(tkey)}
     elseif rec[1] == state and (name == '' or rec[2] == name) then
       table.insert(rec, 1, id)
       out[#out + 1] = rec
       if #out >= limit then break end
     elseif rec[1] and not STATES[rec[1]] then
       bad[#bad + 1] = {id, 'unknown state `' .. shown(rec[1]) .. '`'}
-    elseif not rec[1] and load(tkey) then
+    elseif not rec[1] and redis.call('EXISTS', tkey) == 1 then
       bad[#bad + 1] = {id, 'field `s` (state) is missing'}
     end
   end

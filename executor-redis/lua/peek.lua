@@ -4,7 +4,7 @@
 -- for a claimer (it would spin). So are
 -- queues at their concurrency limit or held by unreadable limits (the task
 -- that leaves RUNNING in such a queue sets the wake marker: `unrun` in
--- common/06_limits.lua); a queue whose bucket has no whole token counts
+-- common/05_limits.lua); a queue whose bucket has no whole token counts
 -- from when the next one is earned. Only levels in the registry
 -- (common/02_keys.lua) are read. Returns {now_us, due or false}.
 local t = redis.call('TIME')

@@ -1,7 +1,7 @@
 -- queues: read only. The queues of the partition as an operator sees them:
 -- {now, {queue, waiting, due, oldest due or false, running}...,
 -- {paused queues}, {queue, limits, throttled total}...}; the limits
--- (common/06_limits.lua) only when ARGV[3] is '1' (asked of partition 0 alone, since
+-- (common/05_limits.lua) only when ARGV[3] is '1' (asked of partition 0 alone, since
 -- every partition's KEYS[8] is the same hash). Running tasks are counted
 -- from the partition's lease ZSET, one HMGET each.
 -- A queue's waiting tasks are the ZCARD of its levels (common/02_keys.lua), the due

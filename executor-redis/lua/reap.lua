@@ -1,23 +1,19 @@
 -- reap: recovers up to ARGV[3] RUNNING tasks whose lease expired (their worker
 -- is presumed dead). Past the deadline -> TIMEOUT; no attempts left -> FAILED;
 -- else PENDING due now, the lost attempt appended to the attempt log
--- (`lease_expired`, common/05_attempt_log.lua). The fence grows in every
+-- (`lease_expired`, common/04_attempt_log.lua). The fence grows in every
 -- case, so the old worker's late writes are refused. A lease
--- entry whose record is corrupt is set aside (common/07_checks.lua); one
+-- entry whose record is corrupt is set aside (common/06_records.lua); one
 -- without a task is dropped.
 -- Returns {retried, failed, timed_out, {{id, reason}...} set aside}.
 local limit = nat(ARGV[3], 100000)
 if not limit then return redis.error_reply('ERR reap: limit is not a whole number') end
 check_keys()
-batch_records()
 local now = now_ms()
 local reason = 'lease expired (worker presumed dead)'
 local retried, failed, timed_out, aside = {}, {}, {}, {}
 local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. int(now), 'LIMIT', 0, limit)
 zrem_all(KEYS[2], ids)
-local tkeys = {}
-for i, id in ipairs(ids) do tkeys[i] = task_key(id) end
-load_all(tkeys)
 for _, id in ipairs(ids) do
   local tkey = task_key(id)
   local verdict, rec = inspect(id, 2, now)
@@ -36,13 +32,13 @@ for _, id in ipairs(ids) do
       retried[#retried + 1] = id
     end
     if target == 'PENDING' then
-      local log = append_attempt(fields(tkey, 'y')[1], {attempt = nat(rec[4], U32) or 0,
+      local log = append_attempt(redis.call('HGET', tkey, 'y'), {attempt = nat(rec[4], U32) or 0,
         worker = rec[15], started_at = nat(rec[9]), ended_at = now, outcome = 'lease_expired', error = reason})
-      put(tkey, 's', target, 'f', fence, 'd', int(now), 'e', reason, 'y', log)
+      redis.call('HSET', tkey, 's', target, 'f', fence, 'd', int(now), 'e', reason, 'y', log)
       local key, q, p = waiting_key(rec[19], rec[20])
       add_waiting(key, q, p, {int(now), id})
     else
-      put(tkey, 's', target, 'f', fence, 'z', int(now), 'e', reason)
+      redis.call('HSET', tkey, 's', target, 'f', fence, 'z', int(now), 'e', reason)
       redis.call('ZADD', KEYS[3], int(now), id)
     end
     move('RUNNING', target)
@@ -51,7 +47,6 @@ for _, id in ipairs(ids) do
     aside[#aside + 1] = {id, rec}
   end
 end
-flush_records()
 flush_counts()
 if #retried > 0 then wake() end
 return {retried, failed, timed_out, aside}

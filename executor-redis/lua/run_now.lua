@@ -2,9 +2,9 @@
 -- becomes due now: its `d` field and its score in its waiting level
 -- (common/02_keys.lua), so the next claim of its queue takes it. A task already
 -- due is left as it is (its place among due tasks stays). Returns {'ok'} |
--- {'illegal', state} | {'missing'} | {'corrupt', reason} for a key that
--- holds no record or a record without a known state, which is set aside
--- (common/07_checks.lua), as requeue does.
+-- {'illegal', state} | {'missing'} | {'corrupt', reason} for a key that is
+-- not a hash or a record without a known state, which is set aside
+-- (common/06_records.lua), as requeue does.
 local id = ARGV[3]
 check_keys()
 local tkey = task_key(id)
@@ -15,7 +15,7 @@ if st ~= 'CREATED' and st ~= 'PENDING' then return {'illegal', st} end
 local now = now_ms()
 local due = nat(rec[2])
 if due and due <= now then return {'ok'} end
-put(tkey, 'd', int(now))
+redis.call('HSET', tkey, 'd', int(now))
 local key, q, p = waiting_key(rec[3], rec[4])
 add_waiting(key, q, p, {int(now), id})
 wake()

@@ -9,13 +9,13 @@
 -- answers in one small reply), else {outcome, id[, reason]}: outcome
 -- created (a resend, or a debounce that created the bound task), existing,
 -- debounced, duplicate, corrupt (the id's key holds something that is not a
--- task record) or invalid (an argument that is not a whole number: Rust
+-- task hash) or invalid (an argument that is not a whole number: Rust
 -- checks first, this keeps the script from failing half way).
--- The nonce is stored in the new task's field `h`, which no other script
+-- The nonce is stored in the new task's `h` field, which no other script
 -- writes: a resent call (same nonce) answers `created` again, not
 -- `duplicate`, `existing` or `debounced`, whatever happened to the task since.
 -- A debounce key bound to a corrupt record sets that record aside
--- (common/07_checks.lua) and creates a new task, as if the key were free.
+-- (common/06_records.lua) and creates a new task, as if the key were free.
 local n = nat(ARGV[3], 100000)
 if not n or #ARGV < 3 + n * 16 then return redis.error_reply('ERR submit: wrong number of arguments') end
 -- A plain or idempotent batch writes only the due index (and the counts);
@@ -25,18 +25,12 @@ for i = 0, n - 1 do
   if ARGV[3 + i * 16 + 10] == 'd' then debounces = true end
 end
 if debounces then check_keys() else check_keys(1) end
-batch_records()
 local now = now_ms()
 local now_s = int(now)
 local out = {}
 -- Due entries are written with one ZADD per level at the end.
 local waiting = waiting_batch()
 local DEBOUNCED = {'s', 'c', 'h', 'g', 'v'}
--- Every new task's key read at once (a bound task's, when debounced, is
--- read where it is found).
-local tkeys = {}
-for i = 0, n - 1 do tkeys[i + 1] = task_key(ARGV[3 + i * 16 + 1]) end
-load_all(tkeys)
 
 -- Why the arguments of one task are unusable, or nil.
 local function bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait, queue,
@@ -70,7 +64,7 @@ for i = 0, n - 1 do
       local bkey = task_key(bound)
       local head = fields(bkey, unpack(DEBOUNCED))
       if not head then
-        set_aside(bound, nil, not_a_record(bkey), false, nil, now)
+        set_aside(bound, nil, not_a_hash(bkey), false, nil, now)
       elseif head[1] == 'CREATED' or head[1] == 'PENDING' then
         local reason = check(record(bkey))
         if nonce ~= '' and head[3] == nonce then
@@ -80,7 +74,7 @@ for i = 0, n - 1 do
         else
           local due = now + nat(window)
           if max_wait ~= '' then due = math.min(due, nat(head[2]) + nat(max_wait)) end
-          put(bkey, 'p', payload, 'd', int(due))
+          redis.call('HSET', bkey, 'p', payload, 'd', int(due))
           local key, bq, bp = waiting_key(head[4], head[5])
           waiting.add(key, bq, bp, int(due), bound)
           result = {'debounced', bound}
@@ -90,17 +84,20 @@ for i = 0, n - 1 do
   end
   if not result then
     local tkey = task_key(id)
-    local stored = load(tkey)
-    if stored then
-      if nonce ~= '' and fields(tkey, 'h')[1] == nonce then
+    -- EXISTS first: an integer costs less than TYPE's status reply, and a
+    -- new id is the common case.
+    local t = 'none'
+    if redis.call('EXISTS', tkey) == 1 then t = redis.call('TYPE', tkey).ok end
+    if t == 'hash' then
+      if nonce ~= '' and redis.call('HGET', tkey, 'h') == nonce then
         result = {'created', id}
       elseif mode == 'i' then
         result = {'existing', id}
       else
         result = {'duplicate', id}
       end
-    elseif stored == false then
-      result = {'corrupt', id, not_a_record(tkey)}
+    elseif t ~= 'none' then
+      result = {'corrupt', id, not_a_hash(tkey)}
     else
       local due = now
       if mode == 'd' then
@@ -122,7 +119,6 @@ for i = 0, n - 1 do
   end
   out[#out + 1] = result
 end
-flush_records()
 waiting.flush()
 flush_counts()
 wake()

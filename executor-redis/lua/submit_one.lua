@@ -3,7 +3,7 @@
 -- would run again where the scripts are not a function library) and only
 -- what it reads. Every Redis call and every Lua string costs a lone submit's round
 -- trip (docs/benchmarks.md § One submit at a time), so the common case
--- takes one pattern match, four calls (GET, TIME, ZADD, SET) and the
+-- takes one pattern match, four calls (EXISTS, TIME, ZADD, HSET) and the
 -- count and wake marker, and answers with a bare integer.
 -- KEYS: 1 the partition's due ZSET, 2 the wake ZSET (only where scripts
 -- set the wake marker). ARGV: 1 thirteen values joined by newlines: key
@@ -57,23 +57,10 @@ if not (#ARGV == 2 and base and (due_kind == 'n' or (#due_value > 0 and #due_val
 end
 if priority == '0' then priority = '' end
 local tkey = base .. 't:' .. id
--- A task key that exists holds a record (common/04_records.lua: a string,
--- or the previous model's hash), or something else: corrupt.
-local held = redis.pcall('GET', tkey)
-if held ~= false then
-  local h
-  if type(held) == 'string' then
-    local ok, at, rec = pcall(cmsgpack.unpack_one, held)
-    if not ok or at ~= -1 or type(rec) ~= 'table' or #rec < 23 then
-      return answer('corrupt', id, 'the key holds a string that is not a task record')
-    end
-    h = rec[21]
-  else
-    local kind = redis.call('TYPE', tkey).ok
-    if kind ~= 'hash' then return answer('corrupt', id, 'the key holds a ' .. kind .. ', not a task record') end
-    h = redis.call('HGET', tkey, 'h')
-  end
-  if nonce ~= '' and h == nonce then return answer('created', id) end
+if redis.call('EXISTS', tkey) == 1 then
+  local kind = redis.call('TYPE', tkey).ok
+  if kind ~= 'hash' then return answer('corrupt', id, 'the key holds a ' .. kind .. ', not a task hash') end
+  if nonce ~= '' and redis.call('HGET', tkey, 'h') == nonce then return answer('created', id) end
   if mode == 'i' then return answer('existing', id) end
   return answer('duplicate', id)
 end
@@ -97,25 +84,35 @@ if type(added) == 'table' then
   return redis.error_reply('WRONGTYPE ' .. level .. ' holds a ' .. redis.call('TYPE', level).ok ..
     ', not a zset (edited by hand?): nothing was changed; delete or repair that key')
 end
-if level ~= KEYS[1] then
-  -- The registry (common/02_keys.lua): the level's digit among its queue's.
-  local q, p = (queue ~= '' and queue or 'default'), (priority ~= '' and priority or '0')
-  local digits = redis.pcall('HGET', base .. 'queues', q)
-  if type(digits) ~= 'string' then digits = '' end
-  if not string.find(digits, p, 1, true) then
-    local s = ''
-    for d = 9, 0, -1 do
-      if d == tonumber(p) or string.find(digits, tostring(d), 1, true) then s = s .. d end
+-- Attempts and fence start at 0 and are left out until a claim sets them.
+if max_duration == '' and timeout == '' and retry == '' and nonce ~= '' and queue == '' and priority == '' then
+  redis.call('HSET', tkey, 's', 'CREATED', 'n', name, 'p', ARGV[2], 'm', max_attempts, 'c', created, 'd', due,
+    'h', nonce)
+else
+  if level ~= KEYS[1] then
+    -- The registry (common/02_keys.lua): the level's digit among its queue's.
+    local q, p = (queue ~= '' and queue or 'default'), (priority ~= '' and priority or '0')
+    local digits = redis.pcall('HGET', base .. 'queues', q)
+    if type(digits) ~= 'string' then digits = '' end
+    if not string.find(digits, p, 1, true) then
+      local s = ''
+      for d = 9, 0, -1 do
+        if d == tonumber(p) or string.find(digits, tostring(d), 1, true) then s = s .. d end
+      end
+      redis.pcall('HSET', base .. 'queues', q, s)
     end
-    redis.pcall('HSET', base .. 'queues', q, s)
   end
+  local f = {'s', 'CREATED', 'n', name, 'p', ARGV[2], 'm', max_attempts, 'c', created, 'd', due}
+  if max_duration ~= '' then
+    f[#f + 1] = 'x'; f[#f + 1] = string.format('%d', now + tonumber(max_duration))
+  end
+  if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
+  if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
+  if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
+  if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
+  if priority ~= '' then f[#f + 1] = 'v'; f[#f + 1] = priority end
+  redis.call('HSET', tkey, unpack(f))
 end
--- The record, as common/04_records.lua lays it out: attempts and fence
--- start at 0 and are left out until a claim sets them.
-redis.call('SET', tkey, cmsgpack.pack({'CREATED', name, ARGV[2], false, max_attempts, false, created, due, false,
-  false, max_duration ~= '' and string.format('%d', now + tonumber(max_duration)), timeout ~= '' and timeout,
-  retry ~= '' and retry, false, false, false, false, false, queue ~= '' and queue, priority ~= '' and priority,
-  nonce ~= '' and nonce, false, false}))
 -- A count that is not a number (edited by hand) is replaced, as
 -- `flush_counts` in common/03_counts.lua does.
 local n = redis.pcall('HINCRBY', base .. 'counts', 'CREATED', 1)

@@ -32,8 +32,9 @@ local function trim(index, keep_ms, max)
   local doomed = {}
   for _, id in ipairs(ids) do
     local tkey = task_key(id)
-    local st = fields(tkey, 's')
-    st = st and st[1] or nil
+    -- One field by HGET (a key of another type answers an error table).
+    local st = redis.pcall('HGET', tkey, 's')
+    if type(st) ~= 'string' then st = nil end
     -- Trim deletes whatever the key holds: a record set aside as corrupt
     -- goes like any other once its retention has passed.
     if STATES[st or ''] and INDEX_OF[st] ~= index and redis.call('ZSCORE', KEYS[INDEX_OF[st]], id) then

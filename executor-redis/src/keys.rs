@@ -33,7 +33,6 @@ impl PartitionKeys {
     pub(crate) fn counts(&self) -> &str {
         &self.script_keys[6]
     }
-    #[cfg(test)]
     pub(crate) fn task(&self, id: &str) -> String {
         format!("{}t:{id}", self.base)
     }
@@ -102,7 +101,7 @@ impl Layout {
         self.inline_wake
     }
 
-    /// The queue limits hash `<base0>limits` (`lua/common/06_limits.lua`): partition
+    /// The queue limits hash `<base0>limits` (`lua/common/05_limits.lua`): partition
     /// 0's for every partition where [`Layout::has_limits`], else the
     /// partition's own, which nothing writes.
     pub(crate) fn limits(&self, ns: &Namespace, partition: u16) -> String {

@@ -1,4 +1,4 @@
-//! Reads: `get` (`get.lua`: the task record and its attempt log), `counts` (`HGETALL` of
+//! Reads: `get` (a plain `HMGET` of the task hash and its attempt log), `counts` (`HGETALL` of
 //! each partition's count hash) and `list`, paging through the tasks of one
 //! state with `list.lua`.
 //!
@@ -138,19 +138,25 @@ fn parse_cursor(text: &str, partitions: u16) -> Result<Cursor> {
 
 impl RedisStorage {
     pub(crate) async fn get(&self, ns: &Namespace, id: &TaskId) -> Result<Option<TaskRecord>> {
-        let keys = self.keys(ns, self.inner.layout.partition_of(id));
-        let mut values =
-            array(self.run_in(&self.inner.scripts.get, &keys, vec![Value::from(id.as_str())]).await?)?;
-        match values.len() {
-            0 => return Ok(None),
-            1 => {
-                let reason = values.first().and_then(text).unwrap_or_default();
-                let reason = format!("{reason} (edited by hand?); `delete` removes it");
-                return Err(Error::Corrupt { id: id.clone(), reason });
+        let key = self.keys(ns, self.inner.layout.partition_of(id)).task(id.as_str());
+        let client = self.client()?.with_options(&self.inner.options);
+        let mut names = FIELDS.to_vec();
+        names.push(record::LOG_FIELD);
+        let mut values = match client.hmget::<Value, _, _>(key, names).await {
+            Ok(values) => array(values)?,
+            // A server error reply's first word is its code (the Redis
+            // protocol's only type for errors; fred keeps the reply as text).
+            Err(e) if e.details().starts_with("WRONGTYPE") => {
+                let reason = "the key holds a value that is not a task hash (edited by hand?); \
+                              `delete` removes it";
+                return Err(Error::Corrupt { id: id.clone(), reason: reason.to_owned() });
             }
-            _ => {}
-        }
+            Err(e) => return Err(storage(e)),
+        };
         let log = if values.len() > FIELDS.len() { values.pop() } else { None };
+        if values.iter().all(|v| matches!(v, Value::Null)) {
+            return Ok(None);
+        }
         let mut task = record::parse(id.as_str(), &values)?;
         task.attempt_log = record::attempt_log(id, log.as_ref());
         Ok(Some(task))

@@ -1,4 +1,4 @@
-//! Task records to [`TaskRecord`]s and back: the field names of
+//! Task hashes to [`TaskRecord`]s and back: the field names of
 //! `lua/common/01_values.lua` (`FIELDS`), in the same order.
 //!
 //! Also the reply helpers every section shares: [`array`], [`text`], [`ids`]
@@ -19,7 +19,7 @@ pub(crate) const FIELDS: [&str; 20] =
     ["s", "n", "p", "a", "m", "f", "c", "d", "b", "z", "x", "o", "r", "e", "w", "l", "q", "k", "g", "v"];
 
 /// The attempt log's hash field (`TaskRecord::attempt_log`, a JSON array
-/// `lua/common/05_attempt_log.lua` appends to). Not in [`FIELDS`]: claims never read it,
+/// `lua/common/04_attempt_log.lua` appends to). Not in [`FIELDS`]: claims never read it,
 /// only `get` and `due_before` do.
 pub(crate) const LOG_FIELD: &str = "y";
 
@@ -203,7 +203,7 @@ pub(crate) fn ids(v: Option<Value>) -> Result<Vec<TaskId>> {
 }
 
 /// Logs the records a script set aside as corrupt (`set_aside` in
-/// `lua/common/07_checks.lua`): `{{id, reason}...}`.
+/// `lua/common/06_records.lua`): `{{id, reason}...}`.
 pub(crate) fn log_aside(script: &str, v: Option<Value>) {
     let Ok(entries) = array(v.unwrap_or(Value::Null)) else { return };
     for entry in entries {

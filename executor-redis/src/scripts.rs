@@ -28,15 +28,14 @@ use crate::error::storage;
 /// (a test checks), so tools outside the crate (the Lua bench, the
 /// integration tests) assemble the same prelude from the files in name
 /// order.
-const PRELUDE: [(&str, &str); 8] = [
+const PRELUDE: [(&str, &str); 7] = [
     ("01_values", include_str!("../lua/common/01_values.lua")),
     ("02_keys", include_str!("../lua/common/02_keys.lua")),
     ("03_counts", include_str!("../lua/common/03_counts.lua")),
-    ("04_records", include_str!("../lua/common/04_records.lua")),
-    ("05_attempt_log", include_str!("../lua/common/05_attempt_log.lua")),
-    ("06_limits", include_str!("../lua/common/06_limits.lua")),
-    ("07_checks", include_str!("../lua/common/07_checks.lua")),
-    ("08_begin", include_str!("../lua/common/08_begin.lua")),
+    ("04_attempt_log", include_str!("../lua/common/04_attempt_log.lua")),
+    ("05_limits", include_str!("../lua/common/05_limits.lua")),
+    ("06_records", include_str!("../lua/common/06_records.lua")),
+    ("07_begin", include_str!("../lua/common/07_begin.lua")),
 ];
 
 /// The prelude's parts joined in their order.
@@ -46,7 +45,7 @@ fn prelude() -> String {
 
 /// The scripts that only read: registered with the `no-writes` flag, so
 /// they keep answering when the server is out of memory.
-const READ_ONLY: [&str; 7] = ["due_before", "get", "leader_get", "list", "peek", "queues", "tier_now"];
+const READ_ONLY: [&str; 6] = ["due_before", "leader_get", "list", "peek", "queues", "tier_now"];
 
 /// The function library: its code and whether this server runs it.
 #[derive(Debug)]
@@ -213,7 +212,6 @@ scripts! {
     reap: true,
     trim: true,
     list: true,
-    get: true,
     peek: true,
     leader_acquire: true,
     leader_release: true,

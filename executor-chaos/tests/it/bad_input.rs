@@ -229,10 +229,10 @@ fn down(store: &'static str, url: &str) -> impl FnOnce(executor_core::Error) -> 
     }
 }
 
-/// Fields of task records set to garbage (field codes of
-/// `executor-redis/src/record.rs`, in the order of the stored record).
+/// Fields of task hashes set to garbage with HSET (field codes of
+/// `executor-redis/src/record.rs`).
 #[test]
-fn redis_record_garbage() -> Result<(), String> {
+fn redis_hash_garbage() -> Result<(), String> {
     let _one = crate::common::one_at_a_time();
     let strategy = proptest::collection::vec((0..REDIS_FIELDS.len(), garbage()), 1..6);
     store_cases("redis", strategy, |edits| {
@@ -242,19 +242,13 @@ fn redis_record_garbage() -> Result<(), String> {
                 executor_redis::RedisStorage::connect_once(&url).await.map_err(down("Redis", &url))?;
             let n = edits.len();
             run_with_garbage(storage, "redis", n, |s, ns, ids| async move {
-                use fred::interfaces::LuaInterface;
-                // Position `ARGV[1]` of the stored record (a MessagePack array).
-                const EDIT: &str = "local rec = cmsgpack.unpack(redis.call('GET', KEYS[1])) \
-                    rec[tonumber(ARGV[1])] = ARGV[2] redis.call('SET', KEYS[1], cmsgpack.pack(rec)) return 1";
+                use fred::interfaces::HashesInterface;
                 let mut done = Vec::new();
                 for (id, (field, value)) in ids.iter().zip(edits) {
                     let key = format!("{{re:{}}}:t:{}", ns.as_str(), id.as_str());
                     let f = REDIS_FIELDS[field];
-                    let args = vec![
-                        fred::types::Value::from((field + 1).to_string()),
-                        fred::types::Value::Bytes(value.clone().into()),
-                    ];
-                    let r: Result<i64, _> = s.pool().next().eval(EDIT, vec![key], args).await;
+                    let v = fred::types::Value::Bytes(value.clone().into());
+                    let r: Result<i64, _> = s.pool().next().hset(key, (f, v)).await;
                     let how = if r.is_ok() { "set" } else { "refused" };
                     done.push(format!("{f}={:?} ({how})", String::from_utf8_lossy(&value)));
                 }

@@ -30,7 +30,7 @@
 -- `g` (queue) and `v` (priority) are left out for the default queue and
 -- priority 0, so records written before queues existed read as those.
 -- `y`, the attempt log, is not returned either: only `get` and `due_before`
--- read it (see append_attempt in 05_attempt_log), so claims stay as lean as before.
+-- read it (see append_attempt in 04_attempt_log), so claims stay as lean as before.
 local FIELDS = {'s', 'n', 'p', 'a', 'm', 'f', 'c', 'd', 'b', 'z', 'x', 'o', 'r', 'e', 'w', 'l', 'q', 'k', 'g', 'v'}
 
 local STATES = {CREATED = true, PENDING = true, RUNNING = true, COMPLETED = true,

@@ -77,7 +77,7 @@ end
 
 -- The priorities of `q` that have a ZSET, highest first: {} when none, or
 -- when the registry is not a hash (edited by hand: only KEYS[1] is seen).
-local levels_cache -- per call: begin() in 08_begin
+local levels_cache -- per call: begin() in 07_begin
 local function levels_in_use(q)
   local cached = levels_cache[q]
   if cached then return cached end
@@ -140,7 +140,7 @@ end
 
 -- Levels entries left this call: checked once, at flush_counts, and
 -- dropped from the registry when their ZSET is empty.
-local touched -- per call: begin() in 08_begin
+local touched -- per call: begin() in 07_begin
 local function touch(q, p)
   if not (p == 0 and q == DEFAULT_QUEUE) then touched[p .. ':' .. q] = {q, p} end
 end

@@ -5,7 +5,7 @@
 -- Count changes are gathered per call and written once per state. A count
 -- that reaches zero is deleted, so a namespace whose tasks are all gone
 -- leaves no counts hash behind (Redis drops an empty hash).
-local deltas -- per call: begin() in 08_begin
+local deltas -- per call: begin() in 07_begin
 local function move(from, to)
   if from then deltas[from] = (deltas[from] or 0) - 1 end
   if to then deltas[to] = (deltas[to] or 0) + 1 end

@@ -9,6 +9,7 @@ use executor_core::{
     storage::{Finish, Storage},
     testing,
 };
+use fred::interfaces::HashesInterface;
 use reliable_executor_redis::RedisStorage;
 
 use crate::common;
@@ -79,9 +80,9 @@ async fn a_hand_edited_task_goes_to_error_and_the_rest_carry_on() -> TestResult 
     }
     let key = |id: &str| format!("{{re:{ns}}}:t:{id}");
     let redis = storage.pool().next();
-    common::record::set(redis, &key("b"), &[("r", Some("{not json"))]).await?;
-    common::record::set(redis, &key("c"), &[("s", Some("SLEEPING"))]).await?;
-    common::record::set(redis, &key("d"), &[("f", Some("-"))]).await?;
+    let _: () = redis.hset(key("b"), ("r", "{not json")).await?;
+    let _: () = redis.hset(key("c"), ("s", "SLEEPING")).await?;
+    let _: () = redis.hset(key("d"), ("f", "-")).await?;
 
     match storage.get(&ns, &TaskId::new("b")?).await {
         Err(Error::Corrupt { id, reason }) => {
@@ -94,8 +95,7 @@ async fn a_hand_edited_task_goes_to_error_and_the_rest_carry_on() -> TestResult 
     let ids: Vec<&str> = claimed.iter().map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["a"], "only the sound task is handed out");
     for id in ["b", "c", "d"] {
-        let se = common::record::get(redis, &key(id), &["s", "e"]).await?;
-        let (state, reason) = (se[0].clone(), se[1].clone());
+        let (state, reason): (Option<String>, Option<String>) = redis.hmget(key(id), vec!["s", "e"]).await?;
         assert_eq!(state.as_deref(), Some("ERROR"), "{id} is dead-lettered");
         assert!(reason.unwrap_or_default().contains("corrupt"), "{id} says why");
     }

@@ -45,13 +45,10 @@ async fn run_all(d: &Damage, finish: Finish) -> TestResult {
     Ok(())
 }
 
-/// Damage that leaves no known state (or no record): cancel and requeue
+/// Damage that leaves no known state (or no hash): cancel and requeue
 /// answer `Corrupt` for it and set it aside.
 fn no_state(c: Corruption) -> bool {
-    matches!(
-        c,
-        Corruption::WrongType | Corruption::OtherType | Corruption::UnknownState | Corruption::MissingState
-    )
+    matches!(c, Corruption::WrongType | Corruption::UnknownState | Corruption::MissingState)
 }
 
 #[tokio::test]
@@ -271,13 +268,13 @@ async fn delete_removes_a_corrupt_record_in_any_state() -> TestResult {
 }
 
 #[tokio::test]
-async fn get_of_a_key_that_holds_no_record_is_corrupt() -> TestResult {
+async fn get_of_a_key_that_is_not_a_hash_is_corrupt() -> TestResult {
     let d = Damage::new("get-bad").await;
     submit(&d, &["a"]).await?;
     d.apply("a", Corruption::WrongType).await?;
     match d.storage.get(&d.ns, &tid("a")).await {
         Err(Error::Corrupt { id, reason }) => {
-            assert!(id.as_str() == "a" && reason.contains("not a task record"))
+            assert!(id.as_str() == "a" && reason.contains("not a task hash"))
         }
         other => panic!("expected Corrupt, got {other:?}"),
     }

@@ -12,9 +12,8 @@ use executor_core::{
     storage::{Finish, Storage, TierStorage},
     testing,
 };
-use fred::types::Value;
+use fred::{interfaces::HashesInterface, types::Value};
 
-use crate::common;
 use crate::common::corrupt::{Damage, TestResult};
 
 const LEASE: Duration = Duration::from_secs(60);
@@ -42,7 +41,7 @@ async fn a_corrupt_attempt_log_breaks_no_read_or_transition() -> TestResult {
         let mut task = testing::new_task("a");
         task.max_attempts = 5;
         d.storage.submit(&d.ns, task).await?;
-        common::record::set_value(&d.redis, &d.task_key("a"), "y", value.clone()).await?;
+        let _: () = d.redis.hset(d.task_key("a"), ("y", value.clone())).await?;
 
         let got = d.storage.get(&d.ns, &id).await?.ok_or("task a vanished")?;
         assert_eq!(got.attempt_log.len(), readable, "{what}: get reads what parses");
@@ -69,7 +68,7 @@ async fn a_corrupt_attempt_log_breaks_no_read_or_transition() -> TestResult {
         assert_eq!(r.attempt_log.len(), readable + 1, "{what}: the parsable entries are kept");
 
         // Damaged again: a reap and a requeue still go through.
-        common::record::set_value(&d.redis, &d.task_key("a"), "y", value.clone()).await?;
+        let _: () = d.redis.hset(d.task_key("a"), ("y", value.clone())).await?;
         let claimed = d
             .storage
             .claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), Duration::from_millis(100))
@@ -82,7 +81,7 @@ async fn a_corrupt_attempt_log_breaks_no_read_or_transition() -> TestResult {
         let r = d.storage.get(&d.ns, &id).await?.ok_or("task a vanished")?;
         assert_eq!(r.attempt_log.last().map(|a| a.outcome), Some(AttemptOutcome::LeaseExpired), "{what}");
 
-        common::record::set_value(&d.redis, &d.task_key("a"), "y", value.clone()).await?;
+        let _: () = d.redis.hset(d.task_key("a"), ("y", value)).await?;
         let claimed =
             d.storage.claim(&d.ns, &WorkerId::generate(), &ClaimPlan::default_queue(1), LEASE).await?;
         let lease = claimed.first().and_then(|r| r.lease()).ok_or_else(|| format!("{what}: not claimed"))?;

@@ -24,7 +24,6 @@ mod functions;
 mod limits;
 mod outcome;
 mod partitioned;
-mod previous_model;
 mod queues;
 mod restart;
 mod scripts;

@@ -13,7 +13,6 @@ use executor_core::{
 };
 use fred::interfaces::{HashesInterface, KeysInterface};
 
-use crate::common;
 use crate::common::corrupt::{Damage, TestResult};
 
 const LEASE: Duration = Duration::from_secs(60);
@@ -40,7 +39,7 @@ async fn levels_come_and_go_with_their_tasks() -> TestResult {
     let d = Damage::new("queue-keys").await;
     submit_all(&d, vec![testing::new_task("plain"), task("mail-1", "mail", 3)?, task("mail-2", "mail", 0)?])
         .await?;
-    let gv = common::record::get(&d.redis, &d.task_key("plain"), &["g", "v"]).await?;
+    let gv: Vec<Option<String>> = d.redis.hmget(d.task_key("plain"), vec!["g", "v"]).await?;
     assert_eq!(gv, [None, None], "a plain task writes no queue fields");
     assert!(d.indexed("due", "plain").await?);
     assert!(d.indexed("qd:3:mail", "mail-1").await? && d.indexed("qd:0:mail", "mail-2").await?);
@@ -110,7 +109,7 @@ async fn claim_sets_aside_a_corrupt_queue_or_priority() -> TestResult {
         let d = Damage::new("queue-bad").await;
         let tasks = (0..21).map(|i| task(&format!("t{i:02}"), "work", 5)).collect::<TestResult<Vec<_>>>()?;
         submit_all(&d, tasks).await?;
-        common::record::set(&d.redis, &d.task_key("t10"), &[(field, Some(value))]).await?;
+        let _: () = d.redis.hset(d.task_key("t10"), (field, value)).await?;
         let plan = ClaimPlan::single(QueueName::new("work")?, 100);
         let claimed = d.storage.claim(&d.ns, &WorkerId::generate(), &plan, LEASE).await?;
         let mut ids: Vec<String> = claimed.iter().map(|t| t.id.to_string()).collect();
@@ -137,7 +136,7 @@ async fn claim_sets_aside_a_corrupt_queue_or_priority() -> TestResult {
 async fn delete_finds_a_task_whose_queue_was_damaged() -> TestResult {
     let d = Damage::new("queue-del").await;
     submit_all(&d, vec![task("lost", "work", 4)?, task("kept", "work", 4)?]).await?;
-    common::record::set(&d.redis, &d.task_key("lost"), &[("g", Some("bad name"))]).await?;
+    let _: () = d.redis.hset(d.task_key("lost"), ("g", "bad name")).await?;
     assert!(d.storage.delete(&d.ns, &executor_core::TaskId::new("lost")?).await?);
     assert!(!d.indexed("qd:4:work", "lost").await?, "out of its level");
     assert!(d.indexed("qd:4:work", "kept").await?);

@@ -4,7 +4,7 @@
 
 use executor_core::{Namespace, TaskState};
 use fred::{
-    interfaces::{KeysInterface, LuaInterface, SortedSetsInterface},
+    interfaces::{HashesInterface, KeysInterface, LuaInterface, SortedSetsInterface},
     prelude::Pool,
     types::Value,
 };
@@ -89,7 +89,7 @@ impl Scripts {
     }
 
     async fn state(&self, id: &str) -> Result<Option<String>, fred::error::Error> {
-        common::record::field(self.pool.next(), &self.key(&format!("t:{id}")), "s").await
+        self.pool.next().hget(self.key(&format!("t:{id}")), "s").await
     }
 }
 
@@ -234,11 +234,15 @@ async fn a_lone_submit_stores_what_a_batch_stores() -> executor_core::Result<()>
             t.priority = 2;
         }),
     ];
-    // Every present field, in the record's order.
+    // HGETALL from a script: a flat list in the hash's own order.
     let record = |id: String| {
         let redis = lua.pool.next().clone();
         let key = lua.key(&format!("t:{id}"));
-        async move { common::record::all(&redis, &key).await }
+        async move {
+            let flat: Vec<String> = redis.eval("return redis.call('HGETALL', KEYS[1])", key, ()).await?;
+            let pairs = flat.chunks(2).map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()));
+            Ok::<_, fred::error::Error>(pairs.collect::<Vec<(String, String)>>())
+        }
     };
     for (name, shape) in &variants {
         let task = |id: String| {
@@ -335,9 +339,9 @@ async fn claim_resent_returns_the_same_tasks_and_skips_garbage() -> TestResult {
     for id in ["a", "b", "c"] {
         lua.submit(id, "").await?;
     }
-    // A due entry without a task record, and a task hand-edited into nonsense.
+    // A due entry without a task hash, and a task hand-edited into nonsense.
     let _: () = lua.pool.next().zadd(lua.key("due"), None, None, false, false, (0.0, "ghost")).await?;
-    common::record::set(lua.pool.next(), &lua.key("t:c"), &[("a", Some("many"))]).await?;
+    let _: () = lua.pool.next().hset(lua.key("t:c"), ("a", "many")).await?;
     lua.submit("d", "").await?;
     let first = lua.claim("w1", "4", "n1").await?;
     let again = lua.claim("w1", "4", "n1").await?;
@@ -350,7 +354,7 @@ async fn claim_resent_returns_the_same_tasks_and_skips_garbage() -> TestResult {
     assert_eq!(ids(&first), ids(&again), "a resent claim returns what the first one claimed");
     assert_eq!(ids(&first), ["a", "b"], "ghost skipped, corrupt task dead-lettered");
     assert_eq!(lua.state("c").await?.as_deref(), Some("ERROR"));
-    let reason = common::record::field(lua.pool.next(), &lua.key("t:c"), "e").await?;
+    let reason: Option<String> = lua.pool.next().hget(lua.key("t:c"), "e").await?;
     assert!(reason.unwrap_or_default().contains("corrupt"), "the reason says why");
     let ghost: Option<f64> = lua.pool.next().zscore(lua.key("due"), "ghost").await?;
     assert_eq!(ghost, None, "the ghost entry is gone");
@@ -512,7 +516,7 @@ async fn the_finish_and_submit_futures_stay_small() -> executor_core::Result<()>
     Ok(())
 }
 
-/// A claim reads fewer fields than `get` (`lua/common/07_checks.lua`, `claim_record`) and
+/// A claim reads fewer fields than `get` (`lua/common/06_records.lua`, `claim_record`) and
 /// places them by hand: the record it hands out must be the record as
 /// stored. A task with every optional field set (deadline, timeout, retry
 /// policy, debounce key, queue, priority, and a last error from a retry)

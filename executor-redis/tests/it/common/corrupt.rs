@@ -6,27 +6,23 @@ use std::{collections::BTreeMap, str::FromStr};
 use executor_core::{Namespace, TaskState, storage::Storage};
 use fred::{
     clients::Client,
-    interfaces::{KeysInterface, LuaInterface, SortedSetsInterface},
+    interfaces::{HashesInterface, KeysInterface, LuaInterface, SortedSetsInterface},
     types::Value,
 };
 use reliable_executor_redis::RedisStorage;
-
-use super::record;
 
 pub type TestResult<T = ()> = Result<T, Box<dyn std::error::Error>>;
 
 /// One way a task record gets damaged by hand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Corruption {
-    /// The record replaced by a string that is not one (`SET {re:ns}:t:<id> x`).
+    /// The hash replaced by a string (`SET {re:ns}:t:<id> x`).
     WrongType,
-    /// The record replaced by a key of another type (a list).
-    OtherType,
     /// `s` = `SLEEPING`.
     UnknownState,
-    /// `s` removed.
+    /// `HDEL s`.
     MissingState,
-    /// `c` removed: the creation time is gone.
+    /// `HDEL c`: the creation time is gone.
     MissingField,
     /// `d` past what a u64 (and a Lua double) holds.
     OutOfRange,
@@ -39,9 +35,8 @@ pub enum Corruption {
 }
 
 /// Every kind of damage.
-pub const ALL: [Corruption; 9] = [
+pub const ALL: [Corruption; 8] = [
     Corruption::WrongType,
-    Corruption::OtherType,
     Corruption::UnknownState,
     Corruption::MissingState,
     Corruption::MissingField,
@@ -85,17 +80,13 @@ impl Damage {
                 let _: i64 = r.del(&key).await?;
                 let _: () = r.set(&key, "x", None, None, false).await?;
             }
-            Corruption::OtherType => {
-                let _: i64 = r.del(&key).await?;
-                let _: i64 = fred::interfaces::ListInterface::rpush(r, &key, "x").await?;
-            }
-            Corruption::UnknownState => record::set(r, &key, &[("s", Some("SLEEPING"))]).await?,
-            Corruption::MissingState => record::set(r, &key, &[("s", None)]).await?,
-            Corruption::MissingField => record::set(r, &key, &[("c", None)]).await?,
-            Corruption::OutOfRange => record::set(r, &key, &[("d", Some("99999999999999999999"))]).await?,
-            Corruption::Negative => record::set(r, &key, &[("a", Some("-1"))]).await?,
-            Corruption::NotWhole => record::set(r, &key, &[("m", Some("1e3"))]).await?,
-            Corruption::NotJson => record::set(r, &key, &[("r", Some("{not json"))]).await?,
+            Corruption::UnknownState => r.hset(&key, ("s", "SLEEPING")).await?,
+            Corruption::MissingState => r.hdel(&key, "s").await?,
+            Corruption::MissingField => r.hdel(&key, "c").await?,
+            Corruption::OutOfRange => r.hset(&key, ("d", "99999999999999999999")).await?,
+            Corruption::Negative => r.hset(&key, ("a", "-1")).await?,
+            Corruption::NotWhole => r.hset(&key, ("m", "1e3")).await?,
+            Corruption::NotJson => r.hset(&key, ("r", "{not json")).await?,
         }
         Ok(())
     }
@@ -107,26 +98,18 @@ impl Damage {
         Ok(t)
     }
 
-    /// Whether the key of task `id` holds a record (a string that decodes).
-    pub async fn is_record(&self, id: &str) -> TestResult<bool> {
-        let key = self.task_key(id);
-        if self.key_type(&key).await? != "string" {
-            return Ok(false);
-        }
-        Ok(record::all(&self.redis, &key).await.is_ok())
-    }
-
-    /// The `s` field of a task record (None when missing or not a record).
+    /// The `s` field of a task hash (None when missing or not a hash).
     pub async fn state(&self, id: &str) -> TestResult<Option<String>> {
-        if !self.is_record(id).await? {
+        if self.key_type(&self.task_key(id)).await? != "hash" {
             return Ok(None);
         }
-        Ok(record::field(&self.redis, &self.task_key(id), "s").await?)
+        Ok(self.redis.hget(self.task_key(id), "s").await?)
     }
 
-    /// The `e` field (last error) of a task record.
+    /// The `e` field (last error) of a task hash.
     pub async fn last_error(&self, id: &str) -> TestResult<String> {
-        Ok(record::field(&self.redis, &self.task_key(id), "e").await?.unwrap_or_default())
+        let e: Option<String> = self.redis.hget(self.task_key(id), "e").await?;
+        Ok(e.unwrap_or_default())
     }
 
     /// Whether index `index` (`due`, `lease`, `dead`, `done`) holds `id`.
@@ -148,10 +131,10 @@ impl Damage {
 
     /// A bad record after a script set it aside: out of every index but the
     /// dead letter, and an ERROR hash whose last error says why (unless it
-    /// holds no record at all).
+    /// is not a hash at all).
     pub async fn assert_set_aside(&self, id: &str, c: Corruption) -> TestResult {
         assert_eq!(self.indexes_of(id).await?, ["dead"], "{c:?}: {id} is indexed as dead letter only");
-        if !matches!(c, Corruption::WrongType | Corruption::OtherType) {
+        if c != Corruption::WrongType {
             assert_eq!(self.state(id).await?.as_deref(), Some("ERROR"), "{c:?}: {id} is ERROR");
             let e = self.last_error(id).await?;
             assert!(e.starts_with("corrupt task record: "), "{c:?}: {id} says why: {e}");
@@ -159,7 +142,7 @@ impl Damage {
         Ok(())
     }
 
-    /// Recounts the records: every task record by its state (which must be a
+    /// Recounts the records: every task hash by its state (which must be a
     /// known state, indexed where that state lives), every other key of a
     /// task as ERROR (it must have been set aside to the dead-letter index);
     /// every index entry must have its key. The result must equal the counts
@@ -176,8 +159,9 @@ impl Damage {
         let mut recount = BTreeMap::<TaskState, u64>::new();
         for key in keys {
             let id = key.strip_prefix(&format!("{}t:", self.base)).unwrap_or_default().to_owned();
-            let state = if self.is_record(&id).await? {
-                let s = record::field(&self.redis, &key, "s").await?.unwrap_or_default();
+            let state = if self.key_type(&key).await? == "hash" {
+                let s: Option<String> = self.redis.hget(&key, "s").await?;
+                let s = s.unwrap_or_default();
                 let state =
                     TaskState::from_str(&s).map_err(|_| format!("{id}: state `{s}` was never set aside"))?;
                 let index = match state {
@@ -191,7 +175,7 @@ impl Damage {
             } else {
                 assert!(
                     self.indexed("dead", &id).await?,
-                    "{id}: a key that holds no record was never set aside"
+                    "{id}: a key that is not a hash was never set aside"
                 );
                 TaskState::Error
             };
@@ -214,10 +198,10 @@ impl Damage {
         Ok(())
     }
 
-    /// The waiting index of a task record: `due` for the default queue at
+    /// The waiting index of a task hash: `due` for the default queue at
     /// priority 0, else its level's `qd:<priority>:<queue>`.
     pub async fn waiting_index(&self, id: &str) -> TestResult<String> {
-        let gv = record::get(&self.redis, &self.task_key(id), &["g", "v"]).await?;
+        let gv: Vec<Option<String>> = self.redis.hmget(self.task_key(id), vec!["g", "v"]).await?;
         let queue = gv.first().cloned().flatten().unwrap_or_else(|| "default".to_owned());
         let priority = gv.get(1).cloned().flatten().unwrap_or_else(|| "0".to_owned());
         if queue == "default" && priority == "0" {

@@ -5,7 +5,6 @@
 #![allow(unreachable_pub, reason = "pub items of a private module, used by the test files")]
 
 pub mod corrupt;
-pub mod record;
 pub mod server;
 
 use executor_core::Namespace;

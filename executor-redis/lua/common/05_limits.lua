@@ -12,10 +12,10 @@
 -- 'micro-tokens:ms' of the rate bucket) and `<base0>throttled` (HASH queue
 -- -> claims a limit cut short). With no limits anywhere KEYS[8] does not
 -- exist and a script pays one EXISTS for all of this.
-local LIMITS_BASE -- per call: begin() in 08_begin
+local LIMITS_BASE -- per call: begin() in 07_begin
 local MICRO = 1000000
 
-local limits_exist -- per call: begin() in 08_begin
+local limits_exist -- per call: begin() in 07_begin
 local function limits_on()
   if limits_exist == nil then
     limits_exist = KEYS[8] ~= nil and redis.pcall('EXISTS', KEYS[8]) == 1
@@ -96,8 +96,8 @@ end
 -- The RUNNING tasks of each queue in `wanted` (a set; nil: every queue)
 -- found in the lease ZSETs `leases` (this partition's and, from partition
 -- 0 of a standalone server, the others'): queue -> list of task keys. A
--- lease entry whose record is not a RUNNING task is not counted (the
--- reaper deals with it). Costs one read per running task.
+-- lease entry whose record is not a RUNNING task hash is not counted (the
+-- reaper deals with it). Costs one HMGET per running task.
 local function running_by_queue(leases, wanted)
   local out = {}
   for _, lkey in ipairs(leases) do
@@ -106,8 +106,8 @@ local function running_by_queue(leases, wanted)
     if type(ids) == 'table' and not ids.err then
       for _, id in ipairs(ids) do
         local tkey = base .. 't:' .. id
-        local sg = fields(tkey, 's', 'g')
-        if sg and sg[1] == 'RUNNING' then
+        local sg = redis.pcall('HMGET', tkey, 's', 'g')
+        if type(sg) == 'table' and not sg.err and sg[1] == 'RUNNING' then
           local q = sg[2] or DEFAULT_QUEUE
           if not wanted or wanted[q] then
             out[q] = out[q] or {}
@@ -144,7 +144,7 @@ end
 -- Takes a task that leaves RUNNING out of its queue's running set. When
 -- the queue has a concurrency limit, its slot is free: idle claimers are
 -- woken, since their wait (peek.lua) leaves a queue at its limit out.
-local slot_freed -- per call: begin() in 08_begin
+local slot_freed -- per call: begin() in 07_begin
 local function unrun(q, id)
   if limits_on() and q and valid_queue(q) and redis.pcall('ZREM', run_key(q), task_key(id)) == 1
       and not slot_freed then

@@ -1,23 +1,65 @@
--- Checks: writing a new task's record, checking a record before a script
--- works on it, and setting aside one it cannot work on. Uses 01_values,
--- 02_keys, 03_counts, 04_records and 06_limits.
+-- Records and checks: writing a new task's record, reading task hashes,
+-- checking a record before a script works on it, and setting aside one it
+-- cannot work on. Uses 01_values, 02_keys, 03_counts and 05_limits.
 
 -- Writes the record of a new task at `tkey` (which the caller found
 -- absent) and counts it; returns the waiting level it goes to (key, queue,
 -- priority). `created` and `due` are digits, `deadline` a number or nil;
 -- the other values as submit.lua takes them ('' for none; `dkey` nil
 -- unless debounced). Attempts and fence start at 0 and are left out until
--- a claim sets them.
+-- a claim sets them. A task with no optional field, in the default queue
+-- at priority 0 (the common case), is written without building a list.
 local function write_task(tkey, name, payload, max_attempts, created, due, deadline, timeout, retry, dkey, nonce,
     queue, priority)
   move(nil, 'CREATED')
-  if priority == '0' then priority = '' end
-  put(tkey, 's', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', created, 'd', due,
-    'x', deadline and int(deadline) or false, 'o', timeout ~= '' and timeout, 'r', retry ~= '' and retry,
-    'k', dkey or false, 'h', nonce ~= '' and nonce, 'g', queue ~= '' and queue, 'v', priority ~= '' and priority)
-  if queue == '' and priority == '' then return KEYS[1], DEFAULT_QUEUE, 0 end
+  if not deadline and timeout == '' and retry == '' and not dkey and nonce ~= '' and queue == '' and
+      (priority == '' or priority == '0') then
+    redis.call('HSET', tkey, 's', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', created, 'd', due,
+      'h', nonce)
+    return KEYS[1], DEFAULT_QUEUE, 0
+  end
+  local f = {'s', 'CREATED', 'n', name, 'p', payload, 'm', max_attempts, 'c', created, 'd', due}
+  if deadline then f[#f + 1] = 'x'; f[#f + 1] = int(deadline) end
+  if timeout ~= '' then f[#f + 1] = 'o'; f[#f + 1] = timeout end
+  if retry ~= '' then f[#f + 1] = 'r'; f[#f + 1] = retry end
+  if dkey then f[#f + 1] = 'k'; f[#f + 1] = dkey end
+  if nonce ~= '' then f[#f + 1] = 'h'; f[#f + 1] = nonce end
+  if queue ~= '' then f[#f + 1] = 'g'; f[#f + 1] = queue end
+  if priority ~= '' and priority ~= '0' then f[#f + 1] = 'v'; f[#f + 1] = priority end
+  redis.call('HSET', tkey, unpack(f))
   local q, p = level_of(queue ~= '' and queue, priority ~= '' and priority)
   return level_key(q, p), q, p
+end
+
+-- The FIELDS of a task hash; false when the key holds another type of value.
+local function record(tkey)
+  local rec = redis.pcall('HMGET', tkey, unpack(FIELDS))
+  if rec.err then return false end
+  return rec
+end
+
+-- What a claim reads of a waiting task: FIELDS less the four the claim
+-- writes over (`b`, `w`, `l`) or that mean nothing while RUNNING (`z`,
+-- returned as missing). Each field asked of a small (listpack) hash is a
+-- scan of it, a missing one a whole scan: four fewer per claimed task.
+local CLAIM_FIELDS = {'s', 'n', 'p', 'a', 'm', 'f', 'c', 'd', 'x', 'o', 'r', 'e', 'q', 'k', 'g', 'v'}
+local function claim_record(tkey)
+  local r = redis.pcall('HMGET', tkey, unpack(CLAIM_FIELDS))
+  if r.err then return false end
+  return {r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], false, false, r[9], r[10], r[11], r[12], false, false,
+    r[13], r[14], r[15], r[16]}
+end
+
+-- HMGET of some fields; false when the key holds another type of value.
+local function fields(tkey, ...)
+  local rec = redis.pcall('HMGET', tkey, ...)
+  if rec.err then return false end
+  return rec
+end
+
+-- Why a key that is not a task hash cannot be read.
+local function not_a_hash(tkey)
+  return 'the key holds a ' .. redis.call('TYPE', tkey).ok .. ', not a task hash'
 end
 
 -- Numeric fields, three values each: position in FIELDS, largest value,
@@ -91,57 +133,57 @@ local function index_of(id)
 end
 
 -- Sets aside the record of `id`, found in index `index` (nil: look it up),
--- that a script cannot work on: a record goes to ERROR with `reason` as its
--- last error and leaves its debounce binding; a key that holds no record is
+-- that a script cannot work on: a hash goes to ERROR with `reason` as its
+-- last error and leaves its debounce binding; a key of another type is
 -- left as it is. Either way it leaves every other index for the dead-letter
 -- one, where `list` reports it unreadable, retention trims it and `delete`
 -- removes it, and its count moves to ERROR from the state its index counted
 -- it under (`hint`: the state it probably had). Only reads before its
 -- first write, and the keys it writes were checked by check_keys.
-local function set_aside(id, index, reason, readable, hint, now)
+local function set_aside(id, index, reason, is_hash, hint, now)
   local tkey = task_key(id)
   index = index or index_of(id)
-  local fkgv = readable and fields(tkey, 'f', 'k', 'g', 'v') or {false, false, false, 'x'}
-  if readable and index == 1 and INDEX_OF[hint or ''] ~= 1 then
+  if is_hash and index == 1 and INDEX_OF[hint or ''] ~= 1 then
     -- Which waiting state it was counted under: a claimed task has a fence.
-    hint = ((nat(fkgv[1]) or 0) > 0) and 'PENDING' or 'CREATED'
+    hint = ((nat(redis.call('HGET', tkey, 'f')) or 0) > 0) and 'PENDING' or 'CREATED'
   end
   local from = counted(index, hint)
-  local k = fkgv[2]
+  local k = is_hash and redis.call('HGET', tkey, 'k')
   for _, i in ipairs({2, 4}) do redis.call('ZREM', KEYS[i], id) end
-  remove_waiting(id, fkgv[3], fkgv[4])
-  if index == 2 and fkgv[4] ~= 'x' then unrun(fkgv[3] or DEFAULT_QUEUE, id) end
+  local gv = is_hash and redis.call('HMGET', tkey, 'g', 'v') or {false, 'x'}
+  remove_waiting(id, gv[1], gv[2])
+  if index == 2 and gv[2] ~= 'x' then unrun(gv[1] or DEFAULT_QUEUE, id) end
   redis.call('ZADD', KEYS[3], int(now), id)
-  if readable then
-    put(tkey, 's', 'ERROR', 'z', int(now), 'e', 'corrupt task record: ' .. reason)
+  if is_hash then
+    redis.call('HSET', tkey, 's', 'ERROR', 'z', int(now), 'e', 'corrupt task record: ' .. reason)
     if k and redis.call('HGET', KEYS[5], k) == id then redis.call('HDEL', KEYS[5], k) end
   end
   move(from, 'ERROR')
 end
 
 -- Looks at the record of an index entry before a script works on it:
--- returns 'ok', rec (its FIELDS) for a record in a state of that index
--- whose fields all check out; 'ghost' for an entry without a key (the
--- record was deleted by hand: its count is taken back); 'stale' for a task
--- in another state that is also indexed there (the entry is left to the
--- caller to drop); otherwise it sets the record aside and returns 'aside',
--- reason. `found` is the waiting ZSET the entry came from (nil:
--- KEYS[index]); a waiting task must be in its own level's. A claim passes
--- `claiming`: the record is checked as check() says.
+-- returns 'ok', rec for a task hash in a state of that index whose fields
+-- all check out; 'ghost' for an entry without a key (the hash was deleted
+-- by hand: its count is taken back); 'stale' for a task in another state
+-- that is also indexed there (the entry is left to the caller to drop);
+-- otherwise it sets the record aside and returns 'aside', reason. `found`
+-- is the waiting ZSET the entry came from (nil: KEYS[index]); a waiting
+-- task must be in its own level's. A claim passes `claiming`: the record
+-- is read by claim_record and checked as check() says.
 local function inspect(id, index, now, found, claiming)
   local tkey = task_key(id)
-  local stored = load(tkey)
-  if stored == false then
-    local reason = not_a_record(tkey)
+  local rec
+  if claiming then rec = claim_record(tkey) else rec = record(tkey) end
+  if not rec then
+    local reason = not_a_hash(tkey)
     set_aside(id, index, reason, false, nil, now)
     return 'aside', reason
   end
-  if stored == nil then
+  local st = rec[1]
+  if not st and redis.call('EXISTS', tkey) == 0 then
     move(counted(index, nil), nil)
     return 'ghost'
   end
-  local rec = {unpack(stored, 1, #FIELDS)}
-  local st = rec[1]
   local reason = check(rec, claiming)
   if not reason and INDEX_OF[st] == 1 and index == 1 then
     local own = waiting_key(rec[19], rec[20])
@@ -173,20 +215,21 @@ end
 -- The fields of task `id` (key `tkey`) an operator's action reads (cancel,
 -- requeue, run now): the state first, then `...`. When there is nothing to
 -- act on, nil and the reply instead: {'missing'} for no task; {'corrupt',
--- reason} for a key that holds no record or a record without a known
--- state, which is set aside (above) first.
+-- reason} for a key that is not a hash or a record without a known state,
+-- which is set aside (above) first.
 local function action_fields(id, tkey, ...)
-  local function corrupt(reason, readable)
-    set_aside(id, nil, reason, readable, nil, now_ms())
+  local rec = fields(tkey, 's', ...)
+  local function corrupt(reason, is_hash)
+    set_aside(id, nil, reason, is_hash, nil, now_ms())
     flush_counts()
     return {'corrupt', reason}
   end
-  local stored = load(tkey)
-  if stored == nil then return nil, {'missing'} end
-  if stored == false then return nil, corrupt(not_a_record(tkey), false) end
-  local rec = fields(tkey, 's', ...)
+  if not rec then return nil, corrupt(not_a_hash(tkey), false) end
   local st = rec[1]
-  if not st then return nil, corrupt('field `s` (state) is missing', true) end
+  if not st then
+    if redis.call('EXISTS', tkey) == 0 then return nil, {'missing'} end
+    return nil, corrupt('field `s` (state) is missing', true)
+  end
   if not STATES[st] then return nil, corrupt('unknown state `' .. shown(st) .. '`', true) end
   return rec
 end
