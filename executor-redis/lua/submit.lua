@@ -31,6 +31,16 @@ local out = {}
 -- Due entries are written with one ZADD per level at the end.
 local waiting = waiting_batch()
 local DEBOUNCED = {'s', 'c', 'h', 'g', 'v'}
+-- One EXISTS of every task key first: when none exists (a batch of new
+-- ids, the common case) no task needs a call of its own to know its id is
+-- free, only a look at the ids this call created.
+local fresh = true
+for i = 0, n - 1, 1000 do
+  local keys = {}
+  for j = i, math.min(i + 999, n - 1) do keys[#keys + 1] = task_key(ARGV[3 + j * 16 + 1]) end
+  if redis.call('EXISTS', unpack(keys)) > 0 then fresh = false end
+end
+local made = {}
 
 -- Why the arguments of one task are unusable, or nil.
 local function bad_args(due_kind, due_value, max_attempts, max_duration, timeout, mode, window, max_wait, queue,
@@ -87,7 +97,11 @@ for i = 0, n - 1 do
     -- EXISTS first: an integer costs less than TYPE's status reply, and a
     -- new id is the common case.
     local t = 'none'
-    if redis.call('EXISTS', tkey) == 1 then t = redis.call('TYPE', tkey).ok end
+    if made[tkey] then
+      t = 'hash'
+    elseif not fresh and redis.call('EXISTS', tkey) == 1 then
+      t = redis.call('TYPE', tkey).ok
+    end
     if t == 'hash' then
       if nonce ~= '' and redis.call('HGET', tkey, 'h') == nonce then
         result = {'created', id}
@@ -113,6 +127,7 @@ for i = 0, n - 1 do
       local lkey, q, p = write_task(tkey, name, payload, max_attempts, now_s, due_s, deadline, timeout, retry,
         mode == 'd' and dkey or nil, nonce, queue, priority)
       if mode == 'd' then redis.call('HSET', KEYS[5], dkey, id) end
+      made[tkey] = true
       waiting.add(lkey, q, p, due_s, id)
       result = 1
     end
