@@ -40,22 +40,14 @@ end
 
 -- What a claim reads of a waiting task: FIELDS less the four the claim
 -- writes over (`b`, `w`, `l`) or that mean nothing while RUNNING (`z`,
--- returned as missing). One HGETALL walks a small (listpack) hash once,
--- where HMGET scans it for each field asked (a missing one to its end):
--- a tenth of a claim's server time. It also reads the fields a claim does
--- not use, the attempt log among them, which only a retried task has.
-local CLAIM_AT = {s = 1, n = 2, p = 3, a = 4, m = 5, f = 6, c = 7, d = 8, x = 11, o = 12, r = 13, e = 14, q = 17,
-  k = 18, g = 19, v = 20}
+-- returned as missing). Each field asked of a small (listpack) hash is a
+-- scan of it, a missing one a whole scan: four fewer per claimed task.
+local CLAIM_FIELDS = {'s', 'n', 'p', 'a', 'm', 'f', 'c', 'd', 'x', 'o', 'r', 'e', 'q', 'k', 'g', 'v'}
 local function claim_record(tkey)
-  local r = redis.pcall('HGETALL', tkey)
+  local r = redis.pcall('HMGET', tkey, unpack(CLAIM_FIELDS))
   if r.err then return false end
-  local rec = {false, false, false, false, false, false, false, false, false, false, false, false, false, false,
-    false, false, false, false, false, false}
-  for i = 1, #r, 2 do
-    local at = CLAIM_AT[r[i]]
-    if at then rec[at] = r[i + 1] end
-  end
-  return rec
+  return {r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], false, false, r[9], r[10], r[11], r[12], false, false,
+    r[13], r[14], r[15], r[16]}
 end
 
 -- HMGET of some fields; false when the key holds another type of value.
