@@ -25,6 +25,55 @@ pub(crate) trait Backend: executor_core::storage::ExecutorStorage + Clone {
     fn raw_call(&self) -> impl Future<Output = Option<()>> + Send;
 }
 
+/// Calls and microseconds per command (`INFO commandstats`), when the
+/// store is Redis: commands a script calls are counted apart from the
+/// script's own `FCALL`/`EVALSHA`, whose time includes theirs.
+pub(crate) type CommandStats = std::collections::BTreeMap<String, (u64, u64)>;
+
+pub(crate) async fn command_stats<S: Backend>(storage: &S) -> Option<CommandStats> {
+    let info: String =
+        storage.redis()?.pool().next().info(Some(fred::types::InfoKind::CommandStats)).await.ok()?;
+    let mut out = CommandStats::new();
+    for line in info.lines() {
+        let Some((name, rest)) = line.trim().strip_prefix("cmdstat_").and_then(|l| l.split_once(':')) else {
+            continue;
+        };
+        let field = |key: &str| -> Option<u64> {
+            rest.split(',').find_map(|kv| kv.strip_prefix(key)).and_then(|v| v.parse().ok())
+        };
+        if let (Some(calls), Some(usec)) = (field("calls="), field("usec=")) {
+            out.insert(name.to_owned(), (calls, usec));
+        }
+    }
+    Some(out)
+}
+
+/// Where the server's time per task went between two `command_stats`:
+/// the scripts' calls (with everything they ran), then the commands they
+/// ran, most time first; the bench's own `INFO` calls are left out.
+pub(crate) fn per_task_commands(before: &CommandStats, after: &CommandStats, tasks: usize) -> String {
+    let per = |name: &str| -> (f64, f64) {
+        let (c0, u0) = before.get(name).copied().unwrap_or((0, 0));
+        let (c1, u1) = after.get(name).copied().unwrap_or((0, 0));
+        (c1.saturating_sub(c0) as f64 / tasks as f64, u1.saturating_sub(u0) as f64 / tasks as f64)
+    };
+    let scripts = ["fcall", "evalsha", "eval"];
+    let show = |name: &str| {
+        let (calls, usec) = per(name);
+        format!("{name} {calls:.3} x {usec:.2} us")
+    };
+    let outer: Vec<String> = scripts.iter().filter(|n| per(n).0 > 0.0).map(|n| show(n)).collect();
+    let mut inner: Vec<(&String, (f64, f64))> = after
+        .keys()
+        .filter(|n| !scripts.contains(&n.as_str()) && n.as_str() != "info")
+        .map(|n| (n, per(n)))
+        .filter(|(_, (calls, _))| *calls > 0.0)
+        .collect();
+    inner.sort_by(|a, b| b.1.1.total_cmp(&a.1.1));
+    let inner: Vec<String> = inner.iter().take(8).map(|(n, _)| show(n)).collect();
+    format!("{}; commands: {}", outer.join(", "), inner.join(", "))
+}
+
 /// `return 1`, loaded once per server; its SHA-1.
 async fn trivial_script(redis: &RedisStorage) -> Option<String> {
     use fred::interfaces::LuaInterface;

@@ -237,6 +237,19 @@ fn server_time(cpu: Option<f64>, per_command: Option<f64>) -> String {
     }
 }
 
+/// Prints where the Redis server's time per task went since `before`
+/// (`INFO commandstats`); nothing for another store.
+async fn server_commands<S: Backend>(
+    what: &str,
+    storage: &S,
+    before: Option<crate::backend::CommandStats>,
+    n: usize,
+) {
+    if let (Some(before), Some(after)) = (before, crate::backend::command_stats(storage).await) {
+        println!("{what}, Redis per task: {}", crate::backend::per_task_commands(&before, &after, n));
+    }
+}
+
 fn ratio(rate: f64, ceiling: Option<f64>) -> String {
     ceiling.map(|c| format!(" = {:.2} x SET", rate / c)).unwrap_or_default()
 }
@@ -273,6 +286,7 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
         let ns = namespace("submit")?;
         let client = Client::without_name_check(storage.clone(), ns.clone());
         let next = Arc::new(AtomicUsize::new(0));
+        let commands_before = crate::backend::command_stats(&storage).await;
         let t0 = Instant::now();
         let mut producers = Vec::new();
         for _ in 0..args.submitters {
@@ -293,7 +307,9 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
             args.submitters,
             ratio(single, set_rps)
         );
+        server_commands("submit    single", &storage, commands_before, args.single_submits).await;
         storage.drop_namespace(&ns).await;
+        let commands_before = crate::backend::command_stats(&storage).await;
         let took = preload(&storage, &ns, args.batched_submits, args.batch_size).await?;
         let batched = stats::rate(args.batched_submits, took);
         println!(
@@ -301,6 +317,7 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
             args.batch_size,
             ratio(batched, set_rps)
         );
+        server_commands("submit    submit_many", &storage, commands_before, args.batched_submits).await;
         storage.drop_namespace(&ns).await;
     }
     if args.runs(Phase::Lone) {
@@ -312,6 +329,7 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
             let ns = namespace(&format!("c{c}"))?;
             preload(&storage, &ns, n, args.batch_size).await?;
             let flow = apply_limits(&storage, &ns).await?;
+            let commands_before = crate::backend::command_stats(&storage).await;
             let (r, cpu, own) = process(&storage, &ns, c, n).await?;
             figures.processing.push((c, r));
             let own = own.map(|o| format!("; bench process CPU {o:.1} us/task")).unwrap_or_default();
@@ -320,6 +338,7 @@ pub(crate) async fn run_all<S: Backend>(storage: S, args: &Args) -> Res<()> {
                 ratio(r, set_rps),
                 server_time(cpu, set_cpu)
             );
+            server_commands(&format!("process   concurrency {c}"), &storage, commands_before, n).await;
             storage.drop_namespace(&ns).await;
         }
     }
