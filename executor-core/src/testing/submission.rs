@@ -226,6 +226,18 @@ pub async fn run_at<S: Storage>(s: &S, ns: &Namespace) {
     assert_eq!(claimed.first().map(|t| t.due_at), Some(past));
 }
 
+/// The answers of a `submit_many`: id and outcome, or the id refused as a
+/// duplicate.
+fn answers(out: &[crate::Result<crate::Submitted>]) -> Vec<Result<(String, SubmitOutcome), String>> {
+    out.iter()
+        .map(|r| match r {
+            Ok(sub) => Ok((sub.id.to_string(), sub.outcome)),
+            Err(Error::DuplicateId(id)) => Err(id.to_string()),
+            Err(e) => panic!("submit_many: unexpected error {e:?}"),
+        })
+        .collect()
+}
+
 /// `submit_many` answers every task in order, each on its own: a refused
 /// duplicate does not stop the others.
 pub async fn submit_many_answers_each_task<S: Storage>(s: &S, ns: &Namespace) {
@@ -235,14 +247,7 @@ pub async fn submit_many_answers_each_task<S: Storage>(s: &S, ns: &Namespace) {
     let tasks = vec![new_task("many-a"), new_task("many-taken"), new_task("many-b"), idem];
     let out = ok("submit_many", s.submit_many(ns, tasks).await);
     assert_eq!(out.len(), 4, "one answer per task: {out:?}");
-    let summary: Vec<_> = out
-        .iter()
-        .map(|r| match r {
-            Ok(sub) => Ok((sub.id.to_string(), sub.outcome)),
-            Err(Error::DuplicateId(id)) => Err(id.to_string()),
-            Err(e) => panic!("submit_many: unexpected error {e:?}"),
-        })
-        .collect();
+    let summary = answers(&out);
     assert_eq!(
         summary,
         vec![
@@ -256,6 +261,34 @@ pub async fn submit_many_answers_each_task<S: Storage>(s: &S, ns: &Namespace) {
     for id in ["many-a", "many-b"] {
         assert_eq!(record(s, ns, &tid(id)).await.state, TaskState::Created, "{id} stored");
     }
+
+    // One id twice in a batch of ids all new (no task under any of them
+    // before the call): the second is a duplicate of the first, an
+    // idempotent third finds it, and the task is stored once, as the first
+    // said.
+    let mut first = new_task("many-twice");
+    first.payload = b"1".to_vec();
+    let mut again = new_task("many-twice");
+    again.payload = b"2".to_vec();
+    let mut idem = new_task("many-twice");
+    idem.mode = SubmitMode::Idempotent;
+    let out = ok("submit_many", s.submit_many(ns, vec![first, new_task("many-c"), again, idem]).await);
+    let summary = answers(&out);
+    assert_eq!(
+        summary,
+        vec![
+            Ok(("many-twice".to_owned(), SubmitOutcome::Created)),
+            Ok(("many-c".to_owned(), SubmitOutcome::Created)),
+            Err("many-twice".to_owned()),
+            Ok(("many-twice".to_owned(), SubmitOutcome::Existing)),
+        ],
+        "an id repeated in one batch of new ids"
+    );
+    assert_eq!(
+        record(s, ns, &tid("many-twice")).await.payload,
+        b"1".to_vec(),
+        "stored once, as the first said"
+    );
 }
 
 /// Cancelling a debounced task frees its key: the next submit under the
